@@ -1,0 +1,150 @@
+/* CUDA context state: device selection, streams, cuBLAS/cuSOLVER handles made
+ * once per context and reused; error reporting for the backend. */
+#include "backend/cuda/cuda_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+lac_status lac_cuda_fail(lac_ctx_t ctx, cudaError_t err, const char *what, const char *file, int line)
+{
+    const char *base = strrchr(file, '/');
+    lac_status st = err == cudaErrorMemoryAllocation ? LAC_ERR_OUT_OF_MEMORY : LAC_ERR_CUDA;
+    cudaGetLastError();   /* clear a non-sticky error so the context stays usable */
+    return lac_error(ctx, st, "%s (%s) at %s:%d: %s", cudaGetErrorName(err), cudaGetErrorString(err),
+                     base ? base + 1 : file, line, what);
+}
+
+lac_status lac_cublas_fail(lac_ctx_t ctx, int err, const char *what, const char *file, int line)
+{
+    const char *base = strrchr(file, '/');
+    return lac_error(ctx, err == CUBLAS_STATUS_ALLOC_FAILED ? LAC_ERR_OUT_OF_MEMORY : LAC_ERR_CUDA,
+                     "cuBLAS status %d (%s) at %s:%d: %s", err, cublasGetStatusString((cublasStatus_t)err),
+                     base ? base + 1 : file, line, what);
+}
+
+lac_status lac_cusolver_fail(lac_ctx_t ctx, int err, const char *what, const char *file, int line)
+{
+    const char *base = strrchr(file, '/');
+    return lac_error(ctx, err == CUSOLVER_STATUS_ALLOC_FAILED ? LAC_ERR_OUT_OF_MEMORY : LAC_ERR_CUDA,
+                     "cuSOLVER status %d at %s:%d: %s", err, base ? base + 1 : file, line, what);
+}
+
+extern "C" int lac_cuda_devices(void)
+{
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return count;
+}
+
+extern "C" const char *lac_cuda_runtime_info(void)
+{
+    static char info[128];
+    if (!info[0]) {
+        int runtime = 0, driver = 0;
+        cudaRuntimeGetVersion(&runtime);
+        if (cudaDriverGetVersion(&driver) != cudaSuccess) driver = 0;
+        cudaGetLastError();
+        snprintf(info, sizeof info, "runtime %d.%d, driver %d.%d, built for sm_%s", runtime / 1000,
+                 (runtime % 1000) / 10, driver / 1000, (driver % 1000) / 10, LACUNA_CUDA_ARCHS);
+    }
+    return info;
+}
+
+extern "C" lac_status lac_cuda_describe(lac_ctx_t ctx, int device, char *buf, size_t len)
+{
+    cudaDeviceProp prop;
+    LAC_CUDA_CHECK(ctx, cudaGetDeviceProperties(&prop, device));
+    snprintf(buf, len, "%s, sm_%d%d, %d SMs, %.1f GiB, L2 %.0f MiB", prop.name, prop.major, prop.minor,
+             prop.multiProcessorCount, (double)prop.totalGlobalMem / (1024.0 * 1024.0 * 1024.0),
+             prop.l2CacheSize / (1024.0 * 1024.0));
+    return LAC_SUCCESS;
+}
+
+lac_status lac_cuda_use_device(lac_ctx_t ctx)
+{
+    LAC_CUDA_CHECK(ctx, cudaSetDevice(ctx->cuda->device));
+    return LAC_SUCCESS;
+}
+
+extern "C" lac_status lac_cuda_ctx_init(lac_ctx_t ctx)
+{
+    int count = lac_cuda_devices();
+    if (count == 0) return lac_error(ctx, LAC_ERR_NO_DEVICE, "CUDA backend asked for, but no CUDA device is visible");
+    lac_cuda_state *s = (lac_cuda_state *)calloc(1, sizeof *s);
+    if (!s) return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "could not allocate the CUDA state");
+    s->num_devices = ctx->params.num_devices > 0 ? ctx->params.num_devices : 1;
+    for (int i = 0; i < s->num_devices; i++) {
+        s->device_ids[i] = ctx->params.num_devices > 0 ? ctx->params.device_ids[i] : i;
+        if (s->device_ids[i] >= count) {
+            int bad = s->device_ids[i];
+            free(s);
+            return lac_error(ctx, LAC_ERR_NO_DEVICE, "CUDA device %d asked for, but only %d visible", bad, count);
+        }
+    }
+    s->device = s->device_ids[0];
+    ctx->cuda = s;
+    lac_status st = LAC_SUCCESS;
+    LAC_CUDA_CHECK_GOTO(ctx, cudaSetDevice(s->device), st, fail);
+    LAC_CUDA_CHECK_GOTO(ctx, cudaGetDeviceProperties(&s->prop, s->device), st, fail);
+    LAC_CUDA_CHECK_GOTO(ctx, cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking), st, fail);
+    for (int i = 0; i < 2; i++)
+        LAC_CUDA_CHECK_GOTO(ctx, cudaStreamCreateWithFlags(&s->copy_streams[i], cudaStreamNonBlocking), st, fail);
+    if (cublasCreate(&s->cublas) != CUBLAS_STATUS_SUCCESS) {
+        st = lac_error(ctx, LAC_ERR_CUDA, "cublasCreate failed");
+        goto fail;
+    }
+    cublasSetStream(s->cublas, s->stream);
+    if (cusolverDnCreate(&s->cusolver) != CUSOLVER_STATUS_SUCCESS) {
+        st = lac_error(ctx, LAC_ERR_CUDA, "cusolverDnCreate failed");
+        goto fail;
+    }
+    cusolverDnSetStream(s->cusolver, s->stream);
+    lac_log(ctx, LAC_LOG_INFO, "cuda: device %d (%s, %d SMs)", s->device, s->prop.name, s->prop.multiProcessorCount);
+    return LAC_SUCCESS;
+fail:
+    lac_cuda_ctx_fini(ctx);
+    return st;
+}
+
+extern "C" void lac_cuda_ctx_fini(lac_ctx_t ctx)
+{
+    lac_cuda_state *s = ctx->cuda;
+    if (!s) return;
+    cudaSetDevice(s->device);
+    if (s->workspace) cudaFree(s->workspace);
+    if (s->cusolver) cusolverDnDestroy(s->cusolver);
+    if (s->cublas) cublasDestroy(s->cublas);
+    for (int i = 0; i < 2; i++)
+        if (s->copy_streams[i]) cudaStreamDestroy(s->copy_streams[i]);
+    if (s->stream) cudaStreamDestroy(s->stream);
+    cudaGetLastError();
+    free(s);
+    ctx->cuda = NULL;
+}
+
+extern "C" lac_status lac_cuda_synchronize(lac_ctx_t ctx)
+{
+    LAC_CUDA_CHECK(ctx, cudaStreamSynchronize(ctx->cuda->stream));
+    return LAC_SUCCESS;
+}
+
+lac_status lac_cuda_workspace(lac_ctx_t ctx, size_t bytes, void **ptr)
+{
+    lac_cuda_state *s = ctx->cuda;
+    if (bytes > s->workspace_bytes) {
+        if (s->workspace) {
+            LAC_CUDA_CHECK(ctx, cudaStreamSynchronize(s->stream));
+            LAC_CUDA_CHECK(ctx, cudaFree(s->workspace));
+            s->workspace = NULL;
+            s->workspace_bytes = 0;
+        }
+        LAC_CUDA_CHECK(ctx, cudaMalloc(&s->workspace, bytes));
+        s->workspace_bytes = bytes;
+    }
+    *ptr = s->workspace;
+    return LAC_SUCCESS;
+}

@@ -1,0 +1,102 @@
+/* Context: resolves the backend, owns the thread count, the log sink and the
+ * CUDA state (streams and library handles made once and reused). */
+#include "core/internal.h"
+#include "backend/cuda/gateway.h"
+
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+void lac_log_stderr(lac_log_level level, const char *message, void *user);
+int lac_log_level_from_env(const char *value);
+
+lac_ctx_params lac_ctx_params_default(void)
+{
+    lac_ctx_params p;
+    memset(&p, 0, sizeof p);
+    p.backend = LAC_BACKEND_AUTO;
+    p.log_level = LAC_LOG_WARN;
+    return p;
+}
+
+const char *lac_ctx_params_check(const lac_ctx_params *p)
+{
+    if (!p) return "params is NULL";
+    if (p->backend < LAC_BACKEND_AUTO || p->backend > LAC_BACKEND_CUDA)
+        return "backend must be auto, cpu or cuda";
+    if (p->num_devices < 0 || p->num_devices > LAC_MAX_DEVICES)
+        return "num_devices must be in [0, LAC_MAX_DEVICES]";
+    for (int i = 0; i < p->num_devices; i++)
+        if (p->device_ids[i] < 0) return "device ids must be >= 0";
+    if (p->threads < 0) return "threads must be >= 0 (0: OpenMP's default)";
+    if (p->log_level < LAC_LOG_ERROR || p->log_level > LAC_LOG_DEBUG)
+        return "log_level must be error, warn, info or debug";
+    return NULL;
+}
+
+lac_status lac_ctx_create(const lac_ctx_params *params, lac_ctx_t *out)
+{
+    if (!out) return lac_error(NULL, LAC_ERR_ARGUMENT, "ctx is NULL");
+    *out = NULL;
+    lac_ctx_params p = params ? *params : lac_ctx_params_default();
+    const char *why = lac_ctx_params_check(&p);
+    if (why) return lac_error(NULL, LAC_ERR_ARGUMENT, "context parameters: %s", why);
+
+    lac_ctx_t ctx = calloc(1, sizeof *ctx);
+    if (!ctx) return lac_error(NULL, LAC_ERR_OUT_OF_MEMORY, "could not allocate a context");
+    ctx->params = p;
+    ctx->threads = p.threads > 0 ? p.threads : omp_get_max_threads();
+    ctx->log = p.log;
+    ctx->log_user = p.log_user;
+    ctx->log_level = p.log_level;
+    int env_level = lac_log_level_from_env(getenv("LACUNA_LOG"));
+    if (!ctx->log && env_level >= 0) {
+        ctx->log = lac_log_stderr;
+        ctx->log_level = (lac_log_level)env_level;
+    }
+
+    lac_backend want = p.backend;
+    if (want == LAC_BACKEND_AUTO) want = lac_cuda_devices() > 0 ? LAC_BACKEND_CUDA : LAC_BACKEND_CPU;
+    ctx->backend = want;
+    if (want == LAC_BACKEND_CUDA) {
+        lac_status st = lac_cuda_ctx_init(ctx);
+        if (st < 0) {
+            lac_error(NULL, st, "%s", ctx->last_error);
+            free(ctx);
+            return st;
+        }
+    }
+    lac_log(ctx, LAC_LOG_INFO, "context: backend %s, %d CPU threads",
+            want == LAC_BACKEND_CUDA ? "cuda" : "cpu", ctx->threads);
+    *out = ctx;
+    return LAC_SUCCESS;
+}
+
+void lac_ctx_destroy(lac_ctx_t *ctx)
+{
+    if (!ctx || !*ctx) return;
+    if ((*ctx)->cuda) lac_cuda_ctx_fini(*ctx);
+    free(*ctx);
+    *ctx = NULL;
+}
+
+lac_backend lac_ctx_backend(lac_ctx_t ctx) { return ctx ? ctx->backend : LAC_BACKEND_CPU; }
+
+int lac_ctx_threads(lac_ctx_t ctx) { return lac_threads(ctx); }
+
+lac_status lac_ctx_synchronize(lac_ctx_t ctx)
+{
+    LAC_ARG_NOT_NULL(ctx, ctx);
+    if (ctx->backend != LAC_BACKEND_CUDA) return LAC_SUCCESS;
+    return lac_cuda_synchronize(ctx);
+}
+
+int lac_cuda_device_count(void) { return lac_cuda_devices(); }
+
+lac_status lac_cuda_device_describe(int device, char *buf, size_t len)
+{
+    if (!buf || len == 0) return lac_error(NULL, LAC_ERR_ARGUMENT, "buf is NULL or empty");
+    if (device < 0 || device >= lac_cuda_devices())
+        return lac_error(NULL, LAC_ERR_RANGE, "device %d is outside [0, %d)", device, lac_cuda_devices());
+    return lac_cuda_describe(NULL, device, buf, len);
+}

@@ -1,0 +1,84 @@
+/* Internal core: the context's layout, error reporting and check macros shared
+ * by every part of the library. Never included by users. */
+#ifndef LACUNA_CORE_INTERNAL_H
+#define LACUNA_CORE_INTERNAL_H
+
+#include "lacuna/lacuna.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LAC_ERROR_MAX 1024
+
+struct lac_cuda_state;   /* owned by src/backend/cuda */
+
+struct lac_ctx {
+    lac_ctx_params params;
+    lac_backend backend;          /* resolved: CPU or CUDA */
+    int threads;                  /* CPU threads for OpenMP regions */
+    lac_log_fn log;               /* callback, or the stderr printer from LACUNA_LOG */
+    void *log_user;
+    lac_log_level log_level;
+    char last_error[LAC_ERROR_MAX];
+    struct lac_cuda_state *cuda;  /* streams, cuBLAS/cuSOLVER handles; NULL on CPU */
+};
+
+/* Records "detail" as the last error of ctx (or of the thread when ctx is NULL),
+ * logs it at LAC_LOG_DEBUG and returns status, so that callers can write
+ * `return lac_error(ctx, LAC_ERR_RANGE, "bridge[%lld] = ...", ...)`. */
+lac_status lac_error(lac_ctx_t ctx, lac_status status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+void lac_clear_error(lac_ctx_t ctx);
+
+void lac_log(lac_ctx_t ctx, lac_log_level level, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Returns on failure; the callee has already recorded the detail. */
+#define LAC_CHECK(expr)                 \
+    do {                                \
+        lac_status lac_s_ = (expr);     \
+        if (lac_s_ < 0) return lac_s_;  \
+    } while (0)
+
+/* One cleanup label per function: st = expr; on failure jump to label. */
+#define LAC_CHECK_GOTO(expr, st, label) \
+    do {                                \
+        (st) = (expr);                  \
+        if ((st) < 0) goto label;       \
+    } while (0)
+
+/* Argument checks that name the argument (NCCL's argcheck). */
+#define LAC_ARG_NOT_NULL(ctx, p)                                                    \
+    do {                                                                           \
+        if ((p) == NULL) return lac_error((ctx), LAC_ERR_ARGUMENT, "%s is NULL", #p); \
+    } while (0)
+
+/* Overflow-checked size arithmetic for allocations. */
+static inline bool lac_mul_overflows(size_t a, size_t b, size_t *out)
+{
+    if (a != 0 && b > (size_t)-1 / a) return true;
+    *out = a * b;
+    return false;
+}
+
+/* malloc that records LAC_ERR_OUT_OF_MEMORY with the size on failure. */
+void *lac_malloc(lac_ctx_t ctx, size_t bytes);
+void *lac_calloc(lac_ctx_t ctx, size_t count, size_t size);
+
+/* Number of CPU threads a context uses, 1 for a NULL context. */
+static inline int lac_threads(lac_ctx_t ctx) { return ctx ? ctx->threads : 1; }
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,35 @@
+/* Internal I/O helpers shared by every reader and writer. */
+#ifndef LACUNA_IO_INTERNAL_H
+#define LACUNA_IO_INTERNAL_H
+
+#include "core/internal.h"
+
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Atomic output: everything is written to a temporary file beside the target
+ * and renamed over it on commit, so a failure (or a crash) never leaves a
+ * half-written file at `path`. */
+typedef struct {
+    FILE *fp;
+    char *path;
+    char *tmp_path;
+} lac_atomic_file;
+
+lac_status lac_atomic_open(lac_ctx_t ctx, const char *path, lac_atomic_file *af);
+/* Flushes, syncs, closes and renames; on any failure removes the temporary. */
+lac_status lac_atomic_commit(lac_ctx_t ctx, lac_atomic_file *af);
+/* Closes and removes the temporary; safe on a zeroed or committed handle. */
+void lac_atomic_abort(lac_atomic_file *af);
+
+/* Hand-over of storage into a lac_array (src/core/array.c). */
+void lac_array_take_malloc(lac_array *a, void *block, size_t bytes);
+void lac_array_take_mmap(lac_array *a, void *mapping, size_t bytes);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

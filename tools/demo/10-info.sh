@@ -1,0 +1,2 @@
+# What this build is and which devices it sees.
+"$LACUNA" info

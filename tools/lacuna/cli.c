@@ -1,0 +1,130 @@
+/* Shared helpers of the lacuna tool (see cli.h). */
+#include "cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "lacuna %s: ", cmd);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n");
+    return CLI_USAGE;
+}
+
+int cli_status_error(const char *cmd, lac_ctx_t ctx, lac_status st)
+{
+    const char *detail = lac_last_error(ctx);
+    cli_progress_done();
+    fprintf(stderr, "lacuna %s: %s%s%s\n", cmd, lac_status_string(st), detail && *detail ? ": " : "",
+            detail ? detail : "");
+    return st <= -100 ? CLI_RUNTIME : CLI_USAGE;
+}
+
+int cli_make_context(const char *cmd, const char *device, int threads, lac_ctx_t *ctx)
+{
+    lac_ctx_params p = lac_ctx_params_default();
+    p.threads = threads;
+    if (!device || strcmp(device, "auto") == 0) {
+        p.backend = LAC_BACKEND_AUTO;
+    } else if (strcmp(device, "cpu") == 0) {
+        p.backend = LAC_BACKEND_CPU;
+    } else if (strncmp(device, "cuda", 4) == 0 && (device[4] == '\0' || device[4] == ':')) {
+        p.backend = LAC_BACKEND_CUDA;
+        if (device[4] == ':') {
+            char *end;
+            long id = strtol(device + 5, &end, 10);
+            if (*end || end == device + 5 || id < 0) return cli_usage_error(cmd, "bad --device '%s' (cpu, cuda, cuda:N)", device);
+            p.num_devices = 1;
+            p.device_ids[0] = (int)id;
+        }
+    } else {
+        return cli_usage_error(cmd, "bad --device '%s' (auto, cpu, cuda, cuda:N)", device);
+    }
+    lac_status st = lac_ctx_create(&p, ctx);
+    if (st < 0) return cli_status_error(cmd, NULL, st);
+    return CLI_OK;
+}
+
+const char *cli_backend_name(lac_ctx_t ctx)
+{
+    return lac_ctx_backend(ctx) == LAC_BACKEND_CUDA ? "cuda" : "cpu";
+}
+
+bool cli_parse_int64(const char *cmd, const char *option, const char *text, long long *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(text ? text : "", &end, 10);
+    if (!text || !*text || *end || errno) {
+        cli_usage_error(cmd, "%s needs an integer, got '%s'", option, text ? text : "");
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+bool cli_parse_double(const char *cmd, const char *option, const char *text, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(text ? text : "", &end);
+    if (!text || !*text || *end || errno || !isfinite(v)) {
+        cli_usage_error(cmd, "%s needs a finite number, got '%s'", option, text ? text : "");
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+static bool progress_on;
+static bool progress_open;
+
+void cli_progress_enable(bool enabled) { progress_on = enabled && isatty(STDERR_FILENO); }
+bool cli_progress_enabled(void) { return progress_on; }
+
+void cli_progress(const char *fmt, ...)
+{
+    if (!progress_on) return;
+    va_list ap;
+    fputs("\r\033[K", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fflush(stderr);
+    progress_open = true;
+}
+
+void cli_progress_done(void)
+{
+    if (progress_open) fputc('\n', stderr);
+    progress_open = false;
+}
+
+double cli_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double cli_median(double *values, int n)
+{
+    if (n <= 0) return NAN;
+    qsort(values, (size_t)n, sizeof *values, cmp_double);
+    return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}

@@ -1,0 +1,47 @@
+/* Shared helpers of the lacuna command-line tool: errors and exit codes,
+ * contexts from --device/--threads, terminal progress, JSON output. */
+#ifndef LACUNA_TOOL_CLI_H
+#define LACUNA_TOOL_CLI_H
+
+#include "lacuna/lacuna.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+
+/* Exit codes: 0 success, 1 runtime failure, 2 usage or input error. */
+enum { CLI_OK = 0, CLI_RUNTIME = 1, CLI_USAGE = 2 };
+
+/* Prints "lacuna <cmd>: message" to stderr; returns CLI_USAGE. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prints the status and the context's last error; returns the exit code that
+ * fits the status (2 for caller errors, 1 for runtime failures). */
+int cli_status_error(const char *cmd, lac_ctx_t ctx, lac_status st);
+
+/* Makes a context from --device (auto|cpu|cuda|cuda:N) and --threads. */
+int cli_make_context(const char *cmd, const char *device, int threads, lac_ctx_t *ctx);
+/* "cpu" or "cuda" for JSON output. */
+const char *cli_backend_name(lac_ctx_t ctx);
+
+/* Strict number parsing for option values; print a usage error on failure. */
+bool cli_parse_int64(const char *cmd, const char *option, const char *text, long long *out);
+bool cli_parse_double(const char *cmd, const char *option, const char *text, double *out);
+
+/* Progress lines on stderr, only when it is a terminal and not --quiet:
+ * cli_progress overwrites the line, cli_progress_done ends it. */
+void cli_progress_enable(bool enabled);
+bool cli_progress_enabled(void);
+void cli_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void cli_progress_done(void);
+
+/* Wall-clock seconds from a monotonic clock. */
+double cli_now(void);
+/* Median of n values (sorts them in place). */
+double cli_median(double *values, int n);
+
+/* Subcommands (one file each). */
+int cmd_info(int argc, char **argv);
+int cmd_map(int argc, char **argv);
+int cmd_impute(int argc, char **argv);
+int cmd_mf(int argc, char **argv);
+
+#endif
