@@ -12,7 +12,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
 # Debian packages the build and tests rely on.
-DEB_PACKAGES := build-essential cmake pkg-config libopenblas-dev liblapacke-dev libomp-dev python3-numpy
+DEB_PACKAGES := build-essential cmake pkg-config libopenblas-dev liblapacke-dev python3-numpy
 
 .PHONY: all deps build build-asan demo test test-cpu test-asan bench install clean
 

@@ -14,7 +14,8 @@ static int64_t tokenize(char *line, char ***tokens, size_t *cap)
     char *hash = strchr(line, '#');
     if (hash) *hash = '\0';
     int64_t count = 0;
-    for (char *tok = strtok(line, " \t\r\n,"); tok; tok = strtok(NULL, " \t\r\n,")) {
+    char *save = NULL;
+    for (char *tok = strtok_r(line, " \t\r\n,", &save); tok; tok = strtok_r(NULL, " \t\r\n,", &save)) {
         if ((size_t)count == *cap) {
             size_t ncap = *cap ? *cap * 2 : 16;
             char **grown = realloc(*tokens, ncap * sizeof *grown);
