@@ -211,14 +211,17 @@ lac_status lac_text_save(lac_ctx_t ctx, const char *path, const lac_array *a);
  * MIN/MAX compare); MEAN cannot accumulate (it would need the old counts).
  *
  * NaN in S (or w): LAC_NAN_PROPAGATE (default) follows IEEE arithmetic: a NaN
- * makes its target NaN for every op but COUNT; LAC_NAN_SKIP treats such an
- * element as absent (it is not counted either); LAC_NAN_ERROR rejects the call,
- * naming the first NaN's position, with T untouched.
+ * makes its target NaN for every op but COUNT (which ignores S; a NaN weight
+ * makes a weighted count NaN); LAC_NAN_SKIP treats such an element as absent
+ * (it is not counted either; a NaN S[i, c] drops column c of row i, a NaN w[i]
+ * the whole row); LAC_NAN_ERROR rejects the call, naming the first NaN's
+ * position (row order; w[i] before S[i, :]), with T untouched.
  *
  * deterministic: bit-identical T from run to run and across thread counts and
  * devices of the same kind (fixed-order sums in float64 per target, rounded once);
- * costs a sort of the bridge (amortised by a plan) and a segmented pass.
- * MIN/MAX/COUNT are deterministic anyway.
+ * costs a sort of the bridge (amortised by a plan) and a segmented pass (on the
+ * CPU backend a one-shot call instead streams every row in every thread).
+ * MIN/MAX and unweighted COUNT do not depend on the order anyway.
  *
  * Errors (T untouched): R[i] outside [0, n) -> LAC_ERR_RANGE naming the first i;
  * lengths or dtypes that disagree -> LAC_ERR_SHAPE / LAC_ERR_DTYPE.
@@ -277,12 +280,387 @@ lac_status lac_map_plan_execute(lac_ctx_t ctx, lac_map_plan_t plan, const lac_ma
 /* ------------------------------------------------------------------------ */
 /* impute: convolutional imputation of graph-tensors                         */
 /* ------------------------------------------------------------------------ */
-/* (declared below by the impute section) */
+
+/* graphs ----------------------------------------------------------------- */
+/* Undirected weighted graphs, read from SNAP edge lists or Matrix Market files
+ * (docs/impute.md, "Graph files"). Rules shared by every reader:
+ *  - the pair {u, v} has the largest weight among the lines joining u and v in
+ *    either direction (an unweighted line weighs 1); repeated lines count once;
+ *  - directed input (a SNAP "Directed" header, a non-symmetric Matrix Market
+ *    "general" matrix, or an edge list listing some pairs both ways and others
+ *    one way, or with two different weights) is symmetrised that way, with a
+ *    warning; an edge list listing every pair once is the SNAP convention for
+ *    undirected graphs and needs no warning;
+ *  - self-loops and zero weights are dropped and counted; negative, NaN or
+ *    infinite weights are LAC_ERR_FORMAT naming the line;
+ *  - edge-list ids: without num_vertices, ids that are exactly 0..n-1 are the
+ *    vertex numbers, any other set of ids is remapped in ascending order
+ *    (vertex k is the k-th smallest id; lac_graph_vertex_of_id maps back);
+ *    with num_vertices, ids must lie in [0, num_vertices) and vertices no
+ *    line names are isolated;
+ *  - isolated vertices (degree 0) and disconnected graphs are allowed. */
+typedef struct lac_graph *lac_graph_t;
+
+typedef enum {
+    LAC_GRAPH_AUTO = 0,            /* Matrix Market when the file starts with %%MatrixMarket */
+    LAC_GRAPH_EDGE_LIST = 1,       /* "u v" or "u v w" lines, '#' or '%' comments */
+    LAC_GRAPH_MATRIX_MARKET = 2    /* coordinate pattern|real|integer, general|symmetric */
+} lac_graph_format;
+
+typedef struct {
+    lac_graph_format format;
+    int64_t num_vertices;          /* edge lists: 0 = from the ids (see above) */
+} lac_graph_params;
+
+typedef struct {
+    int64_t num_vertices;
+    int64_t num_edges;             /* undirected pairs {u, v}, u != v */
+    int64_t lines;                 /* edge lines (entries) read */
+    int64_t self_loops;            /* lines with u == v, dropped */
+    int64_t zero_weight;           /* lines with weight 0, dropped */
+    int64_t repeated;              /* lines naming an ordered pair already seen */
+    int64_t isolated_vertices;     /* degree 0: D^-1/2 is taken as 0 there */
+    int64_t components;            /* connected components, isolated vertices included */
+    int directed;                  /* the input was directed and has been symmetrised */
+    int remapped;                  /* the ids were remapped to 0..n-1 */
+    int weighted;                  /* the file had weights */
+    uint64_t fingerprint;          /* hash of n, the pairs and their weights */
+} lac_graph_info;
+
+lac_graph_params lac_graph_params_default(void);
+/* params may be NULL (defaults). */
+lac_status lac_graph_load(lac_ctx_t ctx, const char *path, const lac_graph_params *params, lac_graph_t *out);
+/* From caller arrays of vertex numbers in [0, num_vertices) (int32 or int64
+ * vectors of one length) and optional float64 weights, by the same rules. */
+lac_status lac_graph_from_edges(lac_ctx_t ctx, int64_t num_vertices, const lac_array *sources,
+                                const lac_array *targets, const lac_array *weights, lac_graph_t *out);
+void lac_graph_destroy(lac_graph_t *graph);
+lac_graph_info lac_graph_get_info(lac_graph_t graph);   /* zeroed for NULL */
+int64_t lac_graph_num_vertices(lac_graph_t graph);
+/* The file's id of vertex v, and the vertex of a file id (LAC_ERR_RANGE when
+ * no vertex has it). */
+lac_status lac_graph_id_of_vertex(lac_ctx_t ctx, lac_graph_t graph, int64_t vertex, int64_t *id);
+lac_status lac_graph_vertex_of_id(lac_ctx_t ctx, lac_graph_t graph, int64_t id, int64_t *vertex);
+/* The normalised Laplacian L = I - D^-1/2 A D^-1/2 (D_ii = sum_j A_ij, and
+ * D^-1/2 = 0 at isolated vertices, so L_ii = 1 there) into a caller N x N
+ * float32 or float64 array. */
+lac_status lac_graph_laplacian(lac_ctx_t ctx, lac_graph_t graph, lac_array *laplacian);
+/* Eigenvalues of L only, ascending, into a caller float32 or float64 vector
+ * of N (syevd without vectors: a fraction of lac_gft_create's cost). */
+lac_status lac_graph_laplacian_eigenvalues(lac_ctx_t ctx, lac_graph_t graph, lac_array *eigenvalues);
+/* A vertex set from a text file of ids (the file's ids, as in the graph; any
+ * whitespace or commas, '#' comments): mask[v] = 1 for each vertex named.
+ * mask: caller bool vector of N. Unknown ids are LAC_ERR_RANGE and malformed
+ * ones LAC_ERR_FORMAT, naming the line; a file naming no vertex is
+ * LAC_ERR_VALUE. The mask is untouched on failure. */
+lac_status lac_graph_load_vertex_set(lac_ctx_t ctx, lac_graph_t graph, const char *path, lac_array *mask);
+
+/* graph Fourier transform ------------------------------------------------- */
+/* The GFT basis of a graph: L = U diag(w) U^T with U orthogonal (LAPACK
+ * syevd), eigenvalues w ascending. The GFT of a graph-tensor G (N slices
+ * G(v)) is Ĝ(k) = sum_v U[v, k] G(v), i.e. Ĝ = U^T G; the inverse is G = U Ĝ.
+ * precision LAC_FLOAT32 or LAC_FLOAT64 (the eigendecomposition runs in it). */
+typedef struct lac_gft *lac_gft_t;
+
+lac_status lac_gft_create(lac_ctx_t ctx, lac_graph_t graph, lac_dtype precision, lac_gft_t *out);
+/* A cache file: U and w with the graph's fingerprint, N and the precision,
+ * written atomically. */
+lac_status lac_gft_save(lac_ctx_t ctx, lac_gft_t gft, const char *path);
+/* Loads a cache file and checks it against the graph and the precision (and
+ * its own checksum): any mismatch is LAC_ERR_VALUE saying which, a damaged
+ * file LAC_ERR_FORMAT. */
+lac_status lac_gft_load(lac_ctx_t ctx, const char *path, lac_graph_t graph, lac_dtype precision, lac_gft_t *out);
+/* lac_gft_load when `path` holds a valid cache, else lac_gft_create and (when
+ * path is not NULL) lac_gft_save; *from_cache (may be NULL) says which. A cache
+ * that does not fit is logged and rebuilt; failing to write it is a warning. */
+lac_status lac_gft_load_or_create(lac_ctx_t ctx, lac_graph_t graph, lac_dtype precision, const char *path,
+                                  lac_gft_t *out, int *from_cache);
+void lac_gft_destroy(lac_gft_t *gft);
+int64_t lac_gft_size(lac_gft_t gft);
+lac_dtype lac_gft_precision(lac_gft_t gft);
+/* Seconds the eigendecomposition took (0 for a loaded cache). */
+double lac_gft_seconds(lac_gft_t gft);
+/* Copies of w (vector of N) and U (N x N, row v = vertex v, column k =
+ * frequency k), in any float dtype; either may be NULL. */
+lac_status lac_gft_copy(lac_ctx_t ctx, lac_gft_t gft, lac_array *eigenvalues, lac_array *vectors);
+
+/* imputation ------------------------------------------------------------- */
+/* Algorithm 1 of Zhou & Zhang (2021), after Sun, Yan & Donoho (ICML 2018).
+ * A graph-tensor is an (N, m, n) array, vertex-major: slice v is vertex v's
+ * m x n matrix. Observed set Ω, given as
+ *  - a bool vector of N (slice sampling: vertex v observed or not),
+ *  - a bool (N, m, n) array (entry-wise sampling), or
+ *  - NULL: the NaN entries of the tensor are the missing ones.
+ * With a mask, unobserved entries may hold anything (NaN included) and
+ * observed ones must be finite (else LAC_ERR_VALUE naming the entry).
+ *
+ * Iteration (t counts over all steps; G^est_0 = 0):
+ *   G^imp = P_Ω(G) + P_Ω⊥(G^est_{t-1})                   line 7
+ *   Ĝ = U^T G^imp                                         line 8 (GFT)
+ *   Ĝ^est(k) = S_λk(Ĝ(k)) = A (Σ - λk)_+ B^T per k        line 9, Algorithm 2
+ *   G^est_t = U Ĝ^est                                     line 10 (iGFT)
+ * λ^1_k = the largest singular value of the first Ĝ(k) (or params.lambda for
+ * every k), λ^{j+1} = decay · λ^j for j = 1..steps; step j iterates until
+ * ‖G^est_t - G^est_{t-1}‖² / ‖G^est_{t-1}‖² <= tol (t >= 2) or `inner`
+ * iterations, and everything stops after max_iterations. The change is
+ * measured in the spectral domain, equal by orthogonality of U.
+ * The GFT and iGFT are GEMMs with the tensor as an (m·n) x N matrix; the
+ * observed part U^T P_Ω(G) is formed once, and only the rows of the vertices
+ * that are not fully observed are transformed back on each iteration. */
+typedef enum {
+    LAC_IMPUTE_COMPLETED = 0,      /* observed entries as given, missing ones from the estimate */
+    LAC_IMPUTE_ESTIMATE = 1        /* the estimate G^est everywhere (the paper's output) */
+} lac_impute_output;
+
+/* One iteration, for progress and logs. */
+typedef struct {
+    int64_t iteration;             /* t, from 1 */
+    int64_t step;                  /* j, from 1 */
+    double lambda_scale;           /* λ^j_k / λ^1_k = decay^(j-1) */
+    double lambda_max;             /* max_k λ^j_k */
+    double change;                 /* ‖G_t - G_{t-1}‖² / ‖G_{t-1}‖²; NaN when undefined */
+    double mean_rank;              /* mean over k of the rank of Ĝ^est(k) */
+    double seconds;                /* since the call began */
+    double rmse_all;               /* ‖G^est - G‖_F / ‖G‖_F against truth; NaN without */
+    double rmse_missing;           /* the same over the missing entries only */
+} lac_impute_iteration;
+
+/* Called after every iteration; a nonzero return stops the run (the result
+ * so far is written out and the call returns LAC_INFO_NOT_CONVERGED). */
+typedef int (*lac_impute_progress_fn)(const lac_impute_iteration *it, void *user);
+
+typedef struct {
+    double decay;                  /* c in (0, 1); default 0.25 */
+    int64_t steps;                 /* C >= 1, the λ values; default 8 */
+    int64_t inner;                 /* T >= 1, iterations per λ at most; default 15 */
+    double tol;                    /* ε >= 0, relative; default 1e-8 */
+    int64_t max_iterations;        /* over all steps; 0 = steps · inner */
+    double lambda;                 /* λ^1 for every frequency; 0 = σ_max per frequency */
+    int accelerate;                /* 1 (default): line 7 imputes the extrapolation
+                                      X_t + θ_t (X_t - X_{t-1}) on the missing entries
+                                      (accelerated proximal gradient, FISTA's θ restarting
+                                      at each λ); 0: the paper's iteration */
+    lac_impute_output output;
+    lac_impute_progress_fn progress;
+    void *progress_user;
+} lac_impute_params;
+
+typedef struct {
+    int64_t iterations;
+    int64_t steps;                 /* λ values used */
+    int converged;                 /* the last step met the tolerance */
+    double change;                 /* of the last iteration */
+    double seconds;                /* the whole call */
+    double seconds_gft;            /* line 8, and the one-off U^T P_Ω(G) */
+    double seconds_svt;            /* line 9 */
+    double seconds_igft;           /* line 10, and the output */
+    int64_t observed_vertices;     /* fully observed */
+    int64_t partial_vertices;      /* some entries observed (entry-wise masks) */
+    int64_t missing_vertices;      /* no entry observed */
+    double rmse_all, rmse_missing; /* of the final estimate; NaN without truth */
+} lac_impute_result;
+
+lac_impute_params lac_impute_params_default(void);
+const char *lac_impute_params_check(const lac_impute_params *params);
+
+/* The checks lac_impute makes of tensor, observed and truth (and of the
+ * backend), for a graph of num_vertices vertices, without a basis: lets a
+ * caller reject bad input before paying for the eigendecomposition. */
+lac_status lac_impute_check(lac_ctx_t ctx, int64_t num_vertices, const lac_array *tensor, const lac_array *observed,
+                            const lac_array *truth);
+
+/* tensor: (N, m, n) float32 or float64 host array, N = the basis' size; the
+ * computation runs in the basis' precision. observed: see above (may be NULL).
+ * truth: optional (N, m, n) float array, for errors. out: caller (N, m, n)
+ * array of tensor's dtype (may be tensor itself). result may be NULL.
+ * Bad input (shapes, an empty observed set, NaN in observed data) leaves out
+ * untouched. The CUDA backend does not offer impute yet: a context created
+ * with LAC_BACKEND_CUDA gets LAC_ERR_UNSUPPORTED (AUTO contexts run on the CPU). */
+lac_status lac_impute(lac_ctx_t ctx, const lac_impute_params *params, lac_gft_t gft, const lac_array *tensor,
+                      const lac_array *observed, const lac_array *truth, lac_array *out,
+                      lac_impute_result *result);
+
+/* The paper's synthetic data on any graph: Ĝ(k) = A_k B_k^T with A_k (m x r)
+ * and B_k (n x r) i.i.d. standard normal, G = U Ĝ (iGFT), and
+ * round(observed_ratio · N) vertices drawn uniformly as observed. Seeded and
+ * identical for any thread count. truth: caller (N, m, n) float array;
+ * observed: caller bool vector of N (may be NULL). */
+typedef struct {
+    int64_t m, n, rank;
+    double observed_ratio;         /* in (0, 1] */
+    uint64_t seed;
+} lac_impute_gen_params;
+
+lac_status lac_impute_generate(lac_ctx_t ctx, const lac_impute_gen_params *params, lac_gft_t gft,
+                               lac_array *truth, lac_array *observed);
 
 /* ------------------------------------------------------------------------ */
 /* mf: matrix factorisation for sparse ratings                                */
 /* ------------------------------------------------------------------------ */
-/* (declared below by the mf section) */
+/* Ratings: (user, item, rating) triples with the users' own ids. Ids (strings
+ * or sparse integers) map to dense indices 0.. in order of first appearance;
+ * the map travels with the ratings and, after training, with the model.
+ *
+ * Formats read (LAC_RATINGS_AUTO guesses from the first data line):
+ *   TRIPLES       "user item rating" separated by spaces or tabs (LIBMF)
+ *   MOVIELENS     "user::item::rating::timestamp" (ratings.dat)
+ *   UDATA         "user<TAB>item<TAB>rating<TAB>timestamp" (u.data)
+ *   CSV           "userId,movieId,rating,..." with a header line
+ *   MATRIX_MARKET "%%MatrixMarket matrix coordinate real|integer general"
+ * '#' lines are comments in TRIPLES. Policies: a malformed line is
+ * LAC_ERR_FORMAT naming file and line (or is counted and skipped with
+ * skip_bad); a NaN or infinite rating is a malformed line; an input with no
+ * ratings is LAC_ERR_VALUE. Duplicate (user, item) pairs are kept as read;
+ * training keeps the last of them (a later rating replaces an earlier one). */
+typedef struct lac_ratings *lac_ratings_t;
+
+typedef enum {
+    LAC_RATINGS_AUTO = 0,
+    LAC_RATINGS_TRIPLES = 1,
+    LAC_RATINGS_MOVIELENS = 2,
+    LAC_RATINGS_UDATA = 3,
+    LAC_RATINGS_CSV = 4,
+    LAC_RATINGS_MATRIX_MARKET = 5
+} lac_ratings_format;
+
+const char *lac_ratings_format_name(lac_ratings_format format);   /* "triples", ... */
+/* Parses "auto|triples|movielens|udata|csv|mm". */
+lac_status lac_ratings_format_parse(const char *name, lac_ratings_format *format);
+
+typedef struct {
+    lac_ratings_format format;
+    int skip_bad;             /* count and skip malformed lines instead of failing */
+} lac_ratings_read_params;
+
+lac_ratings_read_params lac_ratings_read_params_default(void);
+lac_status lac_ratings_read(lac_ctx_t ctx, const char *path, const lac_ratings_read_params *params,
+                            lac_ratings_t *out);
+/* From caller arrays: ids are integers (kept as their decimal text). */
+lac_status lac_ratings_from_arrays(lac_ctx_t ctx, int64_t count, const int64_t *users, const int64_t *items,
+                                   const float *ratings, lac_ratings_t *out);
+/* Writes atomically; TRIPLES, MOVIELENS, UDATA (timestamp 0), CSV or MATRIX_MARKET
+ * (Matrix Market uses the dense indices + 1 and loses the ids). */
+lac_status lac_ratings_write(lac_ctx_t ctx, const char *path, lac_ratings_format format, lac_ratings_t ratings);
+void lac_ratings_destroy(lac_ratings_t *ratings);
+
+int64_t lac_ratings_count(lac_ratings_t ratings);
+int64_t lac_ratings_num_users(lac_ratings_t ratings);
+int64_t lac_ratings_num_items(lac_ratings_t ratings);
+/* Lines skipped as malformed (skip_bad) when read. */
+int64_t lac_ratings_skipped(lac_ratings_t ratings);
+/* Entry i as dense indices; LAC_ERR_RANGE outside [0, count). */
+lac_status lac_ratings_get(lac_ratings_t ratings, int64_t i, int64_t *user, int64_t *item, float *rating);
+/* The id text of a dense user or item index, NULL outside the range. */
+const char *lac_ratings_user_id(lac_ratings_t ratings, int64_t user);
+const char *lac_ratings_item_id(lac_ratings_t ratings, int64_t item);
+
+/* Holdout split, seeded. fraction of the ratings goes to test: each rating
+ * independently (per_user = 0), or that fraction of every user's ratings
+ * (per_user = 1; users with one rating keep it in train). Ids are kept. */
+typedef struct {
+    double fraction;          /* in (0, 1); default 0.1 */
+    int per_user;
+    uint64_t seed;
+} lac_mf_split_params;
+
+lac_mf_split_params lac_mf_split_params_default(void);
+lac_status lac_mf_split(lac_ctx_t ctx, const lac_mf_split_params *params, lac_ratings_t ratings,
+                        lac_ratings_t *train, lac_ratings_t *test);
+
+/* Generated ratings shaped like MovieLens/Netflix: power-law user activity and
+ * item popularity, a rank-`rank` signal with biases plus Gaussian noise, rounded
+ * to the scale. The same seed gives the same ratings whatever the threads. */
+typedef struct {
+    int64_t users, items, ratings;  /* ratings: the target count (a few % fewer after dedup) */
+    int rank;                       /* true rank of the signal; default 10 */
+    double noise;                   /* std. dev. of the noise; default 0.5 */
+    int half_stars;                 /* 1: 0.5-5 in steps of 0.5 (MovieLens); 0: 1-5 (Netflix) */
+    double activity_exponent;       /* Zipf exponent of user activity; default 0.8 */
+    double popularity_exponent;     /* Zipf exponent of item popularity; default 1.0 */
+    uint64_t seed;
+} lac_mf_gen_params;
+
+lac_mf_gen_params lac_mf_gen_params_default(void);
+const char *lac_mf_gen_params_check(const lac_mf_gen_params *params);
+lac_status lac_mf_generate(lac_ctx_t ctx, const lac_mf_gen_params *params, lac_ratings_t *out);
+
+/* Training: r_hat(i, j) = [mu + b_i + bhat_j +] u_i . v_j, fitted by SGD with
+ * update rule (5) and learning rate gamma_t = alpha / (1 + beta t^1.5) (eq. 7).
+ * CPU, deterministic = 0 (default): threads take whole users (ratings grouped
+ * by user, users by count) and share the item factors without locks
+ * (Hogwild): fastest, not bit-reproducible with more than one thread.
+ * deterministic = 1: a B x B grid of user x item blocks (B = 2 x threads, 1
+ * for one thread); strata of B disjoint blocks run in parallel with a barrier
+ * between them, so the model depends only on the seed and the thread count.
+ * It costs the barriers' idle time and more epochs to the same RMSE (each
+ * user's ratings are visited in B pieces; see docs/mf.md for measurements).
+ * CUDA (CUSGD++): a warp owns a user row, keeps u_i in registers and updates
+ * v_j in global memory (Hogwild over items: never bit-reproducible). */
+typedef struct {
+    int k;                    /* factors; default 32 */
+    double lambda;            /* L2 regularisation of u_i, v_j (lambda_u = lambda_v); default 0.03 */
+    double lambda_bias;       /* of b_i, bhat_j; default 0.01 */
+    double alpha;             /* initial learning rate (eq. 7); default 0.1 */
+    double beta;              /* learning-rate decay (eq. 7); default 0.5 */
+    int epochs;               /* at most; default 40 */
+    int use_bias;             /* mu + b_i + bhat_j; default 1 */
+    int patience;             /* with validation: stop after this many epochs without gain; default 2 */
+    double min_gain;          /* relative RMSE gain that counts; default 1e-4 */
+    int deterministic;        /* see above; default 0 */
+    uint64_t seed;            /* initial factors and block order; default 1 */
+} lac_mf_params;
+
+lac_mf_params lac_mf_params_default(void);
+const char *lac_mf_params_check(const lac_mf_params *params);
+
+typedef struct lac_mf_model *lac_mf_model_t;
+
+/* Called after each epoch (may be NULL); valid_rmse is NaN without validation.
+ * Return non-zero to stop training. */
+typedef int (*lac_mf_epoch_fn)(int epoch, double train_rmse, double valid_rmse, double seconds, void *user);
+
+typedef struct {
+    int epochs;               /* run */
+    int best_epoch;           /* kept (the last one without validation) */
+    double seconds;           /* training time, data layout included */
+    double train_rmse;        /* of the kept model on the training ratings */
+    double valid_rmse;        /* of the kept model; NaN without validation */
+    int64_t duplicates;       /* (user, item) pairs given more than once: the last rating kept */
+} lac_mf_report;
+
+/* valid may be NULL (no early stopping); its ids are mapped through train's.
+ * report may be NULL. */
+lac_status lac_mf_train(lac_ctx_t ctx, const lac_mf_params *params, lac_ratings_t train, lac_ratings_t valid,
+                        lac_mf_epoch_fn on_epoch, void *on_epoch_user, lac_mf_model_t *out,
+                        lac_mf_report *report);
+void lac_mf_model_destroy(lac_mf_model_t *model);
+
+int64_t lac_mf_model_num_users(lac_mf_model_t model);
+int64_t lac_mf_model_num_items(lac_mf_model_t model);
+int lac_mf_model_k(lac_mf_model_t model);
+lac_mf_params lac_mf_model_params(lac_mf_model_t model);
+
+/* Versioned binary file (header, factors, biases, id maps, rated items, checksum);
+ * saved atomically; load rejects truncated or corrupted files. */
+lac_status lac_mf_model_save(lac_ctx_t ctx, const char *path, lac_mf_model_t model);
+lac_status lac_mf_model_load(lac_ctx_t ctx, const char *path, lac_mf_model_t *out);
+
+/* One prediction per rating of `ratings` (ids mapped through the model's),
+ * clamped to the training ratings' range. A user or item the model has not
+ * seen gets mu plus the biases known (mu alone for both unknown).
+ * predictions: count floats, or NULL. rmse, mae, unknown: may be NULL. */
+lac_status lac_mf_predict(lac_ctx_t ctx, lac_mf_model_t model, lac_ratings_t ratings, float *predictions,
+                          double *rmse, double *mae, int64_t *unknown);
+
+/* Top n items by predicted rating for each user given (dense model indices),
+ * excluding the items the user rated in training. items: num_users x n dense
+ * item indices (-1 where fewer than n remain), scores: the same shape or NULL. */
+lac_status lac_mf_recommend(lac_ctx_t ctx, lac_mf_model_t model, int64_t num_users, const int64_t *users,
+                            int64_t n, int64_t *items, float *scores);
+/* Dense index of an id, -1 when the model has not seen it. */
+int64_t lac_mf_model_user_index(lac_mf_model_t model, const char *id);
+const char *lac_mf_model_user_id(lac_mf_model_t model, int64_t user);
+const char *lac_mf_model_item_id(lac_mf_model_t model, int64_t item);
 
 #ifdef __cplusplus
 }

@@ -222,8 +222,7 @@ void lac_map_plan_destroy(lac_map_plan_t *plan)
 {
     if (!plan || !*plan) return;
     if ((*plan)->device) lac_cuda_map_plan_release(*plan);
-    free((*plan)->offsets);
-    free((*plan)->order);
+    free((*plan)->bridge);
     free(*plan);
     *plan = NULL;
 }

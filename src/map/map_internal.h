@@ -11,8 +11,8 @@ extern "C" {
 
 /* A checked call: shapes agree, dtypes are valid, all arrays share `memory`,
  * MEAN does not accumulate. What is NOT yet checked, because it costs a pass over
- * the data that backends fuse into their own: bridge values in [0, n) and the NaN
- * policy. A backend must detect those itself, leave target untouched, and report
+ * the data that backends fuse into their own: bridge values in [0, n) (unless
+ * bridge_checked) and the NaN policy. A backend must detect those itself, leave target untouched, and report
  * the smallest offending position with lac_map_report_bad_index /
  * lac_map_report_nan. */
 typedef struct {
@@ -27,17 +27,19 @@ typedef struct {
     int64_t n;             /* targets */
     int64_t b;             /* columns sharing the bridge, >= 1 */
     lac_memory memory;
+    int bridge_checked;    /* every bridge entry is known to be in [0, n) (a plan's copy) */
 } lac_map_call;
 
-/* The plan: the bridge checked once and sorted into per-target segments.
- * order[offsets[j] .. offsets[j+1]) are the sources of target j, ascending, so
- * that a pass over order is a fixed-order (deterministic) segmented reduction. */
+/* The plan: the bridge checked once. The CPU backend keeps a host copy of it in
+ * the narrowest index type that holds every target (int32 when n <= INT32_MAX),
+ * all entries known to be in [0, n); an execute is the deterministic streaming
+ * pass over that copy. The CUDA backend keeps its own device-side plan. */
 struct lac_map_plan {
     int64_t m, n;
     lac_backend backend;      /* which backend built it and executes it */
-    int64_t *offsets;         /* host, n + 1 */
-    void *order;              /* host, m entries of order_dtype */
-    lac_dtype order_dtype;    /* LAC_INT32 when m fits, else LAC_INT64 */
+    void *bridge;             /* CPU: host, m checked entries of bridge_dtype; else NULL */
+    lac_dtype bridge_dtype;   /* CPU: LAC_INT32 when n <= INT32_MAX, else LAC_INT64 */
+    lac_dtype order_dtype;    /* CUDA: the index type of its device order (set by it) */
     void *device;             /* the CUDA backend's copy, or NULL */
 };
 
@@ -60,7 +62,7 @@ lac_status lac_map_scan_host(lac_ctx_t ctx, const lac_map_call *call);
 
 /* CPU backend (src/map/map_cpu*.c). */
 lac_status lac_map_cpu(lac_ctx_t ctx, const lac_map_call *call);
-/* Fills plan->offsets/order from a host bridge (counting sort: O(m + n), stable). */
+/* Fills plan->bridge with a checked, narrowed copy of a host bridge (O(m)). */
 lac_status lac_map_plan_build_cpu(lac_ctx_t ctx, lac_map_plan_t plan, const lac_map_call *call);
 lac_status lac_map_plan_execute_cpu(lac_ctx_t ctx, lac_map_plan_t plan, const lac_map_call *call);
 

@@ -1,9 +1,526 @@
-/* lacuna impute: placeholder until the capability lands. */
+/* lacuna impute: convolutional imputation of graph-tensors.
+ *   run  completes an (N, m, n) .npy tensor on a graph (Algorithm 1)
+ *   gen  makes the paper's synthetic data on any graph
+ * Both share the graph options and the cache of the graph Fourier basis. */
 #include "cli.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define CMD "impute"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: lacuna impute run --graph G --tensor X.npy --out Y.npy [options]\n"
+            "       lacuna impute gen --graph G --out X.npy --truth Z.npy --observed ids.txt [options]\n"
+            "\n"
+            "Fills the missing slices (or entries) of a graph-tensor: an (N, m, n) array whose\n"
+            "slice v is vertex v's m x n matrix, by convolutional imputation (low-rank\n"
+            "spectral slices under the graph Fourier transform of the normalised Laplacian).\n"
+            "\n"
+            "graph (both verbs):\n"
+            "  --graph FILE        SNAP edge list ('u v' or 'u v w' lines, '#' comments) or\n"
+            "                      Matrix Market (coordinate, pattern/real, general/symmetric)\n"
+            "  --graph-format F    auto|edges|mtx (default auto: by the %%%%MatrixMarket banner)\n"
+            "  --vertices N        edge lists: ids are vertex numbers in [0, N) (vertices with no\n"
+            "                      edge are isolated); default: ids 0..n-1 as they are, any\n"
+            "                      other ids remapped in ascending order\n"
+            "  --precision P       single|double: the eigendecomposition and the iteration\n"
+            "                      (default single, as in the paper)\n"
+            "  --cache FILE        the graph Fourier basis cache (default: one file per graph and\n"
+            "                      precision under $LACUNA_CACHE_DIR, $XDG_CACHE_HOME/lacuna or\n"
+            "                      ~/.cache/lacuna); checked against the graph on load\n"
+            "  --no-cache          always compute the basis, write no cache\n"
+            "  --device D          auto|cpu|cuda|cuda:N (default auto; impute runs on the CPU)\n"
+            "  --threads N         CPU threads (default: all)\n"
+            "  --quiet             no progress or notes on stderr\n"
+            "\n"
+            "run:\n"
+            "  --tensor FILE       X: (N, m, n) float32/float64 .npy, slice v = vertex v\n"
+            "  --observed FILE     the observed set: a text file of vertex ids (the graph's ids),\n"
+            "                      a bool .npy of N (vertices) or of (N, m, n) (entries);\n"
+            "                      default: the NaN entries of X are the missing ones\n"
+            "  --out FILE          the completed tensor (.npy, X's dtype)\n"
+            "  --output KIND       completed|estimate: observed entries as given and the\n"
+            "                      estimate elsewhere, or the estimate everywhere (default\n"
+            "                      completed)\n"
+            "  --truth FILE        (N, m, n) ground truth: adds errors to the log and summary\n"
+            "  --iters C           lambda values (outer iterations; the paper's C), default 8\n"
+            "  --inner T           iterations per lambda at most (the paper's T), default 15\n"
+            "  --decay c           lambda^{j+1} = c lambda^j, in (0, 1), default 0.25\n"
+            "  --tol EPS           a lambda's iterations stop when\n"
+            "                      |G_t - G_t-1|^2 <= EPS |G_t-1|^2 (default 1e-8)\n"
+            "  --max-iters N       cap on all iterations (default C x T)\n"
+            "  --lambda L          lambda^1 for every frequency (default: each spectral slice's\n"
+            "                      largest singular value)\n"
+            "  --no-accelerate     the paper's iteration: impute X_t itself, not the\n"
+            "                      extrapolation X_t + theta (X_t - X_t-1) of the accelerated\n"
+            "                      proximal gradient (the default, --accelerate)\n"
+            "  --log FILE          one line per iteration: iteration step lambda_max change\n"
+            "                      mean_rank seconds rmse_all rmse_missing (NaN without --truth)\n"
+            "  --json              one line of JSON on stdout: iterations, seconds, rmse_all and\n"
+            "                      rmse_missing (with --truth), and more\n"
+            "\n"
+            "gen (the paper's synthetic data, Section 6.1.1):\n"
+            "  --m M --n N         slice size (default 50 x 50)\n"
+            "  --rank R            rank of each spectral slice (default 5)\n"
+            "  --observed-ratio P  fraction of vertices observed, in (0, 1] (default 0.8)\n"
+            "  --seed S            random seed (default 1)\n"
+            "  --out FILE          X: the truth with NaN in the unobserved slices\n"
+            "  --truth FILE        Z: the complete tensor\n"
+            "  --observed FILE     the observed vertex ids, one a line\n"
+            "  --dtype T           float32|float64 for X and Z (default: the precision's)\n"
+            "\n"
+            "rMSE = |G_est - G|_F / |G|_F over all slices, and over the missing entries only.\n"
+            "Exit status: 0 success, 1 runtime failure, 2 usage or input error (then no output\n"
+            "file is written). See docs/impute.md.\n");
+}
+
+typedef struct {
+    const char *verb;
+    const char *graph, *graph_format, *cache, *device, *precision;
+    const char *tensor, *observed, *out, *truth, *log, *output, *dtype;
+    long long vertices, threads, m, n, rank, seed;
+    double ratio;
+    bool no_cache, json, quiet;
+    lac_impute_params params;
+} impute_options;
+
+/* ------------------------------------------------------------------------ */
+/* Arguments                                                                 */
+/* ------------------------------------------------------------------------ */
+static const char *const valued[] = {"--graph", "--graph-format", "--vertices", "--precision", "--cache", "--device",
+                                     "--threads", "--tensor", "--observed", "--out", "--output", "--truth",
+                                     "--iters", "--inner", "--decay", "--tol", "--max-iters", "--lambda", "--log",
+                                     "--m", "--n", "--rank", "--observed-ratio", "--seed", "--dtype", NULL};
+
+static bool takes_value(const char *a)
+{
+    for (int i = 0; valued[i]; i++)
+        if (strcmp(a, valued[i]) == 0) return true;
+    return false;
+}
+
+static int parse_positive(const char *option, const char *v, long long *out)
+{
+    if (!cli_parse_int64(CMD, option, v, out)) return CLI_USAGE;
+    if (*out < 1) return cli_usage_error(CMD, "%s must be >= 1, got %lld", option, *out);
+    return CLI_OK;
+}
+
+static int parse_args(int argc, char **argv, impute_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->params = lac_impute_params_default();
+    o->device = "auto";
+    o->precision = "single";
+    o->m = o->n = 50;
+    o->rank = 5;
+    o->seed = 1;
+    o->ratio = 0.8;
+    if (argc < 2) {
+        usage(stderr);
+        return CLI_USAGE;
+    }
+    o->verb = argv[1];
+    if (strcmp(o->verb, "--help") == 0 || strcmp(o->verb, "-h") == 0 || strcmp(o->verb, "help") == 0) {
+        usage(stdout);
+        return -1;
+    }
+    if (strcmp(o->verb, "run") != 0 && strcmp(o->verb, "gen") != 0)
+        return cli_usage_error(CMD, "unknown verb '%s' (run, gen; --help for the options)", o->verb);
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (takes_value(a)) {
+            if (!v) return cli_usage_error(CMD, "%s needs a value", a);
+            i++;
+        }
+        int rc = CLI_OK;
+        double d;
+        long long count = 0;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            return -1;
+        } else if (strcmp(a, "--graph") == 0) o->graph = v;
+        else if (strcmp(a, "--graph-format") == 0) o->graph_format = v;
+        else if (strcmp(a, "--vertices") == 0) rc = parse_positive(a, v, &o->vertices);
+        else if (strcmp(a, "--precision") == 0) o->precision = v;
+        else if (strcmp(a, "--cache") == 0) o->cache = v;
+        else if (strcmp(a, "--no-cache") == 0) o->no_cache = true;
+        else if (strcmp(a, "--device") == 0) o->device = v;
+        else if (strcmp(a, "--threads") == 0) rc = parse_positive(a, v, &o->threads);
+        else if (strcmp(a, "--quiet") == 0) o->quiet = true;
+        else if (strcmp(a, "--tensor") == 0) o->tensor = v;
+        else if (strcmp(a, "--observed") == 0) o->observed = v;
+        else if (strcmp(a, "--out") == 0) o->out = v;
+        else if (strcmp(a, "--output") == 0) o->output = v;
+        else if (strcmp(a, "--truth") == 0) o->truth = v;
+        else if (strcmp(a, "--log") == 0) o->log = v;
+        else if (strcmp(a, "--json") == 0) o->json = true;
+        else if (strcmp(a, "--accelerate") == 0) o->params.accelerate = 1;
+        else if (strcmp(a, "--no-accelerate") == 0) o->params.accelerate = 0;
+        else if (strcmp(a, "--iters") == 0) {
+            rc = parse_positive(a, v, &count);
+            o->params.steps = count;
+        } else if (strcmp(a, "--inner") == 0) {
+            rc = parse_positive(a, v, &count);
+            o->params.inner = count;
+        } else if (strcmp(a, "--max-iters") == 0) {
+            rc = parse_positive(a, v, &count);
+            o->params.max_iterations = count;
+        }
+        else if (strcmp(a, "--decay") == 0) {
+            if (!cli_parse_double(CMD, a, v, &o->params.decay)) return CLI_USAGE;
+        } else if (strcmp(a, "--tol") == 0) {
+            if (!cli_parse_double(CMD, a, v, &o->params.tol)) return CLI_USAGE;
+        } else if (strcmp(a, "--lambda") == 0) {
+            if (!cli_parse_double(CMD, a, v, &d)) return CLI_USAGE;
+            if (d <= 0) return cli_usage_error(CMD, "--lambda must be > 0, got %g", d);
+            o->params.lambda = d;
+        } else if (strcmp(a, "--m") == 0) rc = parse_positive(a, v, &o->m);
+        else if (strcmp(a, "--n") == 0) rc = parse_positive(a, v, &o->n);
+        else if (strcmp(a, "--rank") == 0) rc = parse_positive(a, v, &o->rank);
+        else if (strcmp(a, "--seed") == 0) {
+            if (!cli_parse_int64(CMD, a, v, &o->seed)) return CLI_USAGE;
+        } else if (strcmp(a, "--observed-ratio") == 0) {
+            if (!cli_parse_double(CMD, a, v, &o->ratio)) return CLI_USAGE;
+        } else if (strcmp(a, "--dtype") == 0) o->dtype = v;
+        else return cli_usage_error(CMD, "unknown option '%s' (--help lists them)", a);
+        if (rc != CLI_OK) return rc;
+    }
+    const char *why = lac_impute_params_check(&o->params);
+    if (why) return cli_usage_error(CMD, "%s", why);
+    if (strcmp(o->precision, "single") != 0 && strcmp(o->precision, "double") != 0)
+        return cli_usage_error(CMD, "--precision must be single or double, not '%s'", o->precision);
+    if (o->output) {
+        if (strcmp(o->output, "completed") == 0) o->params.output = LAC_IMPUTE_COMPLETED;
+        else if (strcmp(o->output, "estimate") == 0) o->params.output = LAC_IMPUTE_ESTIMATE;
+        else return cli_usage_error(CMD, "--output must be completed or estimate, not '%s'", o->output);
+    }
+    if (o->dtype && strcmp(o->dtype, "float32") != 0 && strcmp(o->dtype, "float64") != 0)
+        return cli_usage_error(CMD, "--dtype must be float32 or float64, not '%s'", o->dtype);
+    if (o->graph_format && strcmp(o->graph_format, "auto") != 0 && strcmp(o->graph_format, "edges") != 0 &&
+        strcmp(o->graph_format, "mtx") != 0)
+        return cli_usage_error(CMD, "--graph-format must be auto, edges or mtx, not '%s'", o->graph_format);
+    if (!o->graph) return cli_usage_error(CMD, "--graph is required");
+    if (!o->out) return cli_usage_error(CMD, "--out is required");
+    if (strcmp(o->verb, "run") == 0) {
+        if (!o->tensor) return cli_usage_error(CMD, "run needs --tensor");
+    } else {
+        if (!o->truth || !o->observed) return cli_usage_error(CMD, "gen needs --truth and --observed besides --out");
+        if (!(o->ratio > 0 && o->ratio <= 1)) return cli_usage_error(CMD, "--observed-ratio must be in (0, 1], got %g", o->ratio);
+        if (o->rank > (o->m < o->n ? o->m : o->n))
+            return cli_usage_error(CMD, "--rank %lld exceeds min(m, n) = %lld", o->rank, o->m < o->n ? o->m : o->n);
+    }
+    return CLI_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Graph, basis and its cache                                                */
+/* ------------------------------------------------------------------------ */
+static lac_dtype precision_of(const impute_options *o)
+{
+    return strcmp(o->precision, "double") == 0 ? LAC_FLOAT64 : LAC_FLOAT32;
+}
+
+static int load_graph(lac_ctx_t ctx, const impute_options *o, lac_graph_t *graph)
+{
+    lac_graph_params gp = lac_graph_params_default();
+    gp.num_vertices = o->vertices;
+    if (o->graph_format && strcmp(o->graph_format, "edges") == 0) gp.format = LAC_GRAPH_EDGE_LIST;
+    if (o->graph_format && strcmp(o->graph_format, "mtx") == 0) gp.format = LAC_GRAPH_MATRIX_MARKET;
+    lac_status st = lac_graph_load(ctx, o->graph, &gp, graph);
+    if (st < 0) return cli_status_error(CMD, ctx, st);
+    lac_graph_info info = lac_graph_get_info(*graph);
+    if (!o->quiet) {
+        fprintf(stderr, "lacuna impute: graph %s: %lld vertices, %lld edges, %lld component%s\n", o->graph,
+                (long long)info.num_vertices, (long long)info.num_edges, (long long)info.components,
+                info.components == 1 ? "" : "s");
+        if (info.directed)
+            fprintf(stderr, "lacuna impute: warning: the graph is directed; it was symmetrised (each pair keeps its "
+                            "largest weight)\n");
+        if (info.self_loops) fprintf(stderr, "lacuna impute: note: %lld self-loops ignored\n", (long long)info.self_loops);
+        if (info.isolated_vertices)
+            fprintf(stderr, "lacuna impute: note: %lld isolated vertices (D^-1/2 = 0 there)\n",
+                    (long long)info.isolated_vertices);
+        if (info.remapped)
+            fprintf(stderr, "lacuna impute: note: ids remapped to 0..%lld in ascending order (slice k = k-th smallest id)\n",
+                    (long long)info.num_vertices - 1);
+    }
+    return CLI_OK;
+}
+
+/* mkdir -p for the cache folder; failures surface when the cache is written. */
+static void make_dirs(char *path)
+{
+    for (char *p = path + 1; *p; p++)
+        if (*p == '/') {
+            *p = '\0';
+            mkdir(path, 0755);
+            *p = '/';
+        }
+    mkdir(path, 0755);
+}
+
+static void default_cache_path(lac_graph_t graph, lac_dtype precision, char *buf, size_t len)
+{
+    const char *dir = getenv("LACUNA_CACHE_DIR");
+    char folder[4096];
+    if (dir && *dir) snprintf(folder, sizeof folder, "%s", dir);
+    else if (getenv("XDG_CACHE_HOME") && *getenv("XDG_CACHE_HOME"))
+        snprintf(folder, sizeof folder, "%s/lacuna", getenv("XDG_CACHE_HOME"));
+    else if (getenv("HOME") && *getenv("HOME")) snprintf(folder, sizeof folder, "%s/.cache/lacuna", getenv("HOME"));
+    else {
+        buf[0] = '\0';
+        return;
+    }
+    make_dirs(folder);
+    lac_graph_info info = lac_graph_get_info(graph);
+    snprintf(buf, len, "%s/gft-%016" PRIx64 "-%lld-%s.bin", folder, info.fingerprint, (long long)info.num_vertices,
+             precision == LAC_FLOAT32 ? "f32" : "f64");
+}
+
+static int make_basis(lac_ctx_t ctx, const impute_options *o, lac_graph_t graph, lac_gft_t *gft, int *cached)
+{
+    char path[4200];
+    const char *cache = NULL;
+    if (!o->no_cache) {
+        if (o->cache) cache = o->cache;
+        else {
+            default_cache_path(graph, precision_of(o), path, sizeof path);
+            if (path[0]) cache = path;
+        }
+    }
+    if (!o->quiet && cli_progress_enabled()) cli_progress("eigendecomposition of the %lld x %lld Laplacian...",
+                                                          (long long)lac_graph_num_vertices(graph),
+                                                          (long long)lac_graph_num_vertices(graph));
+    lac_status st = lac_gft_load_or_create(ctx, graph, precision_of(o), cache, gft, cached);
+    cli_progress_done();
+    if (st < 0) return cli_status_error(CMD, ctx, st);
+    if (!o->quiet)
+        fprintf(stderr, "lacuna impute: graph Fourier basis %s (%.2f s)%s%s\n", *cached ? "from the cache" : "computed",
+                lac_gft_seconds(*gft), cache ? ", cache " : "", cache ? cache : "");
+    return CLI_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* run                                                                       */
+/* ------------------------------------------------------------------------ */
+typedef struct {
+    double *rows;   /* 8 columns a row */
+    int64_t count, cap;
+    bool progress;
+} iteration_log;
+
+static int on_iteration(const lac_impute_iteration *it, void *user)
+{
+    iteration_log *log = user;
+    if (log->progress)
+        cli_progress("iteration %lld (lambda step %lld): lambda %.4g, change %.3g, rank %.1f, %.1f s", (long long)it->iteration,
+                     (long long)it->step, it->lambda_max, it->change, it->mean_rank, it->seconds);
+    if (log->count == log->cap) {
+        int64_t cap = log->cap ? 2 * log->cap : 64;
+        double *grown = realloc(log->rows, (size_t)cap * 8 * sizeof *grown);
+        if (!grown) return 0;   /* the log loses rows; the run goes on */
+        log->rows = grown;
+        log->cap = cap;
+    }
+    double *r = log->rows + log->count++ * 8;
+    r[0] = (double)it->iteration;
+    r[1] = (double)it->step;
+    r[2] = it->lambda_max;
+    r[3] = it->change;
+    r[4] = it->mean_rank;
+    r[5] = it->seconds;
+    r[6] = it->rmse_all;
+    r[7] = it->rmse_missing;
+    return 0;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+static void print_number(const char *key, double v, bool last)
+{
+    if (isfinite(v)) printf("\"%s\":%.9g%s", key, v, last ? "" : ",");
+    else printf("\"%s\":null%s", key, last ? "" : ",");
+}
+
+static int run(lac_ctx_t ctx, impute_options *o)
+{
+    int rc = CLI_OK;
+    lac_status st;
+    lac_graph_t graph = NULL;
+    lac_gft_t gft = NULL;
+    lac_array tensor = {0}, truth = {0}, mask = {0}, out = {0};
+    bool have_truth = false, have_mask = false;
+    iteration_log log = {0};
+
+    if ((rc = load_graph(ctx, o, &graph)) != CLI_OK) goto done;
+    const int64_t N = lac_graph_num_vertices(graph);
+    if ((st = lac_npy_load(ctx, o->tensor, 0, &tensor)) < 0) goto fail;
+    if (o->truth) {
+        if ((st = lac_npy_load(ctx, o->truth, 0, &truth)) < 0) goto fail;
+        have_truth = true;
+    }
+    if (o->observed) {
+        if (ends_with(o->observed, ".npy")) {
+            if ((st = lac_npy_load(ctx, o->observed, 0, &mask)) < 0) goto fail;
+        } else {
+            int64_t shape[1] = {N};
+            if ((st = lac_array_alloc(ctx, LAC_BOOL, 1, shape, &mask)) < 0) goto fail;
+            if ((st = lac_graph_load_vertex_set(ctx, graph, o->observed, &mask)) < 0) goto fail;
+        }
+        have_mask = true;
+    }
+    /* Reject bad input before the eigendecomposition. */
+    if ((st = lac_impute_check(ctx, N, &tensor, have_mask ? &mask : NULL, have_truth ? &truth : NULL)) < 0) goto fail;
+
+    int cached = 0;
+    if ((rc = make_basis(ctx, o, graph, &gft, &cached)) != CLI_OK) goto done;
+    if ((st = lac_array_alloc(ctx, tensor.dtype, 3, tensor.shape, &out)) < 0) goto fail;
+
+    log.progress = !o->quiet && cli_progress_enabled();
+    o->params.progress = on_iteration;
+    o->params.progress_user = &log;
+    lac_impute_result res;
+    st = lac_impute(ctx, &o->params, gft, &tensor, have_mask ? &mask : NULL, have_truth ? &truth : NULL, &out, &res);
+    cli_progress_done();
+    if (st < 0) goto fail;
+
+    if ((st = lac_npy_save(ctx, o->out, &out)) < 0) goto fail;
+    if (o->log) {
+        lac_array rows = lac_array_matrix(log.rows, LAC_FLOAT64, log.count, 8);
+        if ((st = lac_text_save(ctx, o->log, &rows)) < 0) {
+            unlink(o->out);   /* all outputs or none */
+            goto fail;
+        }
+    }
+    if (!o->quiet) {
+        fprintf(stderr, "lacuna impute: %lld iterations over %lld lambda values in %.2f s (GFT %.2f, SVT %.2f, iGFT %.2f); "
+                        "%lld observed, %lld partial, %lld missing vertices\n",
+                (long long)res.iterations, (long long)res.steps, res.seconds, res.seconds_gft, res.seconds_svt,
+                res.seconds_igft, (long long)res.observed_vertices, (long long)res.partial_vertices,
+                (long long)res.missing_vertices);
+        if (have_truth)
+            fprintf(stderr, "lacuna impute: rMSE %.6g over all slices, %.6g over the missing entries\n", res.rmse_all,
+                    res.rmse_missing);
+    }
+    if (o->json) {
+        printf("{\"iterations\":%lld,\"steps\":%lld,", (long long)res.iterations, (long long)res.steps);
+        print_number("seconds", res.seconds, false);
+        if (have_truth) {
+            print_number("rmse_all", res.rmse_all, false);
+            print_number("rmse_missing", res.rmse_missing, false);
+        }
+        print_number("seconds_eigen", lac_gft_seconds(gft), false);
+        print_number("seconds_gft", res.seconds_gft, false);
+        print_number("seconds_svt", res.seconds_svt, false);
+        print_number("seconds_igft", res.seconds_igft, false);
+        printf("\"basis_cached\":%s,\"converged\":%s,\"observed_vertices\":%lld,\"partial_vertices\":%lld,"
+               "\"missing_vertices\":%lld,\"precision\":\"%s\",\"device\":\"%s\"}\n",
+               cached ? "true" : "false", res.converged ? "true" : "false", (long long)res.observed_vertices,
+               (long long)res.partial_vertices, (long long)res.missing_vertices, o->precision, cli_backend_name(ctx));
+    }
+    goto done;
+fail:
+    rc = cli_status_error(CMD, ctx, st);
+done:
+    free(log.rows);
+    lac_array_release(&out);
+    lac_array_release(&mask);
+    lac_array_release(&truth);
+    lac_array_release(&tensor);
+    lac_gft_destroy(&gft);
+    lac_graph_destroy(&graph);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* gen                                                                       */
+/* ------------------------------------------------------------------------ */
+static int gen(lac_ctx_t ctx, impute_options *o)
+{
+    int rc = CLI_OK;
+    lac_status st;
+    lac_graph_t graph = NULL;
+    lac_gft_t gft = NULL;
+    lac_array truth = {0}, observed = {0}, ids = {0};
+    const char *written[2] = {NULL, NULL};
+
+    if ((rc = load_graph(ctx, o, &graph)) != CLI_OK) goto done;
+    int cached = 0;
+    if ((rc = make_basis(ctx, o, graph, &gft, &cached)) != CLI_OK) goto done;
+    const int64_t N = lac_graph_num_vertices(graph);
+    lac_dtype dtype = o->dtype ? (strcmp(o->dtype, "float64") == 0 ? LAC_FLOAT64 : LAC_FLOAT32) : precision_of(o);
+    int64_t shape[3] = {N, o->m, o->n};
+    if ((st = lac_array_alloc(ctx, dtype, 3, shape, &truth)) < 0) goto fail;
+    if ((st = lac_array_alloc(ctx, LAC_BOOL, 1, shape, &observed)) < 0) goto fail;
+    lac_impute_gen_params gp = {o->m, o->n, o->rank, o->ratio, (uint64_t)o->seed};
+    if ((st = lac_impute_generate(ctx, &gp, gft, &truth, &observed)) < 0) goto fail;
+
+    /* Z first, then X = Z with NaN in the unobserved slices, in place. */
+    if ((st = lac_npy_save(ctx, o->truth, &truth)) < 0) goto fail;
+    written[0] = o->truth;
+    const unsigned char *obs = observed.data;
+    const int64_t mn = o->m * o->n;
+    int64_t count = 0;
+    for (int64_t v = 0; v < N; v++) {
+        if (obs[v]) {
+            count++;
+            continue;
+        }
+        for (int64_t e = 0; e < mn; e++) {
+            if (dtype == LAC_FLOAT32) ((float *)truth.data)[v * mn + e] = NAN;
+            else ((double *)truth.data)[v * mn + e] = NAN;
+        }
+    }
+    if ((st = lac_npy_save(ctx, o->out, &truth)) < 0) goto fail;
+    written[1] = o->out;
+    int64_t id_shape[1] = {count};
+    if ((st = lac_array_alloc(ctx, LAC_INT64, 1, id_shape, &ids)) < 0) goto fail;
+    for (int64_t v = 0, i = 0; v < N; v++)
+        if (obs[v] && (st = lac_graph_id_of_vertex(ctx, graph, v, (int64_t *)ids.data + i++)) < 0) goto fail;
+    if ((st = lac_text_save(ctx, o->observed, &ids)) < 0) goto fail;
+    written[0] = written[1] = NULL;
+    if (!o->quiet)
+        fprintf(stderr, "lacuna impute: %lld x %lld x %lld graph-tensor of rank %lld, %lld of %lld vertices observed\n",
+                (long long)N, o->m, o->n, o->rank, (long long)count, (long long)N);
+    goto done;
+fail:
+    rc = cli_status_error(CMD, ctx, st);
+    for (int i = 0; i < 2; i++)   /* all outputs or none */
+        if (written[i]) unlink(written[i]);
+done:
+    lac_array_release(&ids);
+    lac_array_release(&observed);
+    lac_array_release(&truth);
+    lac_gft_destroy(&gft);
+    lac_graph_destroy(&graph);
+    return rc;
+}
 
 int cmd_impute(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    return cli_usage_error("impute", "not available in this build yet");
+    impute_options o;
+    int rc = parse_args(argc, argv, &o);
+    if (rc == -1) return CLI_OK;   /* --help */
+    if (rc != CLI_OK) return rc;
+    cli_progress_enable(!o.quiet);
+    lac_ctx_t ctx = NULL;
+    rc = cli_make_context(CMD, o.device, (int)o.threads, &ctx);
+    if (rc != CLI_OK) return rc;
+    rc = strcmp(o.verb, "run") == 0 ? run(ctx, &o) : gen(ctx, &o);
+    lac_ctx_destroy(&ctx);
+    return rc;
 }

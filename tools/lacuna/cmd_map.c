@@ -1,9 +1,451 @@
-/* lacuna map: placeholder until the capability lands. */
+/* lacuna map: T[R[i]] op= w[i] * S[i] from files, one-shot or with a plan that
+ * serves several sources against one bridge; times the mapping alone
+ * (--repeat, --json). Inputs are memory-mapped .npy files or text columns. */
 #include "cli.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define CMD "map"
+#define MAX_SOURCES 64
+/* Without --out, T is printed whole up to this many rows, else summarised. */
+#define PRINT_ALL_ROWS 50
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: lacuna map --source S --bridge R [options]\n"
+            "       lacuna map --plan --bridge R --source S1 --source S2 ... [--out T1 --out T2 ...]\n"
+            "\n"
+            "Maps values from a source to a target through a bridge: for each row i,\n"
+            "T[R[i]] op= w[i] * S[i]. S is a vector (m) or a matrix (m x b, b columns\n"
+            "sharing the bridge); R holds m target indices in [0, n).\n"
+            "\n"
+            "  --source FILE     S: float32/float64 .npy, or text columns (.txt/.csv/.tsv, read\n"
+            "                    as float64); repeat it with --plan\n"
+            "  --bridge FILE     R: int32/int64 .npy, or one text column of integers\n"
+            "  --weights FILE    w: one weight per source row, S's dtype\n"
+            "  --targets N       n, the number of targets (default: max(R) + 1, or the rows\n"
+            "                    of the --out file with --accumulate)\n"
+            "  --op OP           sum|mean|min|max|count (default sum); mean = sum(w S)/sum(w),\n"
+            "                    count = sum(w) (the number of rows without weights)\n"
+            "  --out FILE        write T (.npy, or text by extension); without it T is printed\n"
+            "                    (whole up to %d rows, else a summary). With --plan give one\n"
+            "                    --out per --source, in the same order\n"
+            "  --accumulate      fold into the T already in the --out file (sum/count add,\n"
+            "                    min/max compare; not with mean)\n"
+            "  --empty VALUE     value of targets nothing maps to (default 0)\n"
+            "  --nan POLICY      propagate|skip|error for NaN in S or w (default propagate)\n"
+            "  --deterministic   bit-identical T across runs and thread counts (each target's\n"
+            "                    rows added in row order in float64; on the CPU about the\n"
+            "                    cost of one serial pass)\n"
+            "  --plan            sort the bridge once, then map every --source with it\n"
+            "                    (deterministic); the build is timed apart\n"
+            "  --device D        auto|cpu|cuda|cuda:N (default auto)\n"
+            "  --threads N       CPU threads (default: all)\n"
+            "  --repeat N        run the mapping N times; report the median (default 1)\n"
+            "  --json            one line of JSON on stdout: {\"m\", \"n\", \"op\", \"device\",\n"
+            "                    \"median_ms\"} (the mapping alone, no file I/O); with --plan one\n"
+            "                    line per source, adding \"source\" and \"plan_build_ms\"\n"
+            "  --quiet           no notes on stderr\n"
+            "\n"
+            "Exit status: 0 success, 1 runtime failure, 2 usage or input error (then no\n"
+            "output file is written). See docs/map.md.\n",
+            PRINT_ALL_ROWS);
+}
+
+typedef struct {
+    const char *sources[MAX_SOURCES];
+    int num_sources;
+    const char *outs[MAX_SOURCES];
+    int num_outs;
+    const char *bridge, *weights, *device;
+    long long targets;   /* -1: from the data */
+    lac_map_params params;
+    bool plan, json, quiet;
+    long long threads, repeat;
+} map_options;
+
+/* ------------------------------------------------------------------------ */
+/* Arguments                                                                 */
+/* ------------------------------------------------------------------------ */
+static int parse_args(int argc, char **argv, map_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->params = lac_map_params_default();
+    o->targets = -1;
+    o->repeat = 1;
+    o->device = "auto";
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        bool takes_value = strcmp(a, "--source") == 0 || strcmp(a, "--bridge") == 0 || strcmp(a, "--weights") == 0 ||
+                           strcmp(a, "--targets") == 0 || strcmp(a, "--op") == 0 || strcmp(a, "--out") == 0 ||
+                           strcmp(a, "--device") == 0 || strcmp(a, "--nan") == 0 || strcmp(a, "--empty") == 0 ||
+                           strcmp(a, "--threads") == 0 || strcmp(a, "--repeat") == 0;
+        if (takes_value) {
+            if (!v) return cli_usage_error(CMD, "%s needs a value", a);
+            i++;
+        }
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            return -1;
+        } else if (strcmp(a, "--source") == 0) {
+            if (o->num_sources == MAX_SOURCES) return cli_usage_error(CMD, "at most %d --source files", MAX_SOURCES);
+            o->sources[o->num_sources++] = v;
+        } else if (strcmp(a, "--out") == 0) {
+            if (o->num_outs == MAX_SOURCES) return cli_usage_error(CMD, "at most %d --out files", MAX_SOURCES);
+            o->outs[o->num_outs++] = v;
+        } else if (strcmp(a, "--bridge") == 0) {
+            o->bridge = v;
+        } else if (strcmp(a, "--weights") == 0) {
+            o->weights = v;
+        } else if (strcmp(a, "--targets") == 0) {
+            if (!cli_parse_int64(CMD, a, v, &o->targets)) return CLI_USAGE;
+            if (o->targets < 0) return cli_usage_error(CMD, "--targets must be >= 0, got %lld", o->targets);
+        } else if (strcmp(a, "--op") == 0) {
+            if (lac_map_op_parse(v, &o->params.op) < 0)
+                return cli_usage_error(CMD, "unknown --op '%s' (sum, mean, min, max, count)", v);
+        } else if (strcmp(a, "--device") == 0) {
+            o->device = v;
+        } else if (strcmp(a, "--nan") == 0) {
+            if (strcmp(v, "propagate") == 0) o->params.nan_policy = LAC_NAN_PROPAGATE;
+            else if (strcmp(v, "skip") == 0) o->params.nan_policy = LAC_NAN_SKIP;
+            else if (strcmp(v, "error") == 0) o->params.nan_policy = LAC_NAN_ERROR;
+            else return cli_usage_error(CMD, "unknown --nan '%s' (propagate, skip, error)", v);
+        } else if (strcmp(a, "--empty") == 0) {
+            char *end;
+            o->params.empty_value = strtod(v, &end);   /* nan and inf are fine here */
+            if (end == v || *end) return cli_usage_error(CMD, "--empty needs a number, got '%s'", v);
+        } else if (strcmp(a, "--threads") == 0) {
+            if (!cli_parse_int64(CMD, a, v, &o->threads)) return CLI_USAGE;
+            if (o->threads < 0 || o->threads > 4096) return cli_usage_error(CMD, "--threads must be in [0, 4096]");
+        } else if (strcmp(a, "--repeat") == 0) {
+            if (!cli_parse_int64(CMD, a, v, &o->repeat)) return CLI_USAGE;
+            if (o->repeat < 1 || o->repeat > 1000000) return cli_usage_error(CMD, "--repeat must be in [1, 1000000]");
+        } else if (strcmp(a, "--deterministic") == 0) {
+            o->params.deterministic = 1;
+        } else if (strcmp(a, "--accumulate") == 0) {
+            o->params.accumulate = 1;
+        } else if (strcmp(a, "--plan") == 0) {
+            o->plan = true;
+        } else if (strcmp(a, "--json") == 0) {
+            o->json = true;
+        } else if (strcmp(a, "--quiet") == 0) {
+            o->quiet = true;
+        } else {
+            return cli_usage_error(CMD, "unexpected argument '%s' (see lacuna map --help)", a);
+        }
+    }
+    if (!o->bridge) return cli_usage_error(CMD, "--bridge is required (see lacuna map --help)");
+    if (o->num_sources == 0) return cli_usage_error(CMD, "--source is required (see lacuna map --help)");
+    if (!o->plan && o->num_sources > 1) return cli_usage_error(CMD, "several --source files need --plan");
+    if (o->num_outs > 0 && o->num_outs != o->num_sources)
+        return cli_usage_error(CMD, "%d --out for %d --source: give one per source, in order", o->num_outs, o->num_sources);
+    if (o->params.accumulate && o->num_outs == 0) return cli_usage_error(CMD, "--accumulate needs --out (the T to fold into)");
+    const char *why = lac_map_params_check(&o->params);
+    if (why) return cli_usage_error(CMD, "%s", why);
+    return CLI_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Files                                                                     */
+/* ------------------------------------------------------------------------ */
+static bool is_text_path(const char *path)
+{
+    const char *dot = strrchr(path, '.');
+    return dot && (strcasecmp(dot, ".txt") == 0 || strcasecmp(dot, ".csv") == 0 || strcasecmp(dot, ".tsv") == 0);
+}
+
+/* .npy files are mapped (inputs may exceed memory); text is parsed as
+ * text_dtype. Any failure is an input error (exit 2). */
+static int load_input(lac_ctx_t ctx, const char *what, const char *path, lac_dtype text_dtype, lac_array *out)
+{
+    lac_status st = is_text_path(path) ? lac_text_load(ctx, path, text_dtype, out)
+                                       : lac_npy_load(ctx, path, LAC_NPY_MMAP, out);
+    if (st < 0) {
+        fprintf(stderr, "lacuna %s: cannot read %s '%s': %s: %s\n", CMD, what, path, lac_status_string(st),
+                lac_last_error(ctx));
+        return CLI_USAGE;
+    }
+    return CLI_OK;
+}
+
+static lac_status save_output(lac_ctx_t ctx, const char *path, const lac_array *T)
+{
+    return is_text_path(path) ? lac_text_save(ctx, path, T) : lac_npy_save(ctx, path, T);
+}
+
+/* max(R) + 1 (0 for an empty bridge); a negative entry is left to lac_map to
+ * report with its position. */
+static int64_t default_targets(const lac_array *R)
+{
+    int64_t m = R->ndim == 1 ? R->shape[0] : 0, top = -1;
+    if (R->dtype == LAC_INT32)
+        for (int64_t i = 0; i < m; i++) top = ((const int32_t *)R->data)[i] > top ? ((const int32_t *)R->data)[i] : top;
+    else if (R->dtype == LAC_INT64)
+        for (int64_t i = 0; i < m; i++) top = ((const int64_t *)R->data)[i] > top ? ((const int64_t *)R->data)[i] : top;
+    return top + 1;
+}
+
+/* T for one source: the --out file's array with --accumulate, else a new one. */
+static int make_target(lac_ctx_t ctx, const map_options *o, const char *out_path, const lac_array *S, int64_t n,
+                       lac_array *T)
+{
+    if (o->params.accumulate) {
+        lac_status st = is_text_path(out_path) ? lac_text_load(ctx, out_path, S->dtype, T) : lac_npy_load(ctx, out_path, 0, T);
+        if (st < 0) {
+            fprintf(stderr, "lacuna %s: --accumulate: cannot read '%s': %s: %s\n", CMD, out_path, lac_status_string(st),
+                    lac_last_error(ctx));
+            return CLI_USAGE;
+        }
+        /* A one-column text file reads as a vector; a b-column source needs n x b. */
+        int64_t want_cols = S->ndim == 2 ? S->shape[1] : 0, cols = T->ndim == 2 ? T->shape[1] : 0;
+        if (T->dtype != S->dtype || T->ndim != S->ndim || T->shape[0] != n || cols != want_cols) {
+            fprintf(stderr, "lacuna %s: --accumulate: '%s' holds %s %lld x %lld, the mapping needs %s %lld x %lld\n", CMD,
+                    out_path, lac_dtype_name(T->dtype), (long long)T->shape[0], (long long)(cols ? cols : 1),
+                    lac_dtype_name(S->dtype), (long long)n, (long long)(want_cols ? want_cols : 1));
+            lac_array_release(T);
+            return CLI_USAGE;
+        }
+        return CLI_OK;
+    }
+    int64_t shape[2] = {n, S->ndim == 2 ? S->shape[1] : 1};
+    lac_status st = lac_array_alloc(ctx, S->dtype, S->ndim == 2 ? 2 : 1, shape, T);
+    return st < 0 ? cli_status_error(CMD, ctx, st) : CLI_OK;
+}
+
+static double element(const lac_array *T, int64_t k)
+{
+    return T->dtype == LAC_FLOAT32 ? (double)((const float *)T->data)[k] : ((const double *)T->data)[k];
+}
+
+static void print_row(const lac_array *T, int64_t j, int64_t b)
+{
+    printf("%lld", (long long)j);
+    for (int64_t c = 0; c < b; c++) printf("\t%.9g", element(T, j * b + c));
+    printf("\n");
+}
+
+/* T on stdout: every row when small, else the first and last rows and a
+ * summary line. */
+static void print_target(const lac_array *T, const char *label)
+{
+    int64_t n = T->shape[0], b = T->ndim == 2 ? T->shape[1] : 1;
+    if (label) printf("# %s\n", label);
+    printf("# target\tvalue%s\n", b > 1 ? "s" : "");
+    if (n <= PRINT_ALL_ROWS) {
+        for (int64_t j = 0; j < n; j++) print_row(T, j, b);
+        return;
+    }
+    for (int64_t j = 0; j < 10; j++) print_row(T, j, b);
+    printf("...\n");
+    for (int64_t j = n - 3; j < n; j++) print_row(T, j, b);
+    double lo = INFINITY, hi = -INFINITY, sum = 0;
+    int64_t nonzero = 0, nans = 0;
+    for (int64_t k = 0; k < n * b; k++) {
+        double v = element(T, k);
+        if (isnan(v)) {
+            nans++;
+            continue;
+        }
+        lo = v < lo ? v : lo;
+        hi = v > hi ? v : hi;
+        sum += v;
+        nonzero += v != 0;
+    }
+    printf("# %lld x %lld values: sum %.9g, min %.9g, max %.9g, %lld nonzero, %lld NaN (use --out to keep them all)\n",
+           (long long)n, (long long)b, sum, lo, hi, (long long)nonzero, (long long)nans);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Timed mapping, on host arrays or on device copies                         */
+/* ------------------------------------------------------------------------ */
+/* Device copies of host arrays (CUDA contexts); host views otherwise. */
+typedef struct {
+    lac_array a;
+    void *device;
+} staged;
+
+static lac_status stage(lac_ctx_t ctx, const lac_array *host, bool on_device, staged *s)
+{
+    s->a = *host;
+    s->a.owned_ = NULL, s->a.owned_bytes_ = 0, s->a.owned_kind_ = 0;
+    s->device = NULL;
+    if (!on_device) return LAC_SUCCESS;
+    size_t bytes = (size_t)lac_array_count(host) * lac_dtype_size(host->dtype);
+    lac_status st = lac_device_alloc(ctx, bytes ? bytes : 1, &s->device);
+    if (st < 0) return st;
+    if (bytes && (st = lac_memcpy(ctx, s->device, LAC_MEM_DEVICE, host->data, LAC_MEM_HOST, bytes)) < 0) {
+        lac_device_free(ctx, s->device);
+        s->device = NULL;
+        return st;
+    }
+    s->a.data = s->device;
+    s->a.memory = LAC_MEM_DEVICE;
+    return LAC_SUCCESS;
+}
+
+static void unstage(lac_ctx_t ctx, staged *s)
+{
+    if (s->device) lac_device_free(ctx, s->device);
+    s->device = NULL;
+}
+
+/* Runs the mapping o->repeat times into T (host), returns the median time in
+ * ms. With --accumulate every run starts from the same T. */
+static lac_status timed_map(lac_ctx_t ctx, const map_options *o, lac_map_plan_t plan, const lac_array *S,
+                            const lac_array *R, const lac_array *W, lac_array *T, double *median_ms)
+{
+    bool on_device = lac_ctx_backend(ctx) == LAC_BACKEND_CUDA;
+    size_t t_bytes = (size_t)lac_array_count(T) * lac_dtype_size(T->dtype);
+    staged s = {0}, r = {0}, w = {0}, t = {0};
+    void *pristine = NULL;
+    double *times = malloc((size_t)o->repeat * sizeof *times);
+    lac_status st = times ? LAC_SUCCESS : LAC_ERR_OUT_OF_MEMORY;
+    if (st == LAC_SUCCESS && o->params.accumulate && o->repeat > 1) {
+        pristine = malloc(t_bytes ? t_bytes : 1);
+        if (!pristine) st = LAC_ERR_OUT_OF_MEMORY;
+        else memcpy(pristine, T->data, t_bytes);
+    }
+    if (st == LAC_SUCCESS) st = stage(ctx, S, on_device, &s);
+    if (st == LAC_SUCCESS && R) st = stage(ctx, R, on_device, &r);
+    if (st == LAC_SUCCESS && W) st = stage(ctx, W, on_device, &w);
+    if (st == LAC_SUCCESS) st = stage(ctx, T, on_device, &t);
+    for (long long rep = 0; st == LAC_SUCCESS && rep < o->repeat; rep++) {
+        if (rep > 0 && pristine) {
+            st = lac_memcpy(ctx, t.a.data, t.a.memory, pristine, LAC_MEM_HOST, t_bytes);
+            if (st < 0) break;
+        }
+        double t0 = cli_now();
+        st = plan ? lac_map_plan_execute(ctx, plan, &o->params, &s.a, W ? &w.a : NULL, &t.a)
+                  : lac_map(ctx, &o->params, &s.a, &r.a, W ? &w.a : NULL, &t.a);
+        if (st == LAC_SUCCESS) st = lac_ctx_synchronize(ctx);
+        times[rep] = 1e3 * (cli_now() - t0);
+        if (o->repeat > 1) cli_progress("map: run %lld of %lld, %.3f ms", rep + 1, o->repeat, times[rep]);
+    }
+    cli_progress_done();
+    if (st == LAC_SUCCESS && on_device && t_bytes)
+        st = lac_memcpy(ctx, T->data, LAC_MEM_HOST, t.a.data, LAC_MEM_DEVICE, t_bytes);
+    if (st == LAC_SUCCESS) *median_ms = cli_median(times, (int)o->repeat);
+    unstage(ctx, &s), unstage(ctx, &r), unstage(ctx, &w), unstage(ctx, &t);
+    free(pristine);
+    free(times);
+    return st;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The command                                                               */
+/* ------------------------------------------------------------------------ */
+static void note_done(const map_options *o, lac_ctx_t ctx, int64_t m, int64_t n, const char *source, const char *out,
+                      double ms)
+{
+    if (o->quiet) return;
+    fprintf(stderr, "lacuna map: %s: %lld rows -> %lld targets, %s on %s, %.3f ms%s%s%s\n", source,
+            (long long)m, (long long)n, lac_map_op_name(o->params.op), cli_backend_name(ctx), ms,
+            o->repeat > 1 ? " (median)" : "", out ? ", wrote " : "", out ? out : "");
+}
 
 int cmd_map(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    return cli_usage_error("map", "not available in this build yet");
+    map_options o;
+    int rc = parse_args(argc, argv, &o);
+    if (rc != CLI_OK) return rc < 0 ? CLI_OK : rc;
+    cli_progress_enable(!o.quiet && !o.json);
+
+    lac_ctx_t ctx = NULL;
+    lac_array R = {0}, W = {0}, S = {0};
+    lac_array results[MAX_SOURCES];
+    double times_ms[MAX_SOURCES] = {0};
+    int64_t rows[MAX_SOURCES] = {0};
+    memset(results, 0, sizeof results);
+    lac_map_plan_t plan = NULL;
+    if ((rc = cli_make_context(CMD, o.device, (int)o.threads, &ctx)) != CLI_OK) return rc;
+
+    if ((rc = load_input(ctx, "bridge", o.bridge, LAC_INT64, &R)) != CLI_OK) goto done;
+    if (R.ndim != 1) {
+        rc = cli_usage_error(CMD, "bridge '%s' must be one column (a vector), it is %d-d", o.bridge, R.ndim);
+        goto done;
+    }
+    int64_t n = o.targets;
+    if (n < 0 && o.params.accumulate) {
+        /* The existing T says how many targets there are. */
+        lac_array old;
+        lac_status st = is_text_path(o.outs[0]) ? lac_text_load(ctx, o.outs[0], LAC_FLOAT64, &old)
+                                                : lac_npy_load(ctx, o.outs[0], LAC_NPY_MMAP, &old);
+        if (st < 0) {
+            fprintf(stderr, "lacuna %s: --accumulate: cannot read '%s': %s: %s\n", CMD, o.outs[0], lac_status_string(st),
+                    lac_last_error(ctx));
+            rc = CLI_USAGE;
+            goto done;
+        }
+        n = old.ndim >= 1 ? old.shape[0] : 0;
+        lac_array_release(&old);
+    }
+    if (n < 0) n = default_targets(&R);
+
+    double plan_build_ms = 0;
+    if (o.plan) {
+        staged r = {0};
+        lac_status st = stage(ctx, &R, lac_ctx_backend(ctx) == LAC_BACKEND_CUDA, &r);
+        double t0 = cli_now();
+        if (st == LAC_SUCCESS) st = lac_map_plan_create(ctx, &r.a, n, &plan);
+        if (st == LAC_SUCCESS) st = lac_ctx_synchronize(ctx);
+        plan_build_ms = 1e3 * (cli_now() - t0);
+        unstage(ctx, &r);
+        if (st < 0) {
+            rc = cli_status_error(CMD, ctx, st);
+            goto done;
+        }
+    }
+
+    /* Map every source first and write the outputs only when all succeeded,
+     * so that a failure leaves no output file. */
+    for (int k = 0; k < o.num_sources; k++) {
+        const char *out = o.num_outs ? o.outs[k] : NULL;
+        if ((rc = load_input(ctx, "source", o.sources[k], LAC_FLOAT64, &S)) != CLI_OK) goto done;
+        if (o.weights && (rc = load_input(ctx, "weights", o.weights, S.dtype, &W)) != CLI_OK) goto done;
+        if ((rc = make_target(ctx, &o, out, &S, n, &results[k])) != CLI_OK) goto done;
+        lac_status st = timed_map(ctx, &o, plan, &S, plan ? NULL : &R, o.weights ? &W : NULL, &results[k], &times_ms[k]);
+        if (st < 0) {
+            rc = cli_status_error(CMD, ctx, st);
+            goto done;
+        }
+        rows[k] = S.shape[0];
+        lac_array_release(&S);
+        lac_array_release(&W);
+    }
+    for (int k = 0; k < o.num_outs; k++) {
+        lac_status st = save_output(ctx, o.outs[k], &results[k]);
+        if (st < 0) {
+            for (int j = 0; j < k; j++) remove(o.outs[j]);   /* all or nothing */
+            rc = cli_status_error(CMD, ctx, st);
+            goto done;
+        }
+    }
+    for (int k = 0; k < o.num_sources; k++) {
+        if (o.json) {
+            printf("{\"m\":%lld,\"n\":%lld,\"op\":\"%s\",\"device\":\"%s\",\"median_ms\":%.6f", (long long)rows[k],
+                   (long long)n, lac_map_op_name(o.params.op), cli_backend_name(ctx), times_ms[k]);
+            if (o.plan) printf(",\"source\":%d,\"plan_build_ms\":%.6f", k, plan_build_ms);
+            printf("}\n");
+        } else if (!o.num_outs) {
+            print_target(&results[k], o.num_sources > 1 ? o.sources[k] : NULL);
+        }
+        note_done(&o, ctx, rows[k], n, o.sources[k], o.num_outs ? o.outs[k] : NULL, times_ms[k]);
+    }
+    if (o.plan && !o.quiet)
+        fprintf(stderr, "lacuna map: plan for %lld rows -> %lld targets built in %.3f ms\n", (long long)R.shape[0],
+                (long long)n, plan_build_ms);
+    rc = CLI_OK;
+done:
+    lac_map_plan_destroy(&plan);
+    lac_array_release(&S);
+    lac_array_release(&W);
+    for (int k = 0; k < o.num_sources; k++) lac_array_release(&results[k]);
+    lac_array_release(&R);
+    lac_ctx_destroy(&ctx);
+    return rc;
 }

@@ -1,24 +1,186 @@
-/* map on the CUDA backend: placeholder until the kernels land. */
-#include "backend/cuda/cuda_internal.h"
+/* map on the CUDA backend: the gateway entry lac_cuda_map. Picks the path for a
+ * checked call (device arrays: one-shot reduction; host arrays: streamed in
+ * chunks; deterministic: a temporary plan's segmented reduction) and turns a
+ * flagged row into the error message that names it. */
+#include "backend/cuda/map_cuda.cuh"
+
+#include <math.h>
+#include <string.h>
+
+#include <mutex>
+
+/* Reads `bytes` at p (host or device memory) into out. */
+static lac_status read_back(lac_ctx_t ctx, lac_memory memory, const void *p, void *out, size_t bytes)
+{
+    if (memory == LAC_MEM_HOST) {
+        memcpy(out, p, bytes);
+        return LAC_SUCCESS;
+    }
+    LAC_CUDA_CHECK(ctx, cudaMemcpy(out, p, bytes, cudaMemcpyDeviceToHost));
+    return LAC_SUCCESS;
+}
+
+static double as_double(const unsigned char *p, lac_dtype dt)
+{
+    if (dt == LAC_FLOAT32) {
+        float f;
+        memcpy(&f, p, sizeof f);
+        return f;
+    }
+    double d;
+    memcpy(&d, p, sizeof d);
+    return d;
+}
+
+/* A mapped pinned host word per context that the finalise pass writes the
+ * fault flag into: the host reads it after the stream's synchronisation, with
+ * no copy to issue (a copy back costs several microseconds a call, a sizeable
+ * part of a small map). Kept for the process's life (a context's address is
+ * reused only after it is destroyed, and a context serves one thread at a
+ * time). */
+#define FLAG_POOL 64
+static struct {
+    const void *ctx;
+    int device;
+    unsigned long long *host;
+} flag_pool[FLAG_POOL];
+static int flag_count;
+static std::mutex flag_mutex;
+
+extern "C" unsigned long long *map_fault_report_word(lac_ctx_t ctx)
+{
+    std::lock_guard<std::mutex> lock(flag_mutex);
+    for (int i = 0; i < flag_count; i++)
+        if (flag_pool[i].ctx == (const void *)ctx && flag_pool[i].device == ctx->cuda->device) return flag_pool[i].host;
+    if (flag_count == FLAG_POOL) return NULL;
+    void *p = NULL;
+    if (cudaHostAlloc(&p, sizeof(unsigned long long), cudaHostAllocMapped) != cudaSuccess) {
+        cudaGetLastError();
+        return NULL;   /* the caller falls back to pageable memory */
+    }
+    flag_pool[flag_count].ctx = ctx;
+    flag_pool[flag_count].device = ctx->cuda->device;
+    flag_pool[flag_count].host = (unsigned long long *)p;
+    return flag_pool[flag_count++].host;
+}
+
+static lac_status describe_row(lac_ctx_t ctx, const lac_map_call *call, unsigned long long row);
+
+extern "C" lac_status map_report_fault(lac_ctx_t ctx, const lac_map_call *call, const unsigned long long *fault_device)
+{
+    unsigned long long row = MAP_NO_FAULT;
+    LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(&row, fault_device, sizeof row, cudaMemcpyDeviceToHost, ctx->cuda->stream));
+    LAC_CUDA_CHECK(ctx, cudaStreamSynchronize(ctx->cuda->stream));
+    return describe_row(ctx, call, row);
+}
+
+extern "C" lac_status map_report_fault_mapped(lac_ctx_t ctx, const lac_map_call *call,
+                                              const unsigned long long *fault_device, const unsigned long long *report)
+{
+    if (!report) return map_report_fault(ctx, call, fault_device);
+    LAC_CUDA_CHECK(ctx, cudaStreamSynchronize(ctx->cuda->stream));
+    return describe_row(ctx, call, *(const volatile unsigned long long *)report);
+}
+
+static lac_status describe_row(lac_ctx_t ctx, const lac_map_call *call, unsigned long long row)
+{
+    if (row == MAP_NO_FAULT) return LAC_SUCCESS;
+
+    /* The kernels flag the smallest row with any fault; name it the way
+     * lac_map_scan_host does: the bridge first, then the weight, then the
+     * source columns in order. */
+    const int64_t i = (int64_t)row;
+    const size_t isz = lac_dtype_size(call->index_dtype), vsz = lac_dtype_size(call->value_dtype);
+    if (call->bridge) {
+        unsigned char buf[8];
+        LAC_CHECK(read_back(ctx, call->memory, (const unsigned char *)call->bridge + (size_t)i * isz, buf, isz));
+        int64_t r;
+        if (call->index_dtype == LAC_INT32) {
+            int32_t r32;
+            memcpy(&r32, buf, sizeof r32);
+            r = r32;
+        } else {
+            memcpy(&r, buf, sizeof r);
+        }
+        if (r < 0 || r >= call->n) return lac_map_report_bad_index(ctx, i, r, call->n);
+    }
+    if (call->params.nan_policy == LAC_NAN_ERROR && call->source) {
+        unsigned char buf[8];
+        if (call->weights) {
+            LAC_CHECK(read_back(ctx, call->memory, (const unsigned char *)call->weights + (size_t)i * vsz, buf, vsz));
+            if (isnan(as_double(buf, call->value_dtype))) return lac_map_report_nan(ctx, "weights", i, -1);
+        }
+        for (int64_t col = 0; col < call->b; col++) {
+            LAC_CHECK(read_back(ctx, call->memory, (const unsigned char *)call->source + ((size_t)i * call->b + col) * vsz,
+                                buf, vsz));
+            if (isnan(as_double(buf, call->value_dtype)))
+                return lac_map_report_nan(ctx, "source", i, call->b > 1 ? col : -1);
+        }
+    }
+    return lac_error(ctx, LAC_ERR_INTERNAL, "map: row %lld was flagged on the device but shows no fault", (long long)i);
+}
+
+/* One-shot, non-deterministic map of device arrays: reduce into scratch (with
+ * the checks), finalise into T unless a row was flagged. */
+extern "C" lac_status map_cuda_device(lac_ctx_t ctx, const lac_map_call *call)
+{
+    const int64_t slots = call->n * call->b;
+    map_layout L = map_layout_for(call);
+    map_strategy S;
+    LAC_CHECK(map_strategy_choose(ctx, call, &L, &S));
+    if (call->m == 0) S.capacity = 0;   /* no launch writes partials */
+    void *ws = NULL, *scratch = NULL, *partials = NULL;
+    unsigned long long *fault = NULL;
+    LAC_CHECK(lac_cuda_workspace(ctx, map_scratch_bytes(&L, &S, slots), &ws));
+    map_scratch_carve(ws, &L, &S, slots, &scratch, &partials, &fault);
+    LAC_CHECK(map_scratch_init(ctx, &L, S.capacity < slots ? scratch : NULL, slots, fault));
+
+    map_reduce_args a;
+    memset(&a, 0, sizeof a);
+    a.source = call->source;
+    a.bridge = call->bridge;
+    a.weights = call->weights;
+    a.rows = call->m;
+    a.row0 = 0;
+    a.n = call->n;
+    a.b = call->b;
+    a.value_dtype = call->value_dtype;
+    a.index_dtype = call->index_dtype;
+    a.op = call->params.op;
+    a.nan_policy = call->params.nan_policy;
+    a.layout = L;
+    a.scratch = scratch;
+    a.partials = partials;
+    a.partials_fresh = 1;
+    a.fault = fault;
+    LAC_CHECK(map_reduce_launch(ctx, &S, &a));
+
+    map_finalize_args f;
+    memset(&f, 0, sizeof f);
+    f.scratch = S.capacity < slots ? scratch : NULL;
+    f.partials = partials;
+    f.clusters = S.clusters;
+    f.capacity = S.capacity;
+    f.slots = slots;
+    f.value_dtype = call->value_dtype;
+    f.op = call->params.op;
+    f.accumulate = call->params.accumulate;
+    f.empty_value = call->params.empty_value;
+    f.layout = L;
+    f.target = call->target;
+    f.fault = fault;
+    f.report = map_fault_report_word(ctx);
+    LAC_CHECK(map_finalize_launch(ctx, &f));
+    return map_report_fault_mapped(ctx, call, fault, f.report);
+}
 
 extern "C" lac_status lac_cuda_map(lac_ctx_t ctx, const lac_map_call *call)
 {
-    (void)call;
-    return lac_error(ctx, LAC_ERR_UNSUPPORTED, "map on the CUDA backend is not available yet");
+    LAC_CHECK(lac_cuda_use_device(ctx));
+    if (call->n == 0) return LAC_SUCCESS;   /* then m == 0 too (checked by the front end) */
+    /* MIN/MAX are exact whatever the order: the atomic path is deterministic. */
+    bool order_free = call->params.op == LAC_MAP_MIN || call->params.op == LAC_MAP_MAX;
+    if (call->params.deterministic && !order_free) return map_cuda_deterministic(ctx, call);
+    if (call->memory == LAC_MEM_DEVICE) return map_cuda_device(ctx, call);
+    return map_cuda_stream(ctx, call);
 }
-
-extern "C" lac_status lac_cuda_map_plan_build(lac_ctx_t ctx, lac_map_plan_t plan, const lac_map_call *call)
-{
-    (void)plan;
-    (void)call;
-    return lac_error(ctx, LAC_ERR_UNSUPPORTED, "map plans on the CUDA backend are not available yet");
-}
-
-extern "C" lac_status lac_cuda_map_plan_execute(lac_ctx_t ctx, lac_map_plan_t plan, const lac_map_call *call)
-{
-    (void)plan;
-    (void)call;
-    return lac_error(ctx, LAC_ERR_UNSUPPORTED, "map plans on the CUDA backend are not available yet");
-}
-
-extern "C" void lac_cuda_map_plan_release(lac_map_plan_t plan) { (void)plan; }

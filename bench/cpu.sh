@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# make bench: the CPU benchmarks at the sizes the report quotes for a CPU.
+# Usage: bash bench/cpu.sh BUILD_DIR   (LACUNA_BENCH_THREADS overrides the threads)
+set -euo pipefail
+build=${1:-build}
+bench="$build/bench"
+threads=${LACUNA_BENCH_THREADS:-$(nproc 2>/dev/null || echo 2)}
+
+echo "== map: 40M sources -> 10k and 500k targets, float32 sum, $threads thread(s)"
+"$bench/map_bench" -m 40M -n 10k,500k --dist uniform,zipf -w 2 -r 10 --check --threads "$threads"
+echo
+echo "== map: the same with a plan (deterministic segmented reduction; build timed apart)"
+"$bench/map_bench" -m 40M -n 10k,500k --dist uniform -w 1 -r 5 --mode plan --threads "$threads"
+echo
+echo "== map: smaller sources, many targets"
+"$bench/map_bench" -m 4M -n 100k,1M --dist uniform,zipf -w 2 -r 10 --threads "$threads"

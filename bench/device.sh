@@ -1,0 +1,191 @@
+#!/usr/bin/env bash
+# bench/device.sh: everything the GPU machine checks and measures, in one go.
+# Builds Lacuna with CUDA (Release), runs the CUDA tests (ctest -L cuda), runs
+# each capability's GPU benchmarks beside the peers a user would otherwise pick,
+# writes the long logs under $OUT and prints a short table last.
+#
+#   OUT=/some/dir bash bench/device.sh                 # everything
+#   DEVICE_SECTIONS="build test" bash bench/device.sh  # a subset, in this order
+#
+# Sections: build, test, map (more capabilities add a function section_X and
+# their name to DEVICE_SECTIONS_ALL). Knobs for the map section:
+#   MAP_SWEEP=quick|full   quick: the 40M table only (default full)
+#   MAP_EXPLORE=1          also time forced reduction strategies (tuning)
+#   MAP_OOC_M=4G           rows of the out-of-core (pinned host memory) case; 0 skips it
+#   MAP_PEERS=0            skip the peers; MAP_PLAN=0 skips the planned sweep
+# Peers come from a git-ignored folder carried beside the repo (PEERS, default
+# .peers/): seed_map_naive.cu (naive atomicAdd kernel); the PyTorch peer is
+# bench/torch_map_peer.py. When the machine lacks OpenBLAS/LAPACKE or pkg-config,
+# Debian packages carried in build-debs/*.deb are unpacked into a private prefix.
+set -u -o pipefail
+cd "$(dirname "$0")/.."
+
+OUT=${OUT:-$PWD/build-device-out}
+BUILD=${BUILD:-$PWD/build-device}
+PEERS=${PEERS:-$PWD/.peers}
+JOBS=${JOBS:-$(nproc)}
+DEVICE_SECTIONS_ALL="build test map"
+DEVICE_SECTIONS=${DEVICE_SECTIONS:-$DEVICE_SECTIONS_ALL}
+MAP_SWEEP=${MAP_SWEEP:-full}
+MAP_EXPLORE=${MAP_EXPLORE:-0}
+MAP_OOC_M=${MAP_OOC_M:-4G}
+PYTHON=${PYTHON:-python3}
+mkdir -p "$OUT" "$BUILD"
+SUMMARY="$OUT/summary.txt"
+: >"$SUMMARY"
+CMAKE_EXTRA=()
+
+say() { echo "[device.sh $(date -u +%H:%M:%S)] $*" | tee -a "$SUMMARY"; }
+
+# ---------------------------------------------------------------------------
+# Machine facts and build dependencies
+# ---------------------------------------------------------------------------
+machine_facts() {
+    {
+        nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv 2>&1
+        nvcc --version 2>&1 | tail -1
+        cmake --version 2>&1 | head -1
+        "$PYTHON" -c 'import torch; print("torch", torch.__version__)' 2>&1
+        nproc
+        free -g | head -2
+    } >>"$SUMMARY" 2>&1
+    say "GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)"
+}
+
+# OpenBLAS + LAPACKE + pkg-config from carried .deb files into a private
+# prefix, when the machine has none (no package registry can be reached there).
+ensure_cpu_deps() {
+    if command -v pkg-config >/dev/null && pkg-config --exists openblas 2>/dev/null &&
+        { [ -e /usr/include/lapacke.h ] || [ -e /usr/include/x86_64-linux-gnu/lapacke.h ]; }; then
+        return 0
+    fi
+    local debs=(build-debs/*.deb)
+    if [ ! -e "${debs[0]}" ]; then
+        say "OpenBLAS/LAPACKE/pkg-config missing and no build-debs/*.deb carried: the build will fail"
+        return 1
+    fi
+    local root="$PWD/build-debs/root"
+    rm -rf "$root" && mkdir -p "$root/bin" "$root/pc"
+    for f in "${debs[@]}"; do dpkg -x "$f" "$root"; done
+    local lib="$root/usr/lib/x86_64-linux-gnu"
+    sed "s#/usr/#$root/usr/#g" "$lib/openblas-pthread/pkgconfig/openblas.pc" >"$root/pc/openblas.pc"
+    export PKG_CONFIG_PATH="$root/pc${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+    export LD_LIBRARY_PATH="$lib/openblas-pthread:$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    if ! command -v pkg-config >/dev/null; then
+        printf '#!/bin/sh\nexec "%s" "$@"\n' "$root/usr/bin/pkgconf" >"$root/bin/pkg-config"
+        chmod +x "$root/bin/pkg-config"
+        export PATH="$root/bin:$PATH"
+    fi
+    CMAKE_EXTRA+=("-DLAPACKE_LIB=$lib/liblapacke.so" "-DLAPACKE_INCLUDE=$root/usr/include")
+    say "using carried OpenBLAS/LAPACKE from build-debs (private prefix)"
+}
+
+# ---------------------------------------------------------------------------
+# Sections
+# ---------------------------------------------------------------------------
+section_build() {
+    ensure_cpu_deps
+    say "build: cmake Release with CUDA (sm_90), -j$JOBS"
+    if ! { cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DLACUNA_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
+        "${CMAKE_EXTRA[@]}" && cmake --build "$BUILD" -j "$JOBS"; } >"$OUT/build.log" 2>&1; then
+        say "build FAILED (tail of build.log follows)"
+        tail -30 "$OUT/build.log"
+        return 1
+    fi
+    grep -q "LACUNA_HAVE_CUDA:INTERNAL=ON\|LACUNA_HAVE_CUDA" "$BUILD/CMakeCache.txt" || true
+    say "build ok"
+}
+
+section_test() {
+    say "test: ctest -L cuda"
+    (cd "$BUILD" && ctest -L cuda --output-on-failure --timeout 500) >"$OUT/test.log" 2>&1
+    local rc=$?
+    grep -E "tests passed|tests failed|passed, .* failed|FAIL" "$OUT/test.log" | head -20 | tee -a "$SUMMARY"
+    [ $rc -eq 0 ] && say "cuda tests ok" || say "cuda tests FAILED (rc $rc; see test.log)"
+}
+
+# One map_bench run; extra JSON key/values (e.g. strategy) are prepended to each line.
+map_bench_run() {
+    local tag="$1"
+    shift
+    say "map_bench $* ${tag:+[$tag]}"
+    "$BUILD/bench/map_bench" --device cuda --json --check "$@" 2>>"$OUT/map_bench.log" |
+        if [ -n "$tag" ]; then sed "s/^{/{$tag,/"; else cat; fi >>"$OUT/map.jsonl"
+}
+
+section_map() {
+    : >"$OUT/map.jsonl"
+    : >"$OUT/map_bench.log"
+    : >"$OUT/peers.jsonl"
+    local ns="10k,20k,100k,500k,1M"
+    # Fixed cost of one call (launches + the status read-back): a tiny map.
+    map_bench_run "" -m 1k -n 10k --dist uniform -w 5 -r 50
+    # The issue's headline sweep.
+    map_bench_run "" -m 40M -n "$ns" --dist uniform,zipf -w 3 -r 20
+    [ "${MAP_PLAN:-1}" != 0 ] && map_bench_run "" -m 40M -n "$ns" --dist uniform,zipf -w 2 -r 10 --mode plan
+    if [ "$MAP_SWEEP" = full ]; then
+        map_bench_run "" -m 4M,400M -n 10k,500k --dist uniform -w 2 -r 10
+        map_bench_run "" -m 40M -n 10k,500k --dist uniform -w 2 -r 10 --mode deterministic
+        map_bench_run "" -m 40M -n 10k,500k --dist uniform -w 2 -r 10 --index int64
+        map_bench_run "" -m 40M -n 10k,500k --dist uniform -w 2 -r 10 --dtype float64
+        map_bench_run "" -m 40M -n 10k,500k --dist uniform -w 2 -r 10 --weights --op mean
+        map_bench_run "" -m 10M -n 100k --dist uniform -w 2 -r 10 --cols 4
+    fi
+    if [ "$MAP_EXPLORE" = 1 ]; then
+        # Few targets: private copies per block and privatised blocks per SM.
+        for c in 1 2 4 8; do
+            for p in 1 2; do
+                LACUNA_MAP_CUDA_COPIES=$c LACUNA_MAP_CUDA_PER_SM=$p \
+                    map_bench_run "\"strategy\":\"copies$c-persm$p\"" -m 40M -n 10k,20k --dist uniform,zipf -w 2 -r 10
+            done
+        done
+        # Many targets: global atomics against distributed shared memory.
+        for s in global cluster2 cluster4 cluster8 cluster16; do
+            LACUNA_MAP_CUDA_STRATEGY=$s map_bench_run "\"strategy\":\"$s\"" -m 40M -n 100k,500k,1M --dist uniform -w 2 -r 10
+        done
+        LACUNA_MAP_CUDA_STRATEGY=global map_bench_run "\"strategy\":\"global\"" -m 40M -n 500k --dist zipf -w 2 -r 5
+    fi
+    if [ "$MAP_OOC_M" != 0 ]; then
+        map_bench_run "" -m "$MAP_OOC_M" -n 500k --dist uniform -w 1 -r 3 --host-memory
+    fi
+
+    # Peers, same machine, same run.
+    if [ "${MAP_PEERS:-1}" = 0 ]; then
+        say "peers skipped (MAP_PEERS=0)"
+    elif [ -f "$PEERS/seed_map_naive.cu" ]; then
+        say "naive atomicAdd peer (seed_map_naive.cu)"
+        if nvcc -O3 -arch=sm_90 -o "$BUILD/seed_map_naive" "$PEERS/seed_map_naive.cu" >>"$OUT/map_bench.log" 2>&1; then
+            "$BUILD/seed_map_naive" >>"$OUT/peers.jsonl" 2>>"$OUT/map_bench.log"
+        else
+            say "naive peer did not build"
+        fi
+    else
+        say "no $PEERS/seed_map_naive.cu: naive peer skipped"
+    fi
+    if [ "${MAP_PEERS:-1}" != 0 ]; then
+        say "PyTorch index_add_ peer"
+        PYTHONUNBUFFERED=1 "$PYTHON" bench/torch_map_peer.py -m 40M -n "$ns" --dist uniform,zipf >>"$OUT/peers.jsonl" 2>>"$OUT/map_bench.log"
+    fi
+    if [ "$MAP_SWEEP" = full ] && [ "${MAP_PEERS:-1}" != 0 ]; then
+        PYTHONUNBUFFERED=1 "$PYTHON" bench/torch_map_peer.py -m 4M,400M -n 10k,500k --dist uniform -w 2 -r 10 \
+            >>"$OUT/peers.jsonl" 2>>"$OUT/map_bench.log"
+    fi
+    "$PYTHON" bench/compare.py "$OUT/map.jsonl" "$OUT/peers.jsonl" >"$OUT/map_table.txt"
+}
+
+# ---------------------------------------------------------------------------
+machine_facts
+for s in $DEVICE_SECTIONS; do
+    if ! declare -F "section_$s" >/dev/null; then
+        say "unknown section '$s' (known: $DEVICE_SECTIONS_ALL)"
+        continue
+    fi
+    if ! "section_$s"; then
+        say "section $s failed; stopping"
+        break
+    fi
+done
+say "done; logs in $OUT"
+# The short table last, for the reply's tail.
+[ -f "$OUT/map_table.txt" ] && cat "$OUT/map_table.txt"
+cat "$SUMMARY" | grep -E "FAIL|failed|ok|passed" | tail -8

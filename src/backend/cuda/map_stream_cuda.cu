@@ -1,0 +1,166 @@
+/* map on the CUDA backend, out of core: S, R (and w) in host memory, possibly
+ * larger than the device, stream through in chunks of rows. Two device buffer
+ * sets alternate between the context's two copy streams, so that the copy of
+ * chunk k+1 overlaps the reduction of chunk k on the compute stream; every
+ * chunk reduces into the same scratch accumulators (private copies fold into
+ * their partials rows), and T is written once at the end, only when no row was
+ * flagged. Pinned host memory (lac_host_alloc_pinned, cudaHostRegister) is
+ * copied from directly at full speed; pageable memory goes through the
+ * driver's own staging, slower and without overlap on the host side. */
+#include "backend/cuda/map_cuda.cuh"
+
+#include <string.h>
+
+/* Default rows per chunk: 16M rows of float32 + int32 are 128 MB a buffer set,
+ * long enough that a copy dwarfs the per-chunk launch cost. */
+#define MAP_STREAM_DEFAULT_ROWS ((int64_t)1 << 24)
+
+static size_t align_up(size_t x) { return (x + 255) & ~(size_t)255; }
+
+static lac_status is_pinned(lac_ctx_t ctx, const void *p, int *pinned)
+{
+    *pinned = 0;
+    if (!p) return LAC_SUCCESS;
+    cudaPointerAttributes attr;
+    cudaError_t e = cudaPointerGetAttributes(&attr, p);
+    if (e != cudaSuccess) {
+        cudaGetLastError();   /* older drivers answer an error for pageable memory */
+        return LAC_SUCCESS;
+    }
+    *pinned = attr.type == cudaMemoryTypeHost;
+    return LAC_SUCCESS;
+}
+
+extern "C" lac_status map_cuda_stream(lac_ctx_t ctx, const lac_map_call *call)
+{
+    lac_cuda_state *cs = ctx->cuda;
+    cudaStream_t stream = cs->stream;
+    const int64_t slots = call->n * call->b;
+    const size_t vsz = lac_dtype_size(call->value_dtype), isz = lac_dtype_size(call->index_dtype);
+    const size_t t_bytes = (size_t)slots * vsz;
+    int64_t chunk = call->params.chunk_elements > 0 ? call->params.chunk_elements : MAP_STREAM_DEFAULT_ROWS;
+    if (chunk > call->m) chunk = call->m > 0 ? call->m : 1;
+
+    /* The strategy is sized for one chunk: the same grid serves every chunk,
+     * so each private copy keeps folding into its own partials row. */
+    lac_map_call sized = *call;
+    sized.m = chunk;
+    map_layout L = map_layout_for(call);
+    map_strategy S;
+    LAC_CHECK(map_strategy_choose(ctx, &sized, &L, &S));
+    if (call->m == 0) S.capacity = 0;
+
+    size_t s_chunk = align_up((size_t)chunk * call->b * vsz), r_chunk = align_up((size_t)chunk * isz),
+           w_chunk = call->weights ? align_up((size_t)chunk * vsz) : 0;
+    size_t scratch_bytes = align_up(map_scratch_bytes(&L, &S, slots));
+    size_t total = scratch_bytes + align_up(t_bytes) + 2 * (s_chunk + r_chunk + w_chunk);
+    void *ws = NULL;
+    LAC_CHECK(lac_cuda_workspace(ctx, total, &ws));
+    unsigned char *p = (unsigned char *)ws;
+    void *scratch = NULL, *partials = NULL;
+    unsigned long long *fault = NULL;
+    map_scratch_carve(p, &L, &S, slots, &scratch, &partials, &fault);
+    p += scratch_bytes;
+    void *t_dev = p;
+    p += align_up(t_bytes);
+    void *s_buf[2], *r_buf[2], *w_buf[2];
+    for (int k = 0; k < 2; k++) {
+        s_buf[k] = p;
+        p += s_chunk;
+        r_buf[k] = p;
+        p += r_chunk;
+        w_buf[k] = call->weights ? (void *)p : NULL;
+        p += w_chunk;
+    }
+
+    int pinned_s = 0, pinned_r = 0, pinned_w = 0;
+    LAC_CHECK(is_pinned(ctx, call->source, &pinned_s));
+    LAC_CHECK(is_pinned(ctx, call->bridge, &pinned_r));
+    LAC_CHECK(is_pinned(ctx, call->weights, &pinned_w));
+    lac_log(ctx, LAC_LOG_DEBUG, "map cuda stream: %lld rows in chunks of %lld, pinned S/R/w %d/%d/%d, cluster %d x %d",
+            (long long)call->m, (long long)chunk, pinned_s, pinned_r, pinned_w, S.cluster_size, S.clusters);
+
+    lac_status st = LAC_SUCCESS;
+    cudaEvent_t copied[2] = {NULL, NULL}, consumed[2] = {NULL, NULL};
+    for (int k = 0; k < 2; k++) {
+        LAC_CUDA_CHECK_GOTO(ctx, cudaEventCreateWithFlags(&copied[k], cudaEventDisableTiming), st, done);
+        LAC_CUDA_CHECK_GOTO(ctx, cudaEventCreateWithFlags(&consumed[k], cudaEventDisableTiming), st, done);
+    }
+    LAC_CHECK_GOTO(map_scratch_init(ctx, &L, S.capacity < slots ? scratch : NULL, slots, fault), st, done);
+    /* T's current values are needed on the device when folding into them. */
+    if (call->params.accumulate && t_bytes)
+        LAC_CUDA_CHECK_GOTO(ctx, cudaMemcpyAsync(t_dev, call->target, t_bytes, cudaMemcpyHostToDevice, stream), st, done);
+
+    {
+        map_reduce_args a;
+        memset(&a, 0, sizeof a);
+        a.n = call->n;
+        a.b = call->b;
+        a.value_dtype = call->value_dtype;
+        a.index_dtype = call->index_dtype;
+        a.op = call->params.op;
+        a.nan_policy = call->params.nan_policy;
+        a.layout = L;
+        a.scratch = scratch;
+        a.partials = partials;
+        a.fault = fault;
+        int index = 0;
+        for (int64_t r0 = 0; r0 < call->m; r0 += chunk, index++) {
+            const int k = index & 1;
+            cudaStream_t copy = cs->copy_streams[k];
+            const int64_t rows = call->m - r0 < chunk ? call->m - r0 : chunk;
+            /* Buffer k is free once the reduction two chunks back has read it. */
+            if (index >= 2) LAC_CUDA_CHECK_GOTO(ctx, cudaStreamWaitEvent(copy, consumed[k], 0), st, done);
+            LAC_CUDA_CHECK_GOTO(ctx, cudaMemcpyAsync(r_buf[k], (const unsigned char *)call->bridge + (size_t)r0 * isz,
+                                                     (size_t)rows * isz, cudaMemcpyHostToDevice, copy), st, done);
+            LAC_CUDA_CHECK_GOTO(ctx, cudaMemcpyAsync(s_buf[k], (const unsigned char *)call->source + (size_t)r0 * call->b * vsz,
+                                                     (size_t)rows * call->b * vsz, cudaMemcpyHostToDevice, copy), st, done);
+            if (call->weights)
+                LAC_CUDA_CHECK_GOTO(ctx, cudaMemcpyAsync(w_buf[k], (const unsigned char *)call->weights + (size_t)r0 * vsz,
+                                                         (size_t)rows * vsz, cudaMemcpyHostToDevice, copy), st, done);
+            LAC_CUDA_CHECK_GOTO(ctx, cudaEventRecord(copied[k], copy), st, done);
+            LAC_CUDA_CHECK_GOTO(ctx, cudaStreamWaitEvent(stream, copied[k], 0), st, done);
+            a.source = s_buf[k];
+            a.bridge = r_buf[k];
+            a.weights = w_buf[k];
+            a.rows = rows;
+            a.row0 = r0;
+            a.partials_fresh = index == 0;
+            LAC_CHECK_GOTO(map_reduce_launch(ctx, &S, &a), st, done);
+            LAC_CUDA_CHECK_GOTO(ctx, cudaEventRecord(consumed[k], stream), st, done);
+        }
+    }
+    {
+        map_finalize_args f;
+        memset(&f, 0, sizeof f);
+        f.scratch = S.capacity < slots ? scratch : NULL;
+        f.partials = partials;
+        f.clusters = S.clusters;
+        f.capacity = S.capacity;
+        f.slots = slots;
+        f.value_dtype = call->value_dtype;
+        f.op = call->params.op;
+        f.accumulate = call->params.accumulate;
+        f.empty_value = call->params.empty_value;
+        f.layout = L;
+        f.target = t_dev;
+        f.fault = fault;
+        f.report = map_fault_report_word(ctx);
+        LAC_CHECK_GOTO(map_finalize_launch(ctx, &f), st, done);
+        LAC_CHECK_GOTO(map_report_fault_mapped(ctx, call, fault, f.report), st, done);
+    }
+    if (t_bytes) {
+        LAC_CUDA_CHECK_GOTO(ctx, cudaMemcpyAsync(call->target, t_dev, t_bytes, cudaMemcpyDeviceToHost, stream), st, done);
+        LAC_CUDA_CHECK_GOTO(ctx, cudaStreamSynchronize(stream), st, done);
+    }
+done:
+    /* On an early exit, copies may still be in flight into the workspace. */
+    cudaStreamSynchronize(cs->copy_streams[0]);
+    cudaStreamSynchronize(cs->copy_streams[1]);
+    cudaStreamSynchronize(stream);
+    for (int k = 0; k < 2; k++) {
+        if (copied[k]) cudaEventDestroy(copied[k]);
+        if (consumed[k]) cudaEventDestroy(consumed[k]);
+    }
+    return st;
+}

@@ -1,0 +1,356 @@
+/* impute front end: parameters, argument checks, the observed set, and
+ * Algorithm 1's outer loops (the λ schedule, convergence, progress, timing).
+ * The arithmetic of each phase is the backend's (impute_internal.h). */
+#include "impute/impute_internal.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+lac_impute_params lac_impute_params_default(void)
+{
+    lac_impute_params p;
+    memset(&p, 0, sizeof p);
+    /* Not the paper's values (unstated but for C = 20): these reach its
+     * Table 3 accuracy in fewer iterations (bench/RESULTS-impute.md). */
+    p.decay = 0.25;
+    p.steps = 8;
+    p.inner = 15;
+    p.tol = 1e-8;
+    p.max_iterations = 0;
+    p.lambda = 0;
+    p.accelerate = 1;
+    p.output = LAC_IMPUTE_COMPLETED;
+    return p;
+}
+
+const char *lac_impute_params_check(const lac_impute_params *p)
+{
+    if (!p) return "params is NULL";
+    if (!(p->decay > 0 && p->decay < 1)) return "decay c must be in (0, 1)";
+    if (p->steps < 1) return "steps C must be >= 1";
+    if (p->inner < 1) return "inner T must be >= 1";
+    if (!(p->tol >= 0) || isinf(p->tol)) return "tol must be a finite number >= 0";
+    if (p->max_iterations < 0) return "max_iterations must be >= 0 (0: steps x inner)";
+    if (!(p->lambda >= 0) || isinf(p->lambda)) return "lambda must be a finite number >= 0 (0: the largest singular value)";
+    if (p->accelerate != 0 && p->accelerate != 1) return "accelerate must be 0 or 1";
+    if (p->output != LAC_IMPUTE_COMPLETED && p->output != LAC_IMPUTE_ESTIMATE) return "output must be completed or estimate";
+    return NULL;
+}
+
+static double value_at(const void *data, lac_dtype dtype, int64_t i)
+{
+    return dtype == LAC_FLOAT32 ? (double)((const float *)data)[i] : ((const double *)data)[i];
+}
+
+static lac_status check_tensor(lac_ctx_t ctx, const char *what, const lac_array *a, int64_t N)
+{
+    if (a->dtype != LAC_FLOAT32 && a->dtype != LAC_FLOAT64)
+        return lac_error(ctx, LAC_ERR_DTYPE, "%s is %s; graph-tensors are float32 or float64", what, lac_dtype_name(a->dtype));
+    if (a->ndim != 3) return lac_error(ctx, LAC_ERR_SHAPE, "%s must be (N, m, n), not %d-d", what, a->ndim);
+    if (a->shape[0] != N)
+        return lac_error(ctx, LAC_ERR_SHAPE, "%s has %lld slices but the graph has %lld vertices", what, (long long)a->shape[0],
+                         (long long)N);
+    if (a->shape[1] < 1 || a->shape[2] < 1)
+        return lac_error(ctx, LAC_ERR_SHAPE, "%s has empty slices (%lld x %lld)", what, (long long)a->shape[1],
+                         (long long)a->shape[2]);
+    if (a->memory != LAC_MEM_HOST) return lac_error(ctx, LAC_ERR_ARGUMENT, "%s must be a host array", what);
+    if (!a->data) return lac_error(ctx, LAC_ERR_ARGUMENT, "%s data is NULL", what);
+    return LAC_SUCCESS;
+}
+
+/* Names entry i of an (N, m, n) tensor as [v, row, col]. */
+static lac_status report_entry(lac_ctx_t ctx, lac_status st, const char *what, int64_t i, int64_t m, int64_t n,
+                               const char *why)
+{
+    int64_t v = i / (m * n), e = i % (m * n);
+    return lac_error(ctx, st, "%s[%lld, %lld, %lld] %s", what, (long long)v, (long long)(e / n), (long long)(e % n), why);
+}
+
+/* The observed set, checked: every vertex classified, the entry mask when some
+ * vertex is partially observed, observed data finite, Ω not empty. */
+typedef struct {
+    unsigned char *vertex_state;
+    unsigned char *entry_mask;       /* owned when built from NaNs */
+    const unsigned char *entries;    /* what the backend reads, or NULL */
+    int64_t *incomplete;
+    int64_t num_incomplete, observed, partial, missing;
+} observed_set;
+
+static void observed_release(observed_set *o)
+{
+    free(o->vertex_state);
+    free(o->entry_mask);
+    free(o->incomplete);
+    memset(o, 0, sizeof *o);
+}
+
+static lac_status classify(lac_ctx_t ctx, const lac_array *tensor, const lac_array *observed, observed_set *o)
+{
+    const int64_t N = tensor->shape[0], m = tensor->shape[1], n = tensor->shape[2], mn = m * n;
+    memset(o, 0, sizeof *o);
+    int slice_mask = 0, entry_mask = 0;
+    if (observed) {
+        if (observed->dtype != LAC_BOOL)
+            return lac_error(ctx, LAC_ERR_DTYPE, "observed is %s; it must be bool", lac_dtype_name(observed->dtype));
+        if (observed->memory != LAC_MEM_HOST || !observed->data)
+            return lac_error(ctx, LAC_ERR_ARGUMENT, "observed must be a host array with data");
+        slice_mask = observed->ndim == 1 && observed->shape[0] == N;
+        entry_mask = observed->ndim == 3 && observed->shape[0] == N && observed->shape[1] == m && observed->shape[2] == n;
+        if (!slice_mask && !entry_mask)
+            return lac_error(ctx, LAC_ERR_SHAPE, "observed must be a bool vector of %lld (vertices) or a (%lld, %lld, %lld) "
+                             "bool array (entries)", (long long)N, (long long)N, (long long)m, (long long)n);
+    }
+    const unsigned char *mask = observed ? observed->data : NULL;
+    o->vertex_state = lac_malloc(ctx, (size_t)N);
+    if (!o->vertex_state) return LAC_ERR_OUT_OF_MEMORY;
+
+    /* Per vertex: how many entries are observed; observed entries must be finite. */
+    int64_t bad = -1, total_observed = 0;
+#pragma omp parallel for num_threads(lac_threads(ctx)) schedule(static) reduction(+ : total_observed)
+    for (int64_t v = 0; v < N; v++) {
+        int64_t seen = 0;
+        for (int64_t e = 0; e < mn; e++) {
+            int64_t i = v * mn + e;
+            double x = value_at(tensor->data, tensor->dtype, i);
+            int obs = slice_mask ? mask[v] : entry_mask ? mask[i] : !isnan(x);
+            if (!obs) continue;
+            seen++;
+            if (!isfinite(x)) {
+#pragma omp critical(lac_impute_classify)
+                if (bad < 0 || i < bad) bad = i;
+            }
+        }
+        o->vertex_state[v] = seen == mn ? LAC_VERTEX_OBSERVED : seen == 0 ? LAC_VERTEX_MISSING : LAC_VERTEX_PARTIAL;
+        total_observed += seen;
+    }
+    if (bad >= 0) {
+        double x = value_at(tensor->data, tensor->dtype, bad);
+        return report_entry(ctx, LAC_ERR_VALUE, "tensor", bad, m, n,
+                            isnan(x) ? "is NaN but marked observed" : "is infinite (observed data must be finite)");
+    }
+    if (total_observed == 0)
+        return lac_error(ctx, LAC_ERR_VALUE, "the observed set is empty: no vertex (or entry) is observed");
+
+    for (int64_t v = 0; v < N; v++) {
+        if (o->vertex_state[v] == LAC_VERTEX_OBSERVED) o->observed++;
+        else if (o->vertex_state[v] == LAC_VERTEX_PARTIAL) o->partial++;
+        else o->missing++;
+    }
+    o->num_incomplete = o->partial + o->missing;
+    o->incomplete = lac_malloc(ctx, (size_t)(o->num_incomplete > 0 ? o->num_incomplete : 1) * sizeof *o->incomplete);
+    if (!o->incomplete) return LAC_ERR_OUT_OF_MEMORY;
+    for (int64_t v = 0, i = 0; v < N; v++)
+        if (o->vertex_state[v] != LAC_VERTEX_OBSERVED) o->incomplete[i++] = v;
+
+    if (o->partial > 0) {
+        if (entry_mask) {
+            o->entries = mask;
+        } else {   /* NaN-marked entries */
+            o->entry_mask = lac_malloc(ctx, (size_t)(N * mn));
+            if (!o->entry_mask) return LAC_ERR_OUT_OF_MEMORY;
+#pragma omp parallel for num_threads(lac_threads(ctx)) schedule(static)
+            for (int64_t i = 0; i < N * mn; i++) o->entry_mask[i] = !isnan(value_at(tensor->data, tensor->dtype, i));
+            o->entries = o->entry_mask;
+        }
+    }
+    return LAC_SUCCESS;
+}
+
+/* The backend that runs this context's impute calls; NULL with the error set. */
+static const lac_impute_backend *pick_backend(lac_ctx_t ctx)
+{
+    if (ctx->backend == LAC_BACKEND_CUDA) {
+        if (ctx->params.backend != LAC_BACKEND_AUTO) {
+            lac_error(ctx, LAC_ERR_UNSUPPORTED, "impute has no CUDA backend yet: use the CPU (--device cpu)");
+            return NULL;
+        }
+        lac_log(ctx, LAC_LOG_INFO, "impute: no CUDA backend yet, running on the CPU");
+    }
+    return &lac_impute_cpu_backend;
+}
+
+/* Everything lac_impute checks before it computes; obs is filled on success. */
+static lac_status check_inputs(lac_ctx_t ctx, int64_t N, const lac_array *tensor, const lac_array *observed,
+                               const lac_array *truth, observed_set *obs)
+{
+    memset(obs, 0, sizeof *obs);
+    LAC_CHECK(check_tensor(ctx, "tensor", tensor, N));
+    const int64_t m = tensor->shape[1], n = tensor->shape[2];
+    if (truth) {
+        LAC_CHECK(check_tensor(ctx, "truth", truth, N));
+        if (truth->shape[1] != m || truth->shape[2] != n)
+            return lac_error(ctx, LAC_ERR_SHAPE, "truth is (%lld, %lld, %lld) but the tensor is (%lld, %lld, %lld)",
+                             (long long)truth->shape[0], (long long)truth->shape[1], (long long)truth->shape[2],
+                             (long long)N, (long long)m, (long long)n);
+        for (int64_t i = 0; i < N * m * n; i++)
+            if (!isfinite(value_at(truth->data, truth->dtype, i)))
+                return report_entry(ctx, LAC_ERR_VALUE, "truth", i, m, n, "is not finite");
+    }
+    lac_status st = classify(ctx, tensor, observed, obs);
+    if (st < 0) observed_release(obs);
+    return st;
+}
+
+lac_status lac_impute_check(lac_ctx_t ctx, int64_t num_vertices, const lac_array *tensor, const lac_array *observed,
+                            const lac_array *truth)
+{
+    LAC_ARG_NOT_NULL(ctx, ctx);
+    LAC_ARG_NOT_NULL(ctx, tensor);
+    if (!pick_backend(ctx)) return LAC_ERR_UNSUPPORTED;
+    observed_set obs;
+    LAC_CHECK(check_inputs(ctx, num_vertices, tensor, observed, truth, &obs));
+    observed_release(&obs);
+    return LAC_SUCCESS;
+}
+
+lac_status lac_impute(lac_ctx_t ctx, const lac_impute_params *params, lac_gft_t gft, const lac_array *tensor,
+                      const lac_array *observed, const lac_array *truth, lac_array *out, lac_impute_result *result)
+{
+    LAC_ARG_NOT_NULL(ctx, ctx);
+    LAC_ARG_NOT_NULL(ctx, params);
+    LAC_ARG_NOT_NULL(ctx, gft);
+    LAC_ARG_NOT_NULL(ctx, tensor);
+    LAC_ARG_NOT_NULL(ctx, out);
+    const double t_start = omp_get_wtime();
+    const char *why = lac_impute_params_check(params);
+    if (why) return lac_error(ctx, LAC_ERR_ARGUMENT, "impute parameters: %s", why);
+    const lac_impute_backend *backend = pick_backend(ctx);
+    if (!backend) return LAC_ERR_UNSUPPORTED;
+
+    const int64_t N = gft->n;
+    LAC_CHECK(check_tensor(ctx, "out", out, N));
+    LAC_CHECK(check_tensor(ctx, "tensor", tensor, N));
+    const int64_t m = tensor->shape[1], n = tensor->shape[2];
+    if (out->shape[1] != m || out->shape[2] != n || out->dtype != tensor->dtype)
+        return lac_error(ctx, LAC_ERR_SHAPE, "out must be (%lld, %lld, %lld) %s like the tensor", (long long)N, (long long)m,
+                         (long long)n, lac_dtype_name(tensor->dtype));
+    observed_set obs;
+    LAC_CHECK(check_inputs(ctx, N, tensor, observed, truth, &obs));
+    lac_status st;
+
+    lac_impute_result res;
+    memset(&res, 0, sizeof res);
+    res.observed_vertices = obs.observed;
+    res.partial_vertices = obs.partial;
+    res.missing_vertices = obs.missing;
+    res.rmse_all = res.rmse_missing = NAN;
+    res.change = NAN;
+
+    lac_impute_problem problem;
+    memset(&problem, 0, sizeof problem);
+    problem.precision = gft->precision;
+    problem.N = N;
+    problem.m = m;
+    problem.n = n;
+    problem.gft = gft;
+    problem.tensor = tensor->data;
+    problem.tensor_dtype = tensor->dtype;
+    problem.vertex_state = obs.vertex_state;
+    problem.entry_observed = obs.entries;
+    problem.num_incomplete = obs.num_incomplete;
+    problem.incomplete = obs.incomplete;
+    problem.truth = truth ? truth->data : NULL;
+    problem.truth_dtype = truth ? truth->dtype : LAC_FLOAT64;
+    problem.momentum = params->accelerate;
+
+    double *lambda1 = lac_malloc(ctx, (size_t)N * sizeof *lambda1);
+    double *lambda = lac_malloc(ctx, (size_t)N * sizeof *lambda);
+    void *state = NULL;
+    if (!lambda1 || !lambda) {
+        st = LAC_ERR_OUT_OF_MEMORY;
+        goto done;
+    }
+    double truth_sq = 0, truth_missing_sq = 0, t0 = omp_get_wtime();
+    LAC_CHECK_GOTO(backend->setup(ctx, &problem, &state, &truth_sq, &truth_missing_sq), st, done);
+    res.seconds_gft += omp_get_wtime() - t0;
+
+    const int auto_lambda = params->lambda == 0;
+    if (!auto_lambda)
+        for (int64_t k = 0; k < N; k++) lambda1[k] = params->lambda;
+    const int64_t cap = params->max_iterations > 0 ? params->max_iterations : params->steps * params->inner;
+    int64_t t = 0;
+    int stopped = 0;
+    double missing_err_sq = 0;
+    for (int64_t j = 1; j <= params->steps && t < cap && !stopped; j++) {
+        const double scale = pow(params->decay, (double)(j - 1));
+        res.steps = j;
+        res.converged = 0;
+        double fista = 1;   /* FISTA's t_k, restarted with each λ */
+        for (int64_t inner = 0; inner < params->inner && t < cap; inner++) {
+            t++;
+            t0 = omp_get_wtime();
+            LAC_CHECK_GOTO(backend->gft(ctx, state), st, done);
+            double t1 = omp_get_wtime();
+            lac_impute_svt_stats stats;
+            const int first = auto_lambda && t == 1;
+            if (first) {
+                /* λ^1_k = σmax(Ĝ(k)): thresholding there gives 0, so only the
+                 * singular values are needed. */
+                LAC_CHECK_GOTO(backend->svt(ctx, state, NULL, lambda1, &stats), st, done);
+            } else {
+                for (int64_t k = 0; k < N; k++) lambda[k] = scale * lambda1[k];
+                LAC_CHECK_GOTO(backend->svt(ctx, state, lambda, NULL, &stats), st, done);
+            }
+            double t2 = omp_get_wtime();
+            double theta = 0;
+            if (params->accelerate) {
+                double next = 0.5 * (1 + sqrt(1 + 4 * fista * fista));
+                theta = (fista - 1) / next;
+                fista = next;
+            }
+            LAC_CHECK_GOTO(backend->igft(ctx, state, theta, &missing_err_sq), st, done);
+            double t3 = omp_get_wtime();
+            res.seconds_gft += t1 - t0;
+            res.seconds_svt += t2 - t1;
+            res.seconds_igft += t3 - t2;
+
+            /* ‖G_t - G_{t-1}‖² <= ε ‖G_{t-1}‖², t >= 2; 0 <= 0 counts (an
+             * unchanged estimate, e.g. all zero at the first λ). */
+            res.change = stats.previous_sq > 0 ? stats.change_sq / stats.previous_sq : NAN;
+            res.converged = t >= 2 && stats.change_sq <= params->tol * stats.previous_sq;
+            /* At λ^1 = σmax the estimate is 0 and stays 0 (the next GFT is the
+             * same), so that step has converged after its one iteration. */
+            if (first) res.converged = 1;
+            res.iterations = t;
+            lac_impute_iteration it;
+            it.iteration = t;
+            it.step = j;
+            it.lambda_scale = scale;
+            it.lambda_max = 0;
+            for (int64_t k = 0; k < N; k++)
+                if (lambda1[k] * scale > it.lambda_max) it.lambda_max = lambda1[k] * scale;
+            it.change = res.change;
+            it.mean_rank = (double)stats.rank_sum / (double)N;
+            it.seconds = omp_get_wtime() - t_start;
+            it.rmse_all = truth && truth_sq > 0 ? sqrt(stats.truth_error_sq / truth_sq) : NAN;
+            it.rmse_missing = truth && truth_missing_sq > 0 ? sqrt(missing_err_sq / truth_missing_sq) : NAN;
+            lac_log(ctx, LAC_LOG_DEBUG, "impute: t %lld, step %lld, lambda max %.4g, change %.3g, rank %.2f", (long long)t,
+                    (long long)j, it.lambda_max, it.change, it.mean_rank);
+            if (params->progress && params->progress(&it, params->progress_user)) {
+                stopped = 1;
+                break;
+            }
+            if (res.converged) break;
+        }
+    }
+
+    t0 = omp_get_wtime();
+    double error_sq = 0;
+    LAC_CHECK_GOTO(backend->finish(ctx, state, params->output, out->data, out->dtype, &error_sq), st, done);
+    res.seconds_igft += omp_get_wtime() - t0;
+    if (truth) {
+        res.rmse_all = truth_sq > 0 ? sqrt(error_sq / truth_sq) : NAN;
+        res.rmse_missing = truth_missing_sq > 0 ? sqrt(missing_err_sq / truth_missing_sq) : NAN;
+    }
+    res.seconds = omp_get_wtime() - t_start;
+    if (result) *result = res;
+    st = stopped ? LAC_INFO_NOT_CONVERGED : LAC_SUCCESS;
+done:
+    if (state) backend->release(state);
+    free(lambda1);
+    free(lambda);
+    observed_release(&obs);
+    return st;
+}

@@ -1,0 +1,103 @@
+/* The contract between the impute front end (src/impute/impute.c: argument
+ * checks, the λ schedule, convergence, progress) and its backends: the CPU one
+ * (src/impute/impute_cpu.c) and, later, a CUDA one behind gateway entries
+ * (src/backend/cuda/gateway.h) that fills the same table. A backend sees only
+ * checked problems and does the arithmetic of one phase per call. */
+#ifndef LACUNA_IMPUTE_INTERNAL_H
+#define LACUNA_IMPUTE_INTERNAL_H
+
+#include "core/internal.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The GFT basis (lac_gft_t): U stored column-major, vectors[v + k*N] = U[v, k]
+ * (column k is the eigenvector of eigenvalue k), in `precision`. */
+struct lac_gft {
+    int64_t n;
+    lac_dtype precision;        /* LAC_FLOAT32 or LAC_FLOAT64 */
+    void *vectors;              /* N * N */
+    double *eigenvalues;        /* N, ascending */
+    uint64_t graph_fingerprint;
+    double seconds;             /* the eigendecomposition's time; 0 when loaded */
+};
+
+/* What each vertex's slice is: the front end classifies them once. */
+enum { LAC_VERTEX_OBSERVED = 0, LAC_VERTEX_PARTIAL = 1, LAC_VERTEX_MISSING = 2 };
+
+/* A checked imputation problem (host pointers). The tensor, truth and output
+ * are (N, m, n) C-order arrays, i.e. column-major (m·n) x N matrices whose
+ * column v is vertex v's slice: the GFT is a right multiplication by U. */
+typedef struct {
+    lac_dtype precision;                 /* of the computation = the basis' */
+    int64_t N, m, n;
+    const struct lac_gft *gft;
+    const void *tensor;                  /* observed data; unobserved entries are ignored */
+    lac_dtype tensor_dtype;
+    const unsigned char *vertex_state;   /* N: LAC_VERTEX_* */
+    const unsigned char *entry_observed; /* N*m*n (1 = observed), or NULL when no vertex is partial */
+    int64_t num_incomplete;              /* vertices that are PARTIAL or MISSING */
+    const int64_t *incomplete;           /* their numbers, ascending */
+    const void *truth;                   /* or NULL */
+    lac_dtype truth_dtype;
+    int momentum;                        /* igft will be given θ != 0 (needs two more buffers) */
+} lac_impute_problem;
+
+/* What one SVT pass (Algorithm 2 over every frequency) reports; sums in float64. */
+typedef struct {
+    double change_sq;        /* Σ_k ‖Ĝest_new(k) - Ĝest_old(k)‖² */
+    double previous_sq;      /* Σ_k ‖Ĝest_old(k)‖² */
+    double truth_error_sq;   /* Σ_k ‖Ĝest_new(k) - Ĝtrue(k)‖² (with truth) */
+    int64_t rank_sum;        /* Σ_k rank of Ĝest_new(k) */
+} lac_impute_svt_stats;
+
+/* One backend: a state made by setup, then one call per phase. */
+typedef struct {
+    const char *name;
+    /* Buffers; C = U^T P_Ω(G) once (the constant part of every GFT); with
+     * truth, Ĝtrue = U^T G and the norms that errors are relative to. Sets
+     * truth_sq (‖G‖²) and truth_missing_sq (over missing entries). */
+    lac_status (*setup)(lac_ctx_t ctx, const lac_impute_problem *problem, void **state, double *truth_sq,
+                        double *truth_missing_sq);
+    /* Algorithm 1 line 8 with line 7 folded in: Ĝ = C + U_I^T X_I, where X_I
+     * holds P_Ω⊥(G^est) on the incomplete vertices I. */
+    lac_status (*gft)(lac_ctx_t ctx, void *state);
+    /* Line 9 / Algorithm 2: Ĝest(k) = S_λk(Ĝ(k)) for every k. With lambda NULL,
+     * only the singular values are computed: sigma_max[k] gets the largest and
+     * Ĝest becomes 0 (= S_λ with λk = σmax). */
+    lac_status (*svt)(lac_ctx_t ctx, void *state, const double *lambda, double *sigma_max,
+                      lac_impute_svt_stats *stats);
+    /* Line 10 on the incomplete vertices: X_t = P_Ω⊥(U_I Ĝest), and what the
+     * next line 7 imputes: X_t itself, or with momentum θ the extrapolation
+     * X_t + θ (X_t - X_{t-1}). With truth, *missing_error_sq = Σ over missing
+     * entries of (X_t - G)². */
+    lac_status (*igft)(lac_ctx_t ctx, void *state, double momentum, double *missing_error_sq);
+    /* The output in out_dtype: COMPLETED = P_Ω(G) + P_Ω⊥(G^est), ESTIMATE =
+     * U Ĝest; with truth, *error_sq = ‖U Ĝest - G‖² (spatial, exact). */
+    lac_status (*finish)(lac_ctx_t ctx, void *state, lac_impute_output output, void *out, lac_dtype out_dtype,
+                         double *error_sq);
+    void (*release)(void *state);
+} lac_impute_backend;
+
+extern const lac_impute_backend lac_impute_cpu_backend;
+
+/* Dense symmetric eigendecomposition (LAPACK syevd) of the N x N matrix in a
+ * (precision), in place: on return a holds the eigenvectors column-major when
+ * vectors is set; eigenvalues (double, N) ascending. */
+lac_status lac_impute_cpu_eigen(lac_ctx_t ctx, lac_dtype precision, int64_t n, void *a, int vectors,
+                                double *eigenvalues);
+
+/* out (mn x N) = in (mn x N) · U^T (inverse = 1: the iGFT) or in · U (the
+ * GFT), column-major, in the basis' precision. */
+lac_status lac_impute_cpu_transform(lac_ctx_t ctx, const struct lac_gft *gft, int64_t mn, const void *in, void *out,
+                                    int inverse);
+
+/* Seconds one GEMM C(m x n) = A(m x k) B(k x n) takes in dtype with the
+ * context's threads (random data, one warm-up): the bench's rate for floors. */
+double lac_impute_cpu_gemm_seconds(lac_ctx_t ctx, lac_dtype dtype, int64_t m, int64_t n, int64_t k);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

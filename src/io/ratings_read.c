@@ -1,0 +1,230 @@
+/* Rating readers: whitespace triples (LIBMF), MovieLens "::", u.data (tab +
+ * timestamp), CSV with a header, Matrix Market coordinate. Every malformed
+ * line is an error naming file and line, or is counted and skipped. */
+#include "io/ratings_internal.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+lac_ratings_read_params lac_ratings_read_params_default(void)
+{
+    lac_ratings_read_params p;
+    memset(&p, 0, sizeof p);
+    p.format = LAC_RATINGS_AUTO;
+    return p;
+}
+
+typedef struct {
+    const char *start;
+    size_t len;
+} field;
+
+#define MAX_FIELDS 8
+
+/* Splits line into fields by the format's separator; returns the field count
+ * (up to MAX_FIELDS; more are counted but not kept). */
+static int split_fields(const char *line, lac_ratings_format format, field *f)
+{
+    int n = 0;
+    const char *p = line;
+    if (format == LAC_RATINGS_TRIPLES || format == LAC_RATINGS_UDATA || format == LAC_RATINGS_MATRIX_MARKET) {
+        for (;;) {
+            while (*p == ' ' || *p == '\t') p++;
+            if (!*p) break;
+            const char *s = p;
+            while (*p && *p != ' ' && *p != '\t') p++;
+            if (n < MAX_FIELDS) f[n] = (field){s, (size_t)(p - s)};
+            n++;
+        }
+        return n;
+    }
+    const char *sep = format == LAC_RATINGS_MOVIELENS ? "::" : ",";
+    size_t seplen = strlen(sep);
+    for (;;) {
+        const char *e = strstr(p, sep);
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        /* CSV fields may carry spaces around them */
+        const char *s = p;
+        while (len && (*s == ' ' || *s == '\t')) s++, len--;
+        while (len && (s[len - 1] == ' ' || s[len - 1] == '\t')) len--;
+        if (n < MAX_FIELDS) f[n] = (field){s, len};
+        n++;
+        if (!e) break;
+        p = e + seplen;
+    }
+    return n;
+}
+
+static int parse_rating(field f, float *out)
+{
+    char buf[64];
+    if (f.len == 0 || f.len >= sizeof buf) return 0;
+    memcpy(buf, f.start, f.len);
+    buf[f.len] = '\0';
+    char *end;
+    errno = 0;
+    double v = strtod(buf, &end);
+    if (*end || errno == ERANGE || !isfinite(v) || !isfinite((float)v)) return 0;
+    *out = (float)v;
+    return 1;
+}
+
+static int parse_index(field f, long long *out)
+{
+    char buf[32];
+    if (f.len == 0 || f.len >= sizeof buf) return 0;
+    memcpy(buf, f.start, f.len);
+    buf[f.len] = '\0';
+    char *end;
+    errno = 0;
+    long long v = strtoll(buf, &end, 10);
+    if (*end || errno) return 0;
+    *out = v;
+    return 1;
+}
+
+static lac_ratings_format guess_format(const char *line)
+{
+    if (strncmp(line, "%%MatrixMarket", 14) == 0) return LAC_RATINGS_MATRIX_MARKET;
+    if (strstr(line, "::")) return LAC_RATINGS_MOVIELENS;
+    if (strchr(line, ',')) return LAC_RATINGS_CSV;
+    field f[MAX_FIELDS];
+    if (strchr(line, '\t') && split_fields(line, LAC_RATINGS_UDATA, f) == 4) return LAC_RATINGS_UDATA;
+    return LAC_RATINGS_TRIPLES;
+}
+
+static void chomp(char *line, ssize_t *len)
+{
+    while (*len > 0 && (line[*len - 1] == '\n' || line[*len - 1] == '\r')) line[--*len] = '\0';
+}
+
+lac_status lac_ratings_read(lac_ctx_t ctx, const char *path, const lac_ratings_read_params *params,
+                            lac_ratings_t *out)
+{
+    LAC_ARG_NOT_NULL(ctx, path);
+    LAC_ARG_NOT_NULL(ctx, out);
+    lac_ratings_read_params p = params ? *params : lac_ratings_read_params_default();
+    if (p.format < LAC_RATINGS_AUTO || p.format > LAC_RATINGS_MATRIX_MARKET)
+        return lac_error(ctx, LAC_ERR_ARGUMENT, "unknown ratings format %d", (int)p.format);
+    FILE *fp = fopen(path, "r");
+    if (!fp) return lac_error(ctx, LAC_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+
+    lac_ratings_t r = NULL;
+    lac_status st = lac_ratings_new(ctx, 1024, &r);
+    char *line = NULL;
+    size_t line_cap = 0;
+    ssize_t len;
+    long long lineno = 0, mm_rows = -1, mm_cols = -1, mm_nnz = -1;
+    int mm_header = 0, csv_first = 1;
+    lac_ratings_format format = p.format;
+    if (st < 0) goto done;
+
+    while ((len = getline(&line, &line_cap, fp)) >= 0) {
+        lineno++;
+        chomp(line, &len);
+        if (format == LAC_RATINGS_AUTO) {
+            const char *s = line;
+            while (*s == ' ' || *s == '\t') s++;
+            if (!*s || *s == '#') continue;
+            format = guess_format(line);
+        }
+        const char *why = NULL;
+        if (format == LAC_RATINGS_MATRIX_MARKET) {
+            if (!mm_header) {
+                if (strncmp(line, "%%MatrixMarket", 14) != 0) {
+                    st = lac_error(ctx, LAC_ERR_FORMAT, "%s:%lld: expected a %%%%MatrixMarket header", path, lineno);
+                    goto done;
+                }
+                if (!strstr(line, "coordinate") || strstr(line, "pattern") || strstr(line, "complex")) {
+                    st = lac_error(ctx, LAC_ERR_FORMAT,
+                                   "%s:%lld: only 'matrix coordinate real|integer' Matrix Market files hold ratings",
+                                   path, lineno);
+                    goto done;
+                }
+                mm_header = 1;
+                continue;
+            }
+            if (line[0] == '%') continue;
+        } else if (format == LAC_RATINGS_TRIPLES || format == LAC_RATINGS_UDATA) {
+            const char *s = line;
+            while (*s == ' ' || *s == '\t') s++;
+            if (*s == '#') continue;
+        }
+        field f[MAX_FIELDS];
+        int n = split_fields(line, format, f);
+        if (n == 0 || (n == 1 && f[0].len == 0)) continue;   /* blank line */
+
+        if (format == LAC_RATINGS_MATRIX_MARKET && mm_rows < 0) {
+            if (n != 3 || !parse_index(f[0], &mm_rows) || !parse_index(f[1], &mm_cols) || !parse_index(f[2], &mm_nnz) ||
+                mm_rows < 0 || mm_cols < 0 || mm_nnz < 0) {
+                st = lac_error(ctx, LAC_ERR_FORMAT, "%s:%lld: expected the size line 'rows cols entries'", path, lineno);
+                goto done;
+            }
+            continue;
+        }
+        float value = 0;
+        if (format == LAC_RATINGS_MATRIX_MARKET) {
+            long long i, j;
+            if (n != 3) why = "expected 'row column value'";
+            else if (!parse_index(f[0], &i) || !parse_index(f[1], &j)) why = "row or column is not an integer";
+            else if (i < 1 || i > mm_rows || j < 1 || j > mm_cols) why = "row or column outside the size line's range";
+            else if (!parse_rating(f[2], &value)) why = "the value is not a finite number";
+            else if (r->count >= mm_nnz) why = "more entries than the size line says";
+        } else {
+            int min_fields = 3, max_fields = format == LAC_RATINGS_TRIPLES || format == LAC_RATINGS_UDATA ? 4 : MAX_FIELDS;
+            if (n < min_fields || n > max_fields) {
+                why = format == LAC_RATINGS_MOVIELENS ? "expected 'user::item::rating::timestamp'"
+                      : format == LAC_RATINGS_CSV     ? "expected 'user,item,rating,...'"
+                                                      : "expected 'user item rating [timestamp]'";
+            } else if (!parse_rating(f[2], &value)) {
+                if (format == LAC_RATINGS_CSV && csv_first) {
+                    csv_first = 0;   /* the header line */
+                    continue;
+                }
+                why = "the rating is not a finite number";
+            } else if (f[0].len == 0 || f[1].len == 0) {
+                why = "empty user or item id";
+            }
+            csv_first = 0;
+        }
+        if (why) {
+            if (p.skip_bad) {
+                r->skipped++;
+                continue;
+            }
+            st = lac_error(ctx, LAC_ERR_FORMAT, "%s:%lld: %s (format %s)", path, lineno, why,
+                           lac_ratings_format_name(format));
+            goto done;
+        }
+        int32_t u, it;
+        LAC_CHECK_GOTO(lac_idmap_intern(ctx, &r->users, f[0].start, f[0].len, &u), st, done);
+        LAC_CHECK_GOTO(lac_idmap_intern(ctx, &r->items, f[1].start, f[1].len, &it), st, done);
+        LAC_CHECK_GOTO(lac_ratings_push(ctx, r, u, it, value), st, done);
+    }
+    if (ferror(fp)) {
+        st = lac_error(ctx, LAC_ERR_IO, "read error on %s", path);
+        goto done;
+    }
+    if (format == LAC_RATINGS_MATRIX_MARKET && mm_nnz >= 0 && r->count + r->skipped < mm_nnz) {
+        st = lac_error(ctx, LAC_ERR_FORMAT, "%s: the size line promises %lld entries but only %lld follow (truncated?)",
+                       path, mm_nnz, (long long)(r->count + r->skipped));
+        goto done;
+    }
+    if (r->count == 0) {
+        st = lac_error(ctx, LAC_ERR_VALUE, "%s holds no ratings%s", path,
+                       r->skipped ? " (every line was malformed)" : "");
+        goto done;
+    }
+done:
+    free(line);
+    fclose(fp);
+    if (st < 0) {
+        lac_ratings_destroy(&r);
+        return st;
+    }
+    *out = r;
+    return LAC_SUCCESS;
+}

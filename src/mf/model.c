@@ -1,0 +1,116 @@
+/* mf parameters and the model: defaults and checks, allocation, accessors,
+ * the learning-rate schedule (eq. 7), id look-ups. */
+#include "mf/mf_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+lac_mf_params lac_mf_params_default(void)
+{
+    lac_mf_params p;
+    memset(&p, 0, sizeof p);
+    p.k = 32;
+    p.lambda = 0.03;
+    p.lambda_bias = 0.01;
+    p.alpha = 0.1;
+    p.beta = 0.5;
+    p.epochs = 40;
+    p.use_bias = 1;
+    p.patience = 2;
+    p.min_gain = 1e-4;
+    p.deterministic = 0;
+    p.seed = 1;
+    return p;
+}
+
+const char *lac_mf_params_check(const lac_mf_params *p)
+{
+    if (!p) return "params is NULL";
+    if (p->k < 1 || p->k > 4096) return "k (factors) must be in [1, 4096]";
+    if (!(p->lambda >= 0) || !isfinite(p->lambda)) return "lambda must be finite and >= 0";
+    if (!(p->lambda_bias >= 0) || !isfinite(p->lambda_bias)) return "lambda_bias must be finite and >= 0";
+    if (!(p->alpha > 0) || !isfinite(p->alpha)) return "alpha (learning rate) must be finite and > 0";
+    if (!(p->beta >= 0) || !isfinite(p->beta)) return "beta must be finite and >= 0";
+    if (p->epochs < 1) return "epochs must be >= 1";
+    if (p->patience < 1) return "patience must be >= 1";
+    if (!(p->min_gain >= 0) || !isfinite(p->min_gain)) return "min_gain must be finite and >= 0";
+    return NULL;
+}
+
+double lac_mf_learning_rate(const lac_mf_params *p, int epoch)
+{
+    return p->alpha / (1.0 + p->beta * pow((double)epoch, 1.5));   /* eq. (7) */
+}
+
+static void *aligned_zeroed(lac_ctx_t ctx, size_t bytes)
+{
+    void *ptr = NULL;
+    if (bytes == 0) bytes = 64;
+    if (posix_memalign(&ptr, 64, bytes) != 0) {
+        lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "out of memory allocating %zu bytes of factors", bytes);
+        return NULL;
+    }
+    memset(ptr, 0, bytes);
+    return ptr;
+}
+
+lac_status lac_mf_model_alloc(lac_ctx_t ctx, int64_t nu, int64_t ni, int k, lac_mf_model_t *out)
+{
+    lac_mf_model_t m = lac_calloc(ctx, 1, sizeof *m);
+    if (!m) return LAC_ERR_OUT_OF_MEMORY;
+    m->params = lac_mf_params_default();
+    m->params.k = k;
+    m->num_users = nu;
+    m->num_items = ni;
+    m->k = k;
+    m->stride = (k + LAC_MF_ROW_ALIGN - 1) / LAC_MF_ROW_ALIGN * LAC_MF_ROW_ALIGN;
+    lac_idmap_init(&m->users);
+    lac_idmap_init(&m->items);
+    size_t pu, qi;
+    if (lac_mul_overflows((size_t)nu, (size_t)m->stride * sizeof(float), &pu) ||
+        lac_mul_overflows((size_t)ni, (size_t)m->stride * sizeof(float), &qi)) {
+        free(m);
+        return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "factor matrices of %lld x %d do not fit in memory", (long long)nu, k);
+    }
+    m->P = aligned_zeroed(ctx, pu);
+    m->Q = aligned_zeroed(ctx, qi);
+    m->user_bias = aligned_zeroed(ctx, (size_t)nu * sizeof(float));
+    m->item_bias = aligned_zeroed(ctx, (size_t)ni * sizeof(float));
+    m->rated_start = lac_calloc(ctx, (size_t)nu + 1, sizeof *m->rated_start);
+    if (!m->P || !m->Q || !m->user_bias || !m->item_bias || !m->rated_start) {
+        lac_mf_model_destroy(&m);
+        return LAC_ERR_OUT_OF_MEMORY;
+    }
+    *out = m;
+    return LAC_SUCCESS;
+}
+
+void lac_mf_model_destroy(lac_mf_model_t *model)
+{
+    if (!model || !*model) return;
+    lac_mf_model_t m = *model;
+    free(m->P);
+    free(m->Q);
+    free(m->user_bias);
+    free(m->item_bias);
+    free(m->rated_start);
+    free(m->rated_items);
+    lac_idmap_free(&m->users);
+    lac_idmap_free(&m->items);
+    free(m);
+    *model = NULL;
+}
+
+int64_t lac_mf_model_num_users(lac_mf_model_t m) { return m ? m->num_users : 0; }
+int64_t lac_mf_model_num_items(lac_mf_model_t m) { return m ? m->num_items : 0; }
+int lac_mf_model_k(lac_mf_model_t m) { return m ? m->k : 0; }
+lac_mf_params lac_mf_model_params(lac_mf_model_t m) { return m ? m->params : lac_mf_params_default(); }
+const char *lac_mf_model_user_id(lac_mf_model_t m, int64_t u) { return m ? lac_idmap_name(&m->users, u) : NULL; }
+const char *lac_mf_model_item_id(lac_mf_model_t m, int64_t j) { return m ? lac_idmap_name(&m->items, j) : NULL; }
+
+int64_t lac_mf_model_user_index(lac_mf_model_t m, const char *id)
+{
+    if (!m || !id) return -1;
+    return lac_idmap_find(&m->users, id, strlen(id));
+}

@@ -1,0 +1,277 @@
+/* mf training front end: checks, data layout, model initialisation, the epoch
+ * loop with the learning rate of eq. (7), validation and early stopping with
+ * the best model kept; the epochs themselves run on the CPU backend or, through
+ * the gateway, on CUSGD++. */
+#include "mf/mf_internal.h"
+#include "backend/cuda/gateway.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t splitmix64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static float uniform01(uint64_t *s) { return (float)(splitmix64(s) >> 40) * (1.0f / 16777216.0f); }
+
+/* Initial factors, one seeded stream per row (the same for any thread count).
+ * With biases the factors model the residual: small and centred. Without,
+ * u_i . v_j must start near mu: entries in [0, 2c) with k c^2 = mu. */
+static void init_rows(float *rows, int64_t n, int k, int stride, uint64_t seed, uint64_t salt, int use_bias,
+                      double mean, const int64_t *has_ratings_count, int threads)
+{
+    float c = use_bias ? 0.1f : (float)sqrt(fabs(mean) / k);
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t r = 0; r < n; r++) {
+        float *row = rows + r * stride;
+        if (has_ratings_count && has_ratings_count[r] == 0) continue;   /* unseen: stays 0 */
+        uint64_t s = seed ^ (salt + (uint64_t)r * 0xd1342543de82ef95ull);
+        for (int f = 0; f < k; f++) {
+            float x = uniform01(&s);
+            row[f] = use_bias ? c * 1.7320508f * (2.0f * x - 1.0f) : 2.0f * c * x;
+        }
+    }
+}
+
+/* RMSE of the model on its training data, fixed-order sums. */
+static double train_rmse(lac_ctx_t ctx, lac_mf_model_t m, const lac_mf_data *d)
+{
+    int64_t nu = d->num_users, chunk = 1024, chunks = (nu + chunk - 1) / chunk;
+    double *part = calloc((size_t)(chunks ? chunks : 1), sizeof *part);
+    if (!part) return NAN;
+#pragma omp parallel for num_threads(lac_threads(ctx)) schedule(dynamic, 1)
+    for (int64_t c = 0; c < chunks; c++) {
+        double sq = 0.0;
+        for (int64_t u = c * chunk; u < nu && u < (c + 1) * chunk; u++)
+            for (int64_t a = d->row_start[u]; a < d->row_start[u + 1]; a++) {
+                float s = lac_mf_score(m, u, d->col[a]);
+                s = s < m->rating_min ? m->rating_min : s > m->rating_max ? m->rating_max : s;
+                double e = (double)d->val[a] - s;
+                sq += e * e;
+            }
+        part[c] = sq;
+    }
+    double sq = 0.0;
+    for (int64_t c = 0; c < chunks; c++) sq += part[c];
+    free(part);
+    return d->nnz ? sqrt(sq / (double)d->nnz) : NAN;
+}
+
+/* The model's shape, maps, training items and initial factors. */
+static lac_status model_from_data(lac_ctx_t ctx, const lac_mf_params *p, lac_ratings_t train, const lac_mf_data *d,
+                                  lac_mf_model_t *out)
+{
+    lac_mf_model_t m;
+    LAC_CHECK(lac_mf_model_alloc(ctx, d->num_users, d->num_items, p->k, &m));
+    lac_status st = LAC_SUCCESS;
+    m->params = *p;
+    m->mean = p->use_bias ? d->mean : 0.0;
+    m->rating_min = d->min;
+    m->rating_max = d->max;
+    LAC_CHECK_GOTO(lac_idmap_copy(ctx, &train->users, &m->users), st, fail);
+    LAC_CHECK_GOTO(lac_idmap_copy(ctx, &train->items, &m->items), st, fail);
+    m->rated_items = lac_malloc(ctx, (size_t)(d->nnz ? d->nnz : 1) * sizeof *m->rated_items);
+    int64_t *item_count = lac_calloc(ctx, (size_t)d->num_items + 1, sizeof *item_count);
+    if (!m->rated_items || !item_count) {
+        free(item_count);
+        st = LAC_ERR_OUT_OF_MEMORY;
+        goto fail;
+    }
+    memcpy(m->rated_start, d->row_start, ((size_t)d->num_users + 1) * sizeof *m->rated_start);
+    memcpy(m->rated_items, d->col, (size_t)d->nnz * sizeof *m->rated_items);
+    for (int64_t a = 0; a < d->nnz; a++) item_count[d->col[a]]++;
+    int64_t *user_count = lac_malloc(ctx, ((size_t)d->num_users + 1) * sizeof *user_count);
+    if (!user_count) {
+        free(item_count);
+        st = LAC_ERR_OUT_OF_MEMORY;
+        goto fail;
+    }
+    for (int64_t u = 0; u < d->num_users; u++) user_count[u] = d->row_start[u + 1] - d->row_start[u];
+    init_rows(m->P, m->num_users, m->k, m->stride, p->seed, 0x1234567ull, p->use_bias, d->mean, user_count,
+              lac_threads(ctx));
+    init_rows(m->Q, m->num_items, m->k, m->stride, p->seed, 0x7654321ull << 20, p->use_bias, d->mean, item_count,
+              lac_threads(ctx));
+    free(user_count);
+    free(item_count);
+    *out = m;
+    return LAC_SUCCESS;
+fail:
+    lac_mf_model_destroy(&m);
+    return st;
+}
+
+/* Each user's training items in ascending order (recommend's exclusion
+ * list): a transpose to item-major and back, O(nnz), no sorting. */
+static lac_status sort_rated_items(lac_ctx_t ctx, lac_mf_model_t m, const lac_mf_data *d)
+{
+    int64_t ni = d->num_items, nu = d->num_users;
+    int64_t *item_start = lac_calloc(ctx, (size_t)ni + 1, sizeof *item_start);
+    int32_t *item_users = lac_malloc(ctx, (size_t)(d->nnz ? d->nnz : 1) * sizeof *item_users);
+    int64_t *fill = lac_malloc(ctx, (size_t)((nu > ni ? nu : ni) + 1) * sizeof *fill);
+    if (!item_start || !item_users || !fill) {
+        free(item_start);
+        free(item_users);
+        free(fill);
+        return LAC_ERR_OUT_OF_MEMORY;
+    }
+    for (int64_t a = 0; a < d->nnz; a++) item_start[d->col[a] + 1]++;
+    for (int64_t j = 0; j < ni; j++) item_start[j + 1] += item_start[j];
+    memcpy(fill, item_start, (size_t)ni * sizeof *fill);
+    for (int64_t u = 0; u < nu; u++)
+        for (int64_t a = d->row_start[u]; a < d->row_start[u + 1]; a++) item_users[fill[d->col[a]]++] = (int32_t)u;
+    memcpy(fill, m->rated_start, (size_t)nu * sizeof *fill);
+    for (int64_t j = 0; j < ni; j++)
+        for (int64_t x = item_start[j]; x < item_start[j + 1]; x++) m->rated_items[fill[item_users[x]]++] = (int32_t)j;
+    free(item_start);
+    free(item_users);
+    free(fill);
+    return LAC_SUCCESS;
+}
+
+/* Host copy of the trainable arrays, for keeping the best epoch. */
+typedef struct {
+    float *P, *Q, *ub, *ib;
+} snapshot;
+
+static void snapshot_copy(lac_mf_model_t m, snapshot *s, int save)
+{
+    size_t pu = (size_t)m->num_users * (size_t)m->stride, qi = (size_t)m->num_items * (size_t)m->stride;
+    if (save) {
+        memcpy(s->P, m->P, pu * sizeof(float));
+        memcpy(s->Q, m->Q, qi * sizeof(float));
+        memcpy(s->ub, m->user_bias, (size_t)m->num_users * sizeof(float));
+        memcpy(s->ib, m->item_bias, (size_t)m->num_items * sizeof(float));
+    } else {
+        memcpy(m->P, s->P, pu * sizeof(float));
+        memcpy(m->Q, s->Q, qi * sizeof(float));
+        memcpy(m->user_bias, s->ub, (size_t)m->num_users * sizeof(float));
+        memcpy(m->item_bias, s->ib, (size_t)m->num_items * sizeof(float));
+    }
+}
+
+lac_status lac_mf_train(lac_ctx_t ctx, const lac_mf_params *params, lac_ratings_t train, lac_ratings_t valid,
+                        lac_mf_epoch_fn on_epoch, void *on_epoch_user, lac_mf_model_t *out, lac_mf_report *report)
+{
+    LAC_ARG_NOT_NULL(ctx, ctx);
+    LAC_ARG_NOT_NULL(ctx, params);
+    LAC_ARG_NOT_NULL(ctx, train);
+    LAC_ARG_NOT_NULL(ctx, out);
+    const char *why = lac_mf_params_check(params);
+    if (why) return lac_error(ctx, LAC_ERR_ARGUMENT, "mf parameters: %s", why);
+    if (train->count == 0) return lac_error(ctx, LAC_ERR_VALUE, "the training ratings are empty");
+    if (valid && valid->count == 0) return lac_error(ctx, LAC_ERR_VALUE, "the validation ratings are empty");
+
+    double t0 = omp_get_wtime();
+    lac_status st = LAC_SUCCESS;
+    lac_mf_data data;
+    lac_mf_model_t m = NULL;
+    lac_mf_eval veval;
+    lac_mf_cpu_state *cpu = NULL;
+    lac_mf_cuda_state *cuda = NULL;
+    snapshot snap = {NULL, NULL, NULL, NULL};
+    int use_cuda = ctx->backend == LAC_BACKEND_CUDA;
+    memset(&veval, 0, sizeof veval);
+
+    LAC_CHECK(lac_mf_data_build(ctx, train, &data));
+    if (data.duplicates)
+        lac_log(ctx, LAC_LOG_INFO, "mf: %lld repeated (user, item) pairs: the last rating of each kept",
+                (long long)data.duplicates);
+    LAC_CHECK_GOTO(model_from_data(ctx, params, train, &data, &m), st, done);
+    LAC_CHECK_GOTO(sort_rated_items(ctx, m, &data), st, done);
+    if (valid) LAC_CHECK_GOTO(lac_mf_eval_map(ctx, m, valid, &veval), st, done);
+
+    if (use_cuda) {
+        lac_mf_cuda_call call = {&data, m, valid ? &veval : NULL};
+        LAC_CHECK_GOTO(lac_cuda_mf_begin(ctx, &call, &cuda), st, done);
+    } else {
+        LAC_CHECK_GOTO(lac_mf_cpu_begin(ctx, &data, m, &cpu), st, done);
+        if (valid) {
+            size_t pu = (size_t)m->num_users * (size_t)m->stride, qi = (size_t)m->num_items * (size_t)m->stride;
+            snap.P = lac_malloc(ctx, pu * sizeof(float) + 1);
+            snap.Q = lac_malloc(ctx, qi * sizeof(float) + 1);
+            snap.ub = lac_malloc(ctx, (size_t)m->num_users * sizeof(float) + 1);
+            snap.ib = lac_malloc(ctx, (size_t)m->num_items * sizeof(float) + 1);
+            if (!snap.P || !snap.Q || !snap.ub || !snap.ib) {
+                st = LAC_ERR_OUT_OF_MEMORY;
+                goto done;
+            }
+        }
+    }
+
+    double best = INFINITY, last_valid = NAN, last_train = NAN;
+    int best_epoch = 0, since_best = 0, epoch = 0;
+    for (epoch = 0; epoch < params->epochs; epoch++) {
+        float lr = (float)lac_mf_learning_rate(params, epoch);
+        double sse = 0.0, vr = NAN;
+        if (use_cuda) {
+            LAC_CHECK_GOTO(lac_cuda_mf_epoch(ctx, cuda, lr, &sse), st, done);
+            if (valid) LAC_CHECK_GOTO(lac_cuda_mf_valid_rmse(ctx, cuda, &vr), st, done);
+        } else {
+            LAC_CHECK_GOTO(lac_mf_cpu_epoch(ctx, cpu, lr, epoch, &sse), st, done);
+            if (valid) LAC_CHECK_GOTO(lac_mf_eval_host(ctx, m, &veval, NULL, &vr, NULL), st, done);
+        }
+        last_train = sqrt(sse / (double)data.nnz);
+        last_valid = vr;
+        if (!isfinite(last_train)) {
+            st = lac_error(ctx, LAC_ERR_VALUE,
+                           "training diverged at epoch %d (training RMSE %g): lower the learning rate (alpha = %g)",
+                           epoch + 1, last_train, params->alpha);
+            goto done;
+        }
+        int stop = 0;
+        if (valid) {
+            if (vr < best * (1.0 - params->min_gain)) {
+                best = vr;
+                best_epoch = epoch + 1;
+                since_best = 0;
+                if (use_cuda) LAC_CHECK_GOTO(lac_cuda_mf_keep(ctx, cuda, 0), st, done);
+                else snapshot_copy(m, &snap, 1);
+            } else if (++since_best >= params->patience) {
+                stop = 1;
+            }
+        }
+        if (on_epoch && on_epoch(epoch + 1, last_train, vr, omp_get_wtime() - t0, on_epoch_user)) stop = 1;
+        if (stop) {
+            epoch++;
+            break;
+        }
+    }
+    int epochs_run = epoch;
+    if (!valid) best_epoch = epochs_run;
+    if (valid && best_epoch != epochs_run) {
+        if (use_cuda) LAC_CHECK_GOTO(lac_cuda_mf_keep(ctx, cuda, 1), st, done);
+        else snapshot_copy(m, &snap, 0);
+        last_valid = best;
+    }
+    if (use_cuda) LAC_CHECK_GOTO(lac_cuda_mf_download(ctx, cuda, m), st, done);
+    m->epochs = best_epoch;
+    lac_mf_report rep;
+    memset(&rep, 0, sizeof rep);
+    rep.epochs = epochs_run;
+    rep.best_epoch = best_epoch;
+    rep.train_rmse = train_rmse(ctx, m, &data);
+    rep.valid_rmse = valid ? last_valid : NAN;
+    rep.duplicates = data.duplicates;
+    rep.seconds = omp_get_wtime() - t0;
+    (void)last_train;
+    if (report) *report = rep;
+    *out = m;
+    m = NULL;
+done:
+    if (cuda) lac_cuda_mf_end(cuda);
+    lac_mf_cpu_end(cpu);
+    free(snap.P);
+    free(snap.Q);
+    free(snap.ub);
+    free(snap.ib);
+    lac_mf_eval_free(&veval);
+    lac_mf_model_destroy(&m);
+    lac_mf_data_free(&data);
+    return st;
+}

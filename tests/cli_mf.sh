@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# lacuna mf end to end on small generated data: gen, split, train (--json),
+# predict (--json, OUT in TEST's order), recommend, and the error paths with
+# their exit codes and messages.
+set -u
+tool=$1
+work=$(mktemp -d "${LACUNA_TEST_TMPDIR:-/tmp}/cli_mf.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+fails=0; passes=0
+check() { if eval "$2"; then passes=$((passes+1)); else echo "FAIL: $1"; fails=$((fails+1)); fi; }
+cd "$work"
+
+"$tool" mf gen --users 300 --items 120 --ratings 9000 --seed 3 all.txt 2>/dev/null; rc=$?
+check "gen exits 0" "[ $rc -eq 0 ]"
+check "gen writes triples" "[ \$(awk 'NF==3' all.txt | wc -l) -eq \$(wc -l < all.txt) ]"
+"$tool" mf gen --users 300 --items 120 --ratings 9000 --seed 3 again.txt 2>/dev/null
+check "gen is seeded" "cmp -s all.txt again.txt"
+"$tool" mf gen --users 300 --items 120 --ratings 9000 --seed 3 --format movielens ml.dat 2>/dev/null
+check "gen writes MovieLens" "grep -q '::' ml.dat"
+
+"$tool" mf split --fraction 0.2 --seed 5 all.txt train.txt test.txt 2>/dev/null; rc=$?
+check "split exits 0" "[ $rc -eq 0 ]"
+total=$(wc -l < all.txt); tr=$(wc -l < train.txt); te=$(wc -l < test.txt)
+check "split keeps every rating" "[ $((tr + te)) -eq $total ]"
+check "split holds out about 20%" "[ $te -gt $((total / 7)) ] && [ $te -lt $((total / 4)) ]"
+
+out=$("$tool" mf train --json -k 16 --threads 2 -v test.txt train.txt model.bin); rc=$?
+check "train exits 0" "[ $rc -eq 0 ]"
+check "train --json has the keys" "grep -q '\"epochs\":[0-9]*,.*\"seconds\":.*\"train_rmse\":0\.[0-9]*,\"valid_rmse\":0\.[0-9]*' <<<\"\$out\""
+check "model written" "[ -s model.bin ]"
+
+"$tool" mf train --quiet --deterministic --threads 2 -k 8 -t 5 --seed 9 train.txt det1.bin
+"$tool" mf train --quiet --deterministic --threads 2 -k 8 -t 5 --seed 9 train.txt det2.bin
+check "--deterministic gives identical model files" "cmp -s det1.bin det2.bin"
+
+out=$("$tool" mf predict --json model.bin test.txt pred.txt); rc=$?
+check "predict exits 0" "[ $rc -eq 0 ]"
+check "predict --json has rmse, mae, count" "grep -q '\"rmse\":0\.[0-9]*,\"mae\":0\.[0-9]*,\"count\":$te' <<<\"\$out\""
+check "OUT has one line per test rating" "[ \$(wc -l < pred.txt) -eq $te ]"
+# RMSE recomputed from OUT and TEST with awk: the same figure
+rmse_awk=$(paste -d' ' test.txt pred.txt | awk '{d=$3-$4; s+=d*d; n++} END {printf "%.4f", sqrt(s/n)}')
+rmse_json=$(sed 's/.*"rmse":\([0-9.]*\).*/\1/' <<<"$out")
+check "RMSE agrees with OUT ($rmse_awk vs $rmse_json)" "awk -v a=$rmse_awk -v b=$rmse_json 'BEGIN{exit !((a-b)^2 < 1e-6)}'"
+check "RMSE beats the mean" "awk -v r=$rmse_json 'BEGIN{exit !(r < 0.95)}'"
+
+out=$("$tool" mf recommend model.bin --users 1,7 -n 5); rc=$?
+check "recommend exits 0" "[ $rc -eq 0 ]"
+check "recommend prints 5 per user" "[ \$(grep -c '^1	' <<<\"\$out\") -eq 5 ] && [ \$(grep -c '^7	' <<<\"\$out\") -eq 5 ]"
+rated=$(awk '$1==1 {print $2}' train.txt | sort -u)
+recs=$(awk -F'\t' '$1==1 {print $2}' <<<"$out" | sort -u)
+check "recommend leaves out rated items" "[ -z \"\$(comm -12 <(echo \"\$rated\") <(echo \"\$recs\"))\" ]"
+"$tool" mf recommend model.bin --users nosuchuser >/dev/null 2>&1; rc=$?
+check "unknown user exits 2" "[ $rc -eq 2 ]"
+
+# error paths
+printf 'a b 4\nc d oops\n' > bad.txt
+err=$("$tool" mf train bad.txt m2.bin 2>&1); rc=$?
+check "malformed line exits 2" "[ $rc -eq 2 ]"
+check "malformed line is named" "grep -q 'bad.txt:2:' <<<\"\$err\""
+check "no model on failure" "[ ! -e m2.bin ]"
+"$tool" mf train --skip-bad --quiet bad.txt m2.bin >/dev/null 2>&1; rc=$?
+check "--skip-bad trains on the rest" "[ $rc -eq 0 ] && [ -s m2.bin ]"
+: > empty.txt
+"$tool" mf train empty.txt m3.bin >/dev/null 2>&1; rc=$?
+check "empty input exits 2" "[ $rc -eq 2 ]"
+head -c 100 model.bin > trunc.bin
+err=$("$tool" mf predict trunc.bin test.txt 2>&1); rc=$?
+check "truncated model exits 2" "[ $rc -eq 2 ]"
+check "truncated model is explained" "grep -qi 'truncated\|checksum\|too short' <<<\"\$err\""
+"$tool" mf train -k 0 train.txt m4.bin >/dev/null 2>&1; rc=$?
+check "-k 0 exits 2" "[ $rc -eq 2 ]"
+"$tool" mf train --bogus train.txt m4.bin >/dev/null 2>&1; rc=$?
+check "unknown option exits 2" "[ $rc -eq 2 ]"
+"$tool" mf frob >/dev/null 2>&1; rc=$?
+check "unknown verb exits 2" "[ $rc -eq 2 ]"
+"$tool" mf train --help | grep -q -- '-l2'; rc=$?
+check "train --help lists -l2" "[ $rc -eq 0 ]"
+"$tool" mf predict model.bin /nonexistent/t.txt >/dev/null 2>&1; rc=$?
+check "missing test file exits 1" "[ $rc -eq 1 ]"
+
+echo "$passes passed, $fails failed"
+[ $fails -eq 0 ]

@@ -1,0 +1,585 @@
+/* map on the CUDA backend (GPU test, label "cuda"): every op x value dtype x
+ * index dtype x weights x columns x accumulate x host/device memory x
+ * reduction strategy against a float64 reference written here, on fresh random
+ * data each run (seed printed; LACUNA_TEST_SEED replays one); the CPU backend
+ * as a second reference where it answers; NaN policies and empty values;
+ * deterministic runs bit-identical and equal to a plan's; bad inputs give the
+ * status and the smallest offending position with T untouched; the out-of-core
+ * path forced with small chunks, from pageable and pinned memory. */
+#include "harness.h"
+#include "lacuna/lacuna.h"
+
+#include <stdint.h>
+#include <time.h>
+
+static lac_ctx_t gpu;
+static lac_ctx_t cpu;
+static unsigned long long rng;
+static int cpu_answers = -1;   /* -1 unknown, 0 the CPU backend has no map yet, 1 it has */
+
+/* ------------------------------------------------------------------------ */
+/* Test data: doubles here, converted to the dtypes of a case                */
+/* ------------------------------------------------------------------------ */
+typedef struct {
+    int64_t m, n, b;
+    lac_dtype vt, it;
+    int weighted;
+    double *S, *w;       /* m x b, m */
+    int64_t *R;          /* m */
+    double *T0;          /* n x b: T's values before the call */
+} case_data;
+
+static void case_free(case_data *d)
+{
+    free(d->S);
+    free(d->w);
+    free(d->R);
+    free(d->T0);
+    memset(d, 0, sizeof *d);
+}
+
+/* skew: 0 uniform bridge; 1 half of the rows on three hot targets (long
+ * segments, equal keys within a warp). */
+static void case_make(case_data *d, int64_t m, int64_t n, int64_t b, lac_dtype vt, lac_dtype it, int weighted, int skew)
+{
+    memset(d, 0, sizeof *d);
+    d->m = m, d->n = n, d->b = b, d->vt = vt, d->it = it, d->weighted = weighted;
+    d->S = malloc(sizeof(double) * (size_t)(m * b + 1));
+    d->w = malloc(sizeof(double) * (size_t)(m + 1));
+    d->R = malloc(sizeof(int64_t) * (size_t)(m + 1));
+    d->T0 = malloc(sizeof(double) * (size_t)(n * b + 1));
+    for (int64_t i = 0; i < m * b; i++) d->S[i] = 2.0 * harness_rand_uniform(&rng) - 1.0;
+    for (int64_t i = 0; i < m; i++) {
+        d->w[i] = 0.5 + harness_rand_uniform(&rng);
+        int64_t r = (int64_t)(harness_rand_u64(&rng) % (unsigned long long)n);
+        if (skew && harness_rand_uniform(&rng) < 0.5) r = (int64_t)(harness_rand_u64(&rng) % 3) * (n / 3);
+        d->R[i] = r;
+    }
+    for (int64_t k = 0; k < n * b; k++) d->T0[k] = 4.0 * harness_rand_uniform(&rng) - 2.0;
+    if (vt == LAC_FLOAT32) {   /* the reference sees what the GPU sees */
+        for (int64_t i = 0; i < m * b; i++) d->S[i] = (float)d->S[i];
+        for (int64_t i = 0; i < m; i++) d->w[i] = (float)d->w[i];
+        for (int64_t k = 0; k < n * b; k++) d->T0[k] = (float)d->T0[k];
+    }
+}
+
+static void *to_dtype(const double *src, int64_t count, lac_dtype vt)
+{
+    void *out = malloc((size_t)(count > 0 ? count : 1) * lac_dtype_size(vt));
+    for (int64_t i = 0; i < count; i++) {
+        if (vt == LAC_FLOAT32) ((float *)out)[i] = (float)src[i];
+        else ((double *)out)[i] = src[i];
+    }
+    return out;
+}
+
+static void *index_to_dtype(const int64_t *src, int64_t count, lac_dtype it)
+{
+    void *out = malloc((size_t)(count > 0 ? count : 1) * lac_dtype_size(it));
+    for (int64_t i = 0; i < count; i++) {
+        if (it == LAC_INT32) ((int32_t *)out)[i] = (int32_t)src[i];
+        else ((int64_t *)out)[i] = src[i];
+    }
+    return out;
+}
+
+static double value_at(const void *p, lac_dtype vt, int64_t k)
+{
+    return vt == LAC_FLOAT32 ? (double)((const float *)p)[k] : ((const double *)p)[k];
+}
+
+/* ------------------------------------------------------------------------ */
+/* The float64 reference: the semantics of lacuna.h, written plainly          */
+/* ------------------------------------------------------------------------ */
+static void reference(const case_data *d, const lac_map_params *p, double *out)
+{
+    int64_t slots = d->n * d->b;
+    double *acc = calloc((size_t)slots + 1, sizeof *acc), *wsum = calloc((size_t)slots + 1, sizeof *wsum);
+    int64_t *hits = calloc((size_t)slots + 1, sizeof *hits);
+    for (int64_t k = 0; k < slots; k++)
+        acc[k] = p->op == LAC_MAP_MIN ? INFINITY : p->op == LAC_MAP_MAX ? -INFINITY : 0.0;
+    for (int64_t i = 0; i < d->m; i++)
+        for (int64_t c = 0; c < d->b; c++) {
+            double s = d->S[i * d->b + c], w = d->weighted ? d->w[i] : 1.0;
+            if (p->nan_policy == LAC_NAN_SKIP && (isnan(s) || isnan(w))) continue;
+            double x = p->op == LAC_MAP_COUNT ? w : w * s;
+            int64_t k = d->R[i] * d->b + c;
+            if (p->op == LAC_MAP_MIN) acc[k] = (isnan(x) || x < acc[k]) ? x : acc[k];
+            else if (p->op == LAC_MAP_MAX) acc[k] = (isnan(x) || x > acc[k]) ? x : acc[k];
+            else acc[k] += x;
+            wsum[k] += w;
+            hits[k]++;
+        }
+    for (int64_t k = 0; k < slots; k++) {
+        double old = d->T0[k];
+        if (p->accumulate) {
+            if (p->op == LAC_MAP_SUM || p->op == LAC_MAP_COUNT) out[k] = old + acc[k];
+            else if (!hits[k]) out[k] = old;
+            else if (isnan(old) || isnan(acc[k])) out[k] = NAN;
+            else out[k] = p->op == LAC_MAP_MIN ? fmin(old, acc[k]) : fmax(old, acc[k]);
+        } else if (!hits[k]) {
+            out[k] = p->empty_value;
+        } else {
+            out[k] = p->op == LAC_MAP_MEAN ? acc[k] / wsum[k] : acc[k];
+        }
+    }
+    free(acc);
+    free(wsum);
+    free(hits);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Running one case on a context, host or device memory                      */
+/* ------------------------------------------------------------------------ */
+typedef enum { RUN_MAP, RUN_PLAN } run_kind;
+
+/* Runs lac_map (or a plan built and executed) and returns T as doubles in out
+ * (T starts as d->T0). Returns the status. */
+static int run_case(lac_ctx_t ctx, const case_data *d, const lac_map_params *p, lac_memory mem, run_kind kind,
+                    double *out, void *raw_out)
+{
+    size_t vs = lac_dtype_size(d->vt), is = lac_dtype_size(d->it);
+    void *hS = to_dtype(d->S, d->m * d->b, d->vt), *hw = to_dtype(d->w, d->m, d->vt);
+    void *hR = index_to_dtype(d->R, d->m, d->it), *hT = to_dtype(d->T0, d->n * d->b, d->vt);
+    void *S = hS, *w = hw, *R = hR, *T = hT;
+    size_t s_bytes = (size_t)(d->m * d->b) * vs, t_bytes = (size_t)(d->n * d->b) * vs;
+    if (mem == LAC_MEM_DEVICE) {
+        lac_device_alloc(ctx, s_bytes + 16, &S);
+        lac_device_alloc(ctx, (size_t)d->m * vs + 16, &w);
+        lac_device_alloc(ctx, (size_t)d->m * is + 16, &R);
+        lac_device_alloc(ctx, t_bytes + 16, &T);
+        lac_memcpy(ctx, S, LAC_MEM_DEVICE, hS, LAC_MEM_HOST, s_bytes);
+        lac_memcpy(ctx, w, LAC_MEM_DEVICE, hw, LAC_MEM_HOST, (size_t)d->m * vs);
+        lac_memcpy(ctx, R, LAC_MEM_DEVICE, hR, LAC_MEM_HOST, (size_t)d->m * is);
+        lac_memcpy(ctx, T, LAC_MEM_DEVICE, hT, LAC_MEM_HOST, t_bytes);
+    }
+    lac_array as = d->b > 1 ? lac_array_matrix(S, d->vt, d->m, d->b) : lac_array_vector(S, d->vt, d->m);
+    lac_array at = d->b > 1 ? lac_array_matrix(T, d->vt, d->n, d->b) : lac_array_vector(T, d->vt, d->n);
+    lac_array ar = lac_array_vector(R, d->it, d->m), aw = lac_array_vector(w, d->vt, d->m);
+    as.memory = at.memory = ar.memory = aw.memory = mem;
+    int st;
+    if (kind == RUN_MAP) {
+        st = lac_map(ctx, p, &as, &ar, d->weighted ? &aw : NULL, &at);
+    } else {
+        lac_map_plan_t plan = NULL;
+        st = lac_map_plan_create(ctx, &ar, d->n, &plan);
+        if (st == LAC_SUCCESS) st = lac_map_plan_execute(ctx, plan, p, &as, d->weighted ? &aw : NULL, &at);
+        lac_map_plan_destroy(&plan);
+    }
+    if (mem == LAC_MEM_DEVICE) {
+        lac_ctx_synchronize(ctx);
+        lac_memcpy(ctx, hT, LAC_MEM_HOST, T, LAC_MEM_DEVICE, t_bytes);
+        lac_device_free(ctx, S);
+        lac_device_free(ctx, w);
+        lac_device_free(ctx, R);
+        lac_device_free(ctx, T);
+    }
+    for (int64_t k = 0; k < d->n * d->b; k++) out[k] = value_at(hT, d->vt, k);
+    if (raw_out) memcpy(raw_out, hT, t_bytes);
+    free(hS);
+    free(hw);
+    free(hR);
+    free(hT);
+    return st;
+}
+
+/* Max over targets of |got - ref| / max(1, |ref|), NaN where ref is: must match. */
+static double compare(const double *got, const double *ref, int64_t count, int64_t *worst)
+{
+    double err = 0;
+    *worst = -1;
+    for (int64_t k = 0; k < count; k++) {
+        double e;
+        if (isnan(ref[k]) || isnan(got[k])) e = (isnan(ref[k]) && isnan(got[k])) ? 0.0 : INFINITY;
+        else e = fabs(got[k] - ref[k]) / (fabs(ref[k]) > 1.0 ? fabs(ref[k]) : 1.0);
+        if (e > err || (*worst < 0 && e > 0)) {
+            err = e;
+            *worst = k;
+        }
+    }
+    return err;
+}
+
+static const char *strategies[] = {"auto", "global", "cluster1", "cluster4"};
+
+static void set_strategy(const char *s)
+{
+    if (strcmp(s, "auto") == 0) unsetenv("LACUNA_MAP_CUDA_STRATEGY");
+    else setenv("LACUNA_MAP_CUDA_STRATEGY", s, 1);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Tests                                                                     */
+/* ------------------------------------------------------------------------ */
+TEST(every_op_dtype_layout_and_memory_matches_float64_reference)
+{
+    static const lac_map_op ops[] = {LAC_MAP_SUM, LAC_MAP_MEAN, LAC_MAP_MIN, LAC_MAP_MAX, LAC_MAP_COUNT};
+    int failures = 0, runs = 0;
+    for (int skew = 0; skew < 2; skew++)
+        for (int vt = 0; vt < 2; vt++)
+            for (int it = 0; it < 2; it++)
+                for (int weighted = 0; weighted < 2; weighted++)
+                    for (int64_t b = 1; b <= 3; b += 2) {
+                        case_data d;
+                        int64_t m = 3000 + (int64_t)(harness_rand_u64(&rng) % 4000);
+                        int64_t n = 1 + (int64_t)(harness_rand_u64(&rng) % 900);
+                        lac_dtype vtype = vt ? LAC_FLOAT64 : LAC_FLOAT32, itype = it ? LAC_INT64 : LAC_INT32;
+                        case_make(&d, m, n, b, vtype, itype, weighted, skew);
+                        double *ref = malloc(sizeof(double) * (size_t)(n * b)), *got = malloc(sizeof(double) * (size_t)(n * b));
+                        double *cpu_out = malloc(sizeof(double) * (size_t)(n * b));
+                        for (int o = 0; o < 5; o++)
+                            for (int acc = 0; acc < 2; acc++) {
+                                if (acc && ops[o] == LAC_MAP_MEAN) continue;
+                                lac_map_params p = lac_map_params_default();
+                                p.op = ops[o];
+                                p.accumulate = acc;
+                                p.empty_value = (o % 2) ? -7.5 : 0.0;
+                                reference(&d, &p, ref);
+                                double tol = vt ? 1e-10 : 2e-4;
+                                if (cpu_answers != 0) {
+                                    int st = run_case(cpu, &d, &p, LAC_MEM_HOST, RUN_MAP, cpu_out, NULL);
+                                    if (cpu_answers < 0) cpu_answers = st == LAC_SUCCESS;
+                                    if (cpu_answers) {
+                                        int64_t worst = -1;
+                                        double e = compare(cpu_out, ref, n * b, &worst);
+                                        if (!(e <= tol)) {
+                                            HARNESS_FAIL("CPU backend differs from the reference: op %s %s %s weights %d b %lld acc %d "
+                                                         "empty %g skew %d (m %lld n %lld) err %g at slot %lld: got %.9g want %.9g",
+                                                         lac_map_op_name(p.op), lac_dtype_name(vtype), lac_dtype_name(itype),
+                                                         weighted, (long long)b, acc, p.empty_value, skew, (long long)m,
+                                                         (long long)n, e, (long long)worst, worst >= 0 ? cpu_out[worst] : 0.0,
+                                                         worst >= 0 ? ref[worst] : 0.0);
+                                            failures++;
+                                        }
+                                    }
+                                }
+                                for (int mem = 0; mem < 2; mem++)
+                                    for (int s = 0; s < 4; s++) {
+                                        set_strategy(strategies[s]);
+                                        int st = run_case(gpu, &d, &p, mem ? LAC_MEM_DEVICE : LAC_MEM_HOST, RUN_MAP, got, NULL);
+                                        runs++;
+                                        int64_t worst = -1;
+                                        double e = st == LAC_SUCCESS ? compare(got, ref, n * b, &worst) : INFINITY;
+                                        if (!(e <= tol) && failures < 20) {
+                                            failures++;
+                                            HARNESS_FAIL("op %s %s %s weights %d b %lld acc %d empty %g skew %d %s strategy %s "
+                                                         "(m %lld n %lld): status %d (%s), err %g at slot %lld: got %.9g want %.9g",
+                                                         lac_map_op_name(p.op), lac_dtype_name(vtype), lac_dtype_name(itype),
+                                                         weighted, (long long)b, acc, p.empty_value, skew, mem ? "device" : "host",
+                                                         strategies[s], (long long)m, (long long)n, st, lac_last_error(gpu), e,
+                                                         (long long)worst, worst >= 0 ? got[worst] : 0.0,
+                                                         worst >= 0 ? ref[worst] : 0.0);
+                                        }
+                                    }
+                            }
+                        set_strategy("auto");
+                        free(ref);
+                        free(got);
+                        free(cpu_out);
+                        case_free(&d);
+                    }
+    printf("    %d GPU runs compared%s\n", runs, cpu_answers == 1 ? " (and the CPU backend)" : " (CPU backend has no map yet)");
+}
+
+/* Enough targets that the privatised copy spans a cluster (and spills to
+ * global atomics when forced onto one block). */
+TEST(many_targets_cluster_and_hybrid_paths)
+{
+    static const char *forced[] = {"auto", "cluster2", "cluster8", "cluster16", "cluster1", "global"};
+    case_data d;
+    int64_t n = 150000 + (int64_t)(harness_rand_u64(&rng) % 1000);
+    case_make(&d, 2000000, n, 1, LAC_FLOAT32, LAC_INT32, 1, 0);
+    double *ref = malloc(sizeof(double) * (size_t)n), *got = malloc(sizeof(double) * (size_t)n);
+    for (int o = 0; o < 3; o++) {
+        lac_map_params p = lac_map_params_default();
+        p.op = o == 0 ? LAC_MAP_SUM : o == 1 ? LAC_MAP_MEAN : LAC_MAP_MAX;
+        reference(&d, &p, ref);
+        for (int s = 0; s < 6; s++) {
+            set_strategy(forced[s]);
+            int st = run_case(gpu, &d, &p, LAC_MEM_DEVICE, RUN_MAP, got, NULL);
+            int64_t worst = -1;
+            double e = st == LAC_SUCCESS ? compare(got, ref, n, &worst) : INFINITY;
+            if (!(e <= 2e-4))
+                HARNESS_FAIL("op %s strategy %s: status %d (%s) err %g", lac_map_op_name(p.op), forced[s], st,
+                             lac_last_error(gpu), e);
+        }
+    }
+    set_strategy("auto");
+    free(ref);
+    free(got);
+    case_free(&d);
+}
+
+/* A skewed bridge large enough for the hot-target sampling: half of the rows
+ * on three targets, few and many targets, device and streamed host memory. */
+TEST(hot_targets_of_a_skewed_bridge)
+{
+    for (int vt = 0; vt < 2; vt++)
+        for (int it = 0; it < 2; it++)
+            for (int big = 0; big < 2; big++) {
+                case_data d;
+                int64_t n = big ? 300000 : 5000;
+                lac_dtype vtype = vt ? LAC_FLOAT64 : LAC_FLOAT32;
+                case_make(&d, 600000 + (int64_t)(harness_rand_u64(&rng) % 100), n, 1, vtype, it ? LAC_INT64 : LAC_INT32, 1, 1);
+                double *ref = malloc(sizeof(double) * (size_t)n), *got = malloc(sizeof(double) * (size_t)n);
+                for (int o = 0; o < 4; o++) {
+                    lac_map_params p = lac_map_params_default();
+                    p.op = o < 2 ? LAC_MAP_SUM : LAC_MAP_COUNT;
+                    d.weighted = o % 2;
+                    p.accumulate = big;
+                    p.chunk_elements = 200000;
+                    reference(&d, &p, ref);
+                    for (int mem = 0; mem < 2; mem++) {
+                        int st = run_case(gpu, &d, &p, mem ? LAC_MEM_DEVICE : LAC_MEM_HOST, RUN_MAP, got, NULL);
+                        int64_t worst = -1;
+                        double e = st == LAC_SUCCESS ? compare(got, ref, n, &worst) : INFINITY;
+                        /* float32 sums of ~300k values on one target: relative rounding ~1e-4. */
+                        if (!(e <= (vt ? 1e-9 : 2e-3)))
+                            HARNESS_FAIL("skewed %s %s n %lld op %s weights %d %s: status %d (%s) err %g at %lld", lac_dtype_name(vtype),
+                                         it ? "int64" : "int32", (long long)n, lac_map_op_name(p.op), d.weighted,
+                                         mem ? "device" : "host", st, lac_last_error(gpu), e, (long long)worst);
+                    }
+                }
+                free(ref);
+                free(got);
+                case_free(&d);
+            }
+}
+
+TEST(nan_policies_and_empty_values)
+{
+    for (int vt = 0; vt < 2; vt++)
+        for (int policy = 0; policy < 2; policy++)
+            for (int o = 0; o < 5; o++)
+                for (int mem = 0; mem < 2; mem++) {
+                    case_data d;
+                    lac_dtype vtype = vt ? LAC_FLOAT64 : LAC_FLOAT32;
+                    case_make(&d, 5000, 400, 2, vtype, LAC_INT32, 1, 0);
+                    /* NaN in some source elements and some weights. */
+                    for (int64_t i = 0; i < d.m; i += 37) d.S[i * d.b + (i % 2)] = NAN;
+                    for (int64_t i = 5; i < d.m; i += 101) d.w[i] = NAN;
+                    lac_map_params p = lac_map_params_default();
+                    p.op = (lac_map_op)o;
+                    p.nan_policy = policy ? LAC_NAN_SKIP : LAC_NAN_PROPAGATE;
+                    p.empty_value = 3.25;
+                    /* Leave a few targets empty. */
+                    for (int64_t i = 0; i < d.m; i++)
+                        if (d.R[i] % 50 == 7) d.R[i] = 0;
+                    double ref[800], got[800];
+                    reference(&d, &p, ref);
+                    int st = run_case(gpu, &d, &p, mem ? LAC_MEM_DEVICE : LAC_MEM_HOST, RUN_MAP, got, NULL);
+                    int64_t worst = -1;
+                    double e = st == LAC_SUCCESS ? compare(got, ref, 800, &worst) : INFINITY;
+                    if (!(e <= (vt ? 1e-10 : 2e-4)))
+                        HARNESS_FAIL("%s policy %s op %s %s: status %d (%s) err %g at %lld: got %g want %g",
+                                     lac_dtype_name(vtype), policy ? "skip" : "propagate", lac_map_op_name(p.op),
+                                     mem ? "device" : "host", st, lac_last_error(gpu), e, (long long)worst,
+                                     worst >= 0 ? got[worst] : 0, worst >= 0 ? ref[worst] : 0);
+                    case_free(&d);
+                }
+}
+
+TEST(deterministic_is_bit_identical_and_equals_the_plan)
+{
+    for (int vt = 0; vt < 2; vt++)
+        for (int o = 0; o < 5; o++)
+            for (int skew = 0; skew < 2; skew++) {
+                case_data d;
+                lac_dtype vtype = vt ? LAC_FLOAT64 : LAC_FLOAT32;
+                /* Skewed: hot targets of thousands of rows span several pieces. */
+                case_make(&d, 30000, 500, 2, vtype, skew ? LAC_INT64 : LAC_INT32, 1, skew);
+                lac_map_params p = lac_map_params_default();
+                p.op = (lac_map_op)o;
+                p.deterministic = 1;
+                p.accumulate = p.op != LAC_MAP_MEAN && skew;
+                size_t bytes = (size_t)(d.n * d.b) * lac_dtype_size(vtype);
+                unsigned char *r1 = malloc(bytes), *r2 = malloc(bytes), *r3 = malloc(bytes), *r4 = malloc(bytes);
+                double *ref = malloc(sizeof(double) * (size_t)(d.n * d.b)), *got = malloc(sizeof(double) * (size_t)(d.n * d.b));
+                reference(&d, &p, ref);
+                int s1 = run_case(gpu, &d, &p, LAC_MEM_DEVICE, RUN_MAP, got, r1);
+                int s2 = run_case(gpu, &d, &p, LAC_MEM_DEVICE, RUN_MAP, got, r2);
+                int s3 = run_case(gpu, &d, &p, LAC_MEM_DEVICE, RUN_PLAN, got, r3);
+                int s4 = run_case(gpu, &d, &p, LAC_MEM_HOST, RUN_PLAN, got, r4);
+                CHECK_INT(s1, 0);
+                CHECK_INT(s2, 0);
+                CHECK_INT(s3, 0);
+                CHECK_INT(s4, 0);
+                if (memcmp(r1, r2, bytes) != 0) HARNESS_FAIL("op %s %s: two deterministic runs differ", lac_map_op_name(p.op), lac_dtype_name(vtype));
+                if (memcmp(r1, r3, bytes) != 0) HARNESS_FAIL("op %s %s: plan differs from deterministic one-shot", lac_map_op_name(p.op), lac_dtype_name(vtype));
+                if (memcmp(r3, r4, bytes) != 0) HARNESS_FAIL("op %s %s: host-memory plan differs from device-memory plan", lac_map_op_name(p.op), lac_dtype_name(vtype));
+                int64_t worst = -1;
+                double e = compare(got, ref, d.n * d.b, &worst);
+                /* float64 accumulation rounded once: float32 results within an ulp or two. */
+                if (!(e <= (vt ? 1e-12 : 1e-6)))
+                    HARNESS_FAIL("op %s %s skew %d: deterministic err %g at %lld", lac_map_op_name(p.op), lac_dtype_name(vtype), skew, e, (long long)worst);
+                free(r1), free(r2), free(r3), free(r4), free(ref), free(got);
+                case_free(&d);
+            }
+}
+
+/* A poisoned T must come back byte for byte. */
+static void check_rejected(const case_data *d, const lac_map_params *p, lac_memory mem, run_kind kind, int want_status,
+                           const char *want_text, const char *what)
+{
+    size_t bytes = (size_t)(d->n * d->b) * lac_dtype_size(d->vt);
+    unsigned char *before = to_dtype(d->T0, d->n * d->b, d->vt), *after = malloc(bytes);
+    double *got = malloc(sizeof(double) * (size_t)(d->n * d->b));
+    int st = run_case(gpu, d, p, mem, kind, got, after);
+    if (st != want_status) HARNESS_FAIL("%s: status %d, want %d (%s)", what, st, want_status, lac_last_error(gpu));
+    else if (!strstr(lac_last_error(gpu), want_text))
+        HARNESS_FAIL("%s: message '%s' does not name '%s'", what, lac_last_error(gpu), want_text);
+    if (memcmp(before, after, bytes) != 0) HARNESS_FAIL("%s: T was changed by a rejected call", what);
+    free(before);
+    free(after);
+    free(got);
+}
+
+TEST(bad_index_and_nan_name_the_first_position_and_leave_T)
+{
+    for (int mem = 0; mem < 2; mem++)
+        for (int it = 0; it < 2; it++)
+            for (int s = 0; s < 3; s++) {
+                set_strategy(strategies[s]);
+                lac_memory memory = mem ? LAC_MEM_DEVICE : LAC_MEM_HOST;
+                case_data d;
+                case_make(&d, 20000, 300, 1, LAC_FLOAT32, it ? LAC_INT64 : LAC_INT32, 1, 0);
+                d.R[15001] = 300;
+                d.R[12345] = -4;
+                d.R[17000] = it ? (int64_t)1 << 40 : 999;
+                lac_map_params p = lac_map_params_default();
+                check_rejected(&d, &p, memory, RUN_MAP, LAC_ERR_RANGE, "bridge[12345] = -4", "bad index");
+                p.deterministic = 1;
+                check_rejected(&d, &p, memory, RUN_MAP, LAC_ERR_RANGE, "bridge[12345] = -4", "bad index (deterministic)");
+                check_rejected(&d, &p, memory, RUN_PLAN, LAC_ERR_RANGE, "bridge[12345] = -4", "bad index (plan create)");
+                p.deterministic = 0;
+                p.op = LAC_MAP_MIN;
+                p.accumulate = 1;
+                check_rejected(&d, &p, memory, RUN_MAP, LAC_ERR_RANGE, "bridge[12345] = -4", "bad index (min, accumulate)");
+                case_free(&d);
+
+                /* NaN under LAC_NAN_ERROR: the smallest row with any fault,
+                 * weights named before the source of the same row. */
+                case_make(&d, 20000, 300, 3, LAC_FLOAT64, it ? LAC_INT64 : LAC_INT32, 1, 0);
+                d.S[9000 * 3 + 2] = NAN;
+                d.R[9500] = 301;
+                d.w[11000] = NAN;
+                lac_map_params q = lac_map_params_default();
+                q.nan_policy = LAC_NAN_ERROR;
+                check_rejected(&d, &q, memory, RUN_MAP, LAC_ERR_VALUE, "source[9000, 2]", "NaN source");
+                q.op = LAC_MAP_COUNT;
+                check_rejected(&d, &q, memory, RUN_MAP, LAC_ERR_VALUE, "source[9000, 2]", "NaN source (count)");
+                q.op = LAC_MAP_SUM;
+                d.S[9000 * 3 + 2] = 1.0;
+                check_rejected(&d, &q, memory, RUN_MAP, LAC_ERR_RANGE, "bridge[9500] = 301", "bad index before NaN weight");
+                d.R[9500] = 1;
+                check_rejected(&d, &q, memory, RUN_MAP, LAC_ERR_VALUE, "weights[11000]", "NaN weight");
+                q.deterministic = 1;
+                check_rejected(&d, &q, memory, RUN_MAP, LAC_ERR_VALUE, "weights[11000]", "NaN weight (deterministic)");
+                check_rejected(&d, &q, memory, RUN_PLAN, LAC_ERR_VALUE, "weights[11000]", "NaN weight (plan execute)");
+                case_free(&d);
+            }
+    set_strategy("auto");
+}
+
+TEST(out_of_core_chunks_from_pageable_and_pinned_memory)
+{
+    for (int pinned = 0; pinned < 2; pinned++)
+        for (int o = 0; o < 5; o++) {
+            case_data d;
+            int64_t m = 50000 + (int64_t)(harness_rand_u64(&rng) % 1000);
+            case_make(&d, m, 2000, 1, LAC_FLOAT32, LAC_INT32, o % 2, 0);
+            lac_map_params p = lac_map_params_default();
+            p.op = (lac_map_op)o;
+            p.chunk_elements = 777 + o;   /* odd sizes: unaligned chunk starts, a short last chunk */
+            p.accumulate = p.op == LAC_MAP_SUM;
+            double *ref = malloc(sizeof(double) * 2000), *got = malloc(sizeof(double) * 2000);
+            reference(&d, &p, ref);
+            size_t vs = 4;
+            void *S = NULL, *R = NULL, *w = NULL;
+            float *T = malloc(2000 * sizeof(float));
+            if (pinned) {
+                CHECK_OK(gpu, lac_host_alloc_pinned(gpu, (size_t)m * vs, &S));
+                CHECK_OK(gpu, lac_host_alloc_pinned(gpu, (size_t)m * 4, &R));
+                CHECK_OK(gpu, lac_host_alloc_pinned(gpu, (size_t)m * vs, &w));
+            } else {
+                S = malloc((size_t)m * vs), R = malloc((size_t)m * 4), w = malloc((size_t)m * vs);
+            }
+            for (int64_t i = 0; i < m; i++) {
+                ((float *)S)[i] = (float)d.S[i];
+                ((float *)w)[i] = (float)d.w[i];
+                ((int32_t *)R)[i] = (int32_t)d.R[i];
+            }
+            for (int k = 0; k < 2000; k++) T[k] = (float)d.T0[k];
+            lac_array as = lac_array_vector(S, LAC_FLOAT32, m), ar = lac_array_vector(R, LAC_INT32, m);
+            lac_array aw = lac_array_vector(w, LAC_FLOAT32, m), at = lac_array_vector(T, LAC_FLOAT32, 2000);
+            CHECK_OK(gpu, lac_map(gpu, &p, &as, &ar, d.weighted ? &aw : NULL, &at));
+            for (int k = 0; k < 2000; k++) got[k] = T[k];
+            int64_t worst = -1;
+            double e = compare(got, ref, 2000, &worst);
+            if (!(e <= 2e-4)) HARNESS_FAIL("chunked op %s pinned %d: err %g at %lld", lac_map_op_name(p.op), pinned, e, (long long)worst);
+            /* A bad index in a late chunk: named, and T untouched. */
+            ((int32_t *)R)[m - 3] = 2000;
+            float *keep = malloc(2000 * sizeof(float));
+            memcpy(keep, T, 2000 * sizeof(float));
+            int st = lac_map(gpu, &p, &as, &ar, d.weighted ? &aw : NULL, &at);
+            CHECK_INT(st, LAC_ERR_RANGE);
+            char want[64];
+            snprintf(want, sizeof want, "bridge[%lld] = 2000", (long long)(m - 3));
+            CHECK_STR_CONTAINS(lac_last_error(gpu), want);
+            CHECK(memcmp(keep, T, 2000 * sizeof(float)) == 0);
+            free(keep);
+            if (pinned) {
+                lac_host_free_pinned(gpu, S);
+                lac_host_free_pinned(gpu, R);
+                lac_host_free_pinned(gpu, w);
+            } else {
+                free(S), free(R), free(w);
+            }
+            free(T), free(ref), free(got);
+            case_free(&d);
+        }
+}
+
+TEST(empty_source_writes_empty_values)
+{
+    case_data d;
+    case_make(&d, 0, 50, 1, LAC_FLOAT64, LAC_INT32, 0, 0);
+    lac_map_params p = lac_map_params_default();
+    p.empty_value = -1.0;
+    double got[50];
+    for (int mem = 0; mem < 2; mem++) {
+        CHECK_OK(gpu, run_case(gpu, &d, &p, mem ? LAC_MEM_DEVICE : LAC_MEM_HOST, RUN_MAP, got, NULL));
+        for (int k = 0; k < 50; k++)
+            if (got[k] != -1.0) {
+                HARNESS_FAIL("memory %d: T[%d] = %g, want the empty value -1", mem, k, got[k]);
+                break;
+            }
+    }
+    case_free(&d);
+}
+
+int main(void)
+{
+    const char *seed_env = getenv("LACUNA_TEST_SEED");
+    rng = seed_env ? strtoull(seed_env, NULL, 10) : (unsigned long long)time(NULL) ^ ((unsigned long long)getpid() << 20);
+    printf("seed %llu (LACUNA_TEST_SEED replays it)\n", rng);
+    lac_ctx_params cp = lac_ctx_params_default();
+    cp.backend = LAC_BACKEND_CUDA;
+    if (lac_ctx_create(&cp, &gpu) != LAC_SUCCESS) {
+        printf("no CUDA context (%s): nothing to test here\n", lac_last_error(NULL));
+        return 77;
+    }
+    cp.backend = LAC_BACKEND_CPU;
+    if (lac_ctx_create(&cp, &cpu) != LAC_SUCCESS) cpu = NULL, cpu_answers = 0;
+    RUN(every_op_dtype_layout_and_memory_matches_float64_reference);
+    RUN(many_targets_cluster_and_hybrid_paths);
+    RUN(hot_targets_of_a_skewed_bridge);
+    RUN(nan_policies_and_empty_values);
+    RUN(deterministic_is_bit_identical_and_equals_the_plan);
+    RUN(bad_index_and_nan_name_the_first_position_and_leave_T);
+    RUN(out_of_core_chunks_from_pageable_and_pinned_memory);
+    RUN(empty_source_writes_empty_values);
+    lac_ctx_destroy(&gpu);
+    lac_ctx_destroy(&cpu);
+    return harness_finish();
+}
