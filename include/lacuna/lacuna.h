@@ -219,8 +219,8 @@ lac_status lac_text_save(lac_ctx_t ctx, const char *path, const lac_array *a);
  *
  * deterministic: bit-identical T from run to run and across thread counts and
  * devices of the same kind (fixed-order sums in float64 per target, rounded once);
- * costs a sort of the bridge (amortised by a plan) and a segmented pass (on the
- * CPU backend a one-shot call instead streams every row in every thread).
+ * on the CUDA backend it costs a sort of the bridge (amortised by a plan) and a
+ * segmented pass, on the CPU backend every thread streams every row.
  * MIN/MAX and unweighted COUNT do not depend on the order anyway.
  *
  * Errors (T untouched): R[i] outside [0, n) -> LAC_ERR_RANGE naming the first i;
@@ -261,10 +261,10 @@ lac_status lac_map_op_parse(const char *name, lac_map_op *op);
 lac_status lac_map(lac_ctx_t ctx, const lac_map_params *params, const lac_array *source,
                    const lac_array *bridge, const lac_array *weights, lac_array *target);
 
-/* A plan for one bridge used many times: built once (the bridge is checked and
- * sorted into segments), then every execute is a contention-free, deterministic
- * segmented reduction. The plan keeps its own copy of what it needs: the
- * bridge array may be freed after create. */
+/* A plan for one bridge used many times: built once (the bridge is checked
+ * once), then every execute is a contention-free, deterministic map. The plan
+ * keeps its own copy of what it needs: the bridge array may be freed after
+ * create. */
 typedef struct lac_map_plan *lac_map_plan_t;
 
 lac_status lac_map_plan_create(lac_ctx_t ctx, const lac_array *bridge, int64_t num_targets,

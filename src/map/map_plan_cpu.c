@@ -11,13 +11,12 @@
  * count and equals a serial float64 loop and the deterministic one-shot call,
  * bit for bit. Why not sort the bridge into per-target segments and reduce
  * them in parallel: gathering S in segment order misses the cache on nearly
- * every row, 5-8x slower than this pass on 40M rows; the sort also cost more
- * than one execute and O(m + n) memory. */
+ * every row (5-8x a serial loop on 40M rows, 3.6-5.8x this pass), and the
+ * sort needs O(m + n) memory besides. */
 #include "map/map_cpu.h"
 
 #include <omp.h>
 #include <stdlib.h>
-#include <string.h>
 
 #define SERIAL_BELOW_ROWS (1 << 15)
 

@@ -41,7 +41,7 @@ static void usage(FILE *out)
             "  --deterministic   bit-identical T across runs and thread counts (each target's\n"
             "                    rows added in row order in float64; on the CPU about the\n"
             "                    cost of one serial pass)\n"
-            "  --plan            sort the bridge once, then map every --source with it\n"
+            "  --plan            check the bridge once, then map every --source with it\n"
             "                    (deterministic); the build is timed apart\n"
             "  --device D        auto|cpu|cuda|cuda:N (default auto)\n"
             "  --threads N       CPU threads (default: all)\n"
