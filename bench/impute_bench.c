@@ -8,7 +8,7 @@
  * /usr/bin/python3: its eigendecomposition of the same Laplacian and a few of
  * its iterations on the same size, for a per-phase ratio.
  *
- *   impute_bench [--graph FILE] [--ratios 0.5,0.6,0.7,0.8,0.9] [--seeds 1]
+ *   impute_bench [--graph FILE] [--ratios 0.5,0.6,0.7,0.8,0.9] [--seeds 1] [--first-seed 1]
  *                [--m 50] [--n 50] [--rank 5] [--precision single|double]
  *                [--iters C] [--inner T] [--decay c] [--tol e] [--accelerate 0|1]
  *                [--threads N] [--no-peer] [--peer-iters 3]
@@ -36,6 +36,7 @@ typedef struct {
     double ratios[MAX_RATIOS];
     int num_ratios;
     int seeds;
+    int first_seed;
     int64_t m, n, rank;
     lac_dtype precision;
     lac_impute_params params;
@@ -52,6 +53,7 @@ static int parse(int argc, char **argv, options *o)
     memcpy(o->ratios, defaults, sizeof defaults);
     o->num_ratios = 5;
     o->seeds = 1;
+    o->first_seed = 1;
     o->m = o->n = 50;
     o->rank = 5;
     o->precision = LAC_FLOAT32;
@@ -79,6 +81,7 @@ static int parse(int argc, char **argv, options *o)
                 if (end == s && *s) break;
             }
         } else if (strcmp(a, "--seeds") == 0) o->seeds = atoi(v);
+        else if (strcmp(a, "--first-seed") == 0) o->first_seed = atoi(v);
         else if (strcmp(a, "--m") == 0) o->m = atoll(v);
         else if (strcmp(a, "--n") == 0) o->n = atoll(v);
         else if (strcmp(a, "--rank") == 0) o->rank = atoll(v);
@@ -250,7 +253,7 @@ int main(int argc, char **argv)
         double rmse_all = 0, rmse_miss = 0, secs = 0, phase[3] = {0, 0, 0}, floor_rmse = 0;
         int64_t iters = 0, missing = 0;
         for (int s = 0; s < o.seeds; s++) {
-            lac_impute_gen_params gp = {m, n, o.rank, ratio, (uint64_t)(s + 1)};
+            lac_impute_gen_params gp = {m, n, o.rank, ratio, (uint64_t)(o.first_seed + s)};
             lac_impute_result res;
             if (lac_impute_generate(ctx, &gp, gft, &truth, &mask) < 0 ||
                 lac_impute(ctx, &o.params, gft, &truth, &mask, &truth, &out, &res) < 0) {

@@ -12,8 +12,8 @@ lac_impute_params lac_impute_params_default(void)
 {
     lac_impute_params p;
     memset(&p, 0, sizeof p);
-    /* Not the paper's values (unstated but for C = 20): these reach its
-     * Table 3 accuracy in fewer iterations (bench/RESULTS-impute.md). */
+    /* Not the paper's (which states C = 20 only): a faster λ decay with
+     * acceleration gets as far in fewer iterations (bench/RESULTS-impute.md). */
     p.decay = 0.25;
     p.steps = 8;
     p.inner = 15;
