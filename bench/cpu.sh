@@ -14,3 +14,7 @@ echo "== map: the same with a plan (deterministic segmented reduction; build tim
 echo
 echo "== map: smaller sources, many targets"
 "$bench/map_bench" -m 4M -n 100k,1M --dist uniform,zipf -w 2 -r 10 --threads "$threads"
+echo
+echo "== impute: the paper's ego-Facebook protocol (50 x 50 x 4039, rank 5), with the numpy peer"
+"$bench/impute_bench" --graph "$(dirname "$0")/../data/ego-facebook/facebook_combined.txt" \
+    --ratios 0.5,0.7,0.9 --seeds 1 --threads "$threads"
