@@ -173,6 +173,23 @@ section_map() {
     "$PYTHON" bench/compare.py "$OUT/map.jsonl" "$OUT/peers.jsonl" >"$OUT/map_table.txt"
 }
 
+# mf (added by the mf capability): CUSGD++ timed by bench/mf_bench on the
+# MovieLens-10M and Netflix shapes at F = 32 and 128 (MF_EPOCHS epochs, default
+# 100; the peer is Lacuna's CPU path on every host core, MF_PEER_EPOCHS
+# epochs). Its CUDA tests (tests/cuda/test_mf_cuda.c) run in section test.
+section_mf() {
+    local e=${MF_EPOCHS:-100} p=${MF_PEER_EPOCHS:-2}
+    : >"$OUT/mf.txt"
+    for shape in ml10m netflix; do
+        say "mf_bench --device cuda --shape $shape -k 32,128 --epochs $e"
+        "$BUILD/bench/mf_bench" --device cuda --shape "$shape" -k 32,128 --epochs "$e" --peer-epochs "$p" \
+            >>"$OUT/mf.txt" 2>>"$OUT/mf_bench.log" || say "mf_bench $shape FAILED (see mf_bench.log)"
+    done
+    cat "$OUT/mf.txt" | tee -a "$SUMMARY"
+}
+DEVICE_SECTIONS_ALL="$DEVICE_SECTIONS_ALL mf"
+printenv DEVICE_SECTIONS >/dev/null || DEVICE_SECTIONS=$DEVICE_SECTIONS_ALL
+
 # ---------------------------------------------------------------------------
 machine_facts
 for s in $DEVICE_SECTIONS; do

@@ -213,7 +213,8 @@ int main(int argc, char **argv)
 
     lac_ctx_params cp = lac_ctx_params_default();
     cp.threads = threads;
-    cp.backend = !strcmp(device, "cuda") ? LAC_BACKEND_CUDA : LAC_BACKEND_CPU;
+    const int on_cuda = !strcmp(device, "cuda");
+    cp.backend = on_cuda ? LAC_BACKEND_CUDA : LAC_BACKEND_CPU;
     lac_ctx_t ctx, host;
     if (lac_ctx_create(&cp, &ctx) != LAC_SUCCESS) {
         fprintf(stderr, "mf_bench: no context for %s: %s\n", device, lac_last_error(NULL));
@@ -237,7 +238,7 @@ int main(int argc, char **argv)
             shape, scale, (long long)nu, (long long)ni, (long long)n, (long long)lac_ratings_count(valid), gen_s);
 
     double bw = NAN, rate = NAN;
-    if (cp.backend == LAC_BACKEND_CPU && strcmp(device, "cuda")) {
+    if (!on_cuda) {
         bw = host_copy_bandwidth(nthreads);
         rate = host_flop_rate(nthreads);
     } else {
@@ -259,15 +260,17 @@ int main(int argc, char **argv)
         if (a) lac_device_free(ctx, a);
         if (b) lac_device_free(ctx, b);
     }
-    if (!json)
-        printf("# %s, %d threads; copy bandwidth %.1f GB/s%s%.1f Gflop/s\n", device, nthreads, bw * 1e-9,
-               isnan(rate) ? "" : ", multiply-add rate ", isnan(rate) ? 0.0 : rate * 1e-9);
+    if (!json) {
+        printf("# %s, %d threads; copy bandwidth %.1f GB/s", device, nthreads, bw * 1e-9);
+        if (!isnan(rate)) printf(", multiply-add rate %.1f Gflop/s", rate * 1e-9);
+        printf("\n");
+    }
 
     /* the peer's arrays */
     int64_t *pu = NULL, *pi = NULL;
     float *pv = NULL;
     double mean = 0;
-    if (peer_epochs > 0 && cp.backend == LAC_BACKEND_CPU) {
+    if (peer_epochs > 0 && !on_cuda) {
         pu = malloc(sizeof(int64_t) * (size_t)n);
         pi = malloc(sizeof(int64_t) * (size_t)n);
         pv = malloc(sizeof(float) * (size_t)n);
@@ -279,7 +282,7 @@ int main(int argc, char **argv)
     }
     if (!json)
         printf("%5s %9s %9s %12s %10s %9s %11s %10s %8s %10s %8s\n", "k", "sgd_ms", "+valid_ms", "updates/s",
-               "best_rmse", "ep@1%", "time@1%_s", "floor_ms", "floor/t", cp.backend == LAC_BACKEND_CPU ? "serial_ms" : "cpu_ms",
+               "best_rmse", "ep@1%", "time@1%_s", "floor_ms", "floor/t", !on_cuda ? "serial_ms" : "cpu_ms",
                "speedup");
     for (int c = 0; c < nk; c++) {
         lac_mf_params p = lac_mf_params_default();
@@ -330,7 +333,7 @@ int main(int argc, char **argv)
         /* the peer: on the CPU the serial loop; on CUDA this library's CPU
          * path with every host thread (epochs without validation) */
         double peer_s = NAN;
-        if (peer_epochs > 0 && cp.backend == LAC_BACKEND_CPU) {
+        if (peer_epochs > 0 && !on_cuda) {
             peer_s = serial_sgd_epochs(pu, pi, pv, n, nu, ni, ks[c], peer_epochs, mean);
         } else if (peer_epochs > 0) {
             lac_mf_params q = p;
@@ -352,7 +355,7 @@ int main(int argc, char **argv)
                    "\"peer\":\"%s\",\"peer_epoch_ms\":%.4g}\n",
                    shape, scale, device, nthreads, ks[c], (long long)n, sgd_s * 1e3, epoch_s * 1e3, (double)n / sgd_s,
                    best, hit, to_target, hit ? tr->seconds[hit] : NAN, floor_s * 1e3,
-                   cp.backend == LAC_BACKEND_CPU ? "serial-loop" : "lacuna-cpu", peer_s * 1e3);
+                   !on_cuda ? "serial-loop" : "lacuna-cpu", peer_s * 1e3);
         else
             printf("%5d %9.3f %9.3f %12.4g %10.5f %9d %11.4f %10.3f %8.3f %10.1f %8.2f\n", ks[c], sgd_s * 1e3,
                    epoch_s * 1e3, (double)n / sgd_s, best, hit, to_target, floor_s * 1e3, floor_s / sgd_s,

@@ -24,13 +24,13 @@ total=$(wc -l < all.txt); tr=$(wc -l < train.txt); te=$(wc -l < test.txt)
 check "split keeps every rating" "[ $((tr + te)) -eq $total ]"
 check "split holds out about 20%" "[ $te -gt $((total / 7)) ] && [ $te -lt $((total / 4)) ]"
 
-out=$("$tool" mf train --json -k 16 --threads 2 -v test.txt train.txt model.bin); rc=$?
+out=$("$tool" mf train --device cpu --json -k 16 --threads 2 -v test.txt train.txt model.bin); rc=$?
 check "train exits 0" "[ $rc -eq 0 ]"
 check "train --json has the keys" "grep -q '\"epochs\":[0-9]*,.*\"seconds\":.*\"train_rmse\":0\.[0-9]*,\"valid_rmse\":0\.[0-9]*' <<<\"\$out\""
 check "model written" "[ -s model.bin ]"
 
-"$tool" mf train --quiet --deterministic --threads 2 -k 8 -t 5 --seed 9 train.txt det1.bin
-"$tool" mf train --quiet --deterministic --threads 2 -k 8 -t 5 --seed 9 train.txt det2.bin
+"$tool" mf train --device cpu --quiet --deterministic --threads 2 -k 8 -t 5 --seed 9 train.txt det1.bin
+"$tool" mf train --device cpu --quiet --deterministic --threads 2 -k 8 -t 5 --seed 9 train.txt det2.bin
 check "--deterministic gives identical model files" "cmp -s det1.bin det2.bin"
 
 out=$("$tool" mf predict --json model.bin test.txt pred.txt); rc=$?
@@ -54,26 +54,26 @@ check "unknown user exits 2" "[ $rc -eq 2 ]"
 
 # error paths
 printf 'a b 4\nc d oops\n' > bad.txt
-err=$("$tool" mf train bad.txt m2.bin 2>&1); rc=$?
+err=$("$tool" mf train --device cpu bad.txt m2.bin 2>&1); rc=$?
 check "malformed line exits 2" "[ $rc -eq 2 ]"
 check "malformed line is named" "grep -q 'bad.txt:2:' <<<\"\$err\""
 check "no model on failure" "[ ! -e m2.bin ]"
-"$tool" mf train --skip-bad --quiet bad.txt m2.bin >/dev/null 2>&1; rc=$?
+"$tool" mf train --device cpu --skip-bad --quiet bad.txt m2.bin >/dev/null 2>&1; rc=$?
 check "--skip-bad trains on the rest" "[ $rc -eq 0 ] && [ -s m2.bin ]"
 : > empty.txt
-"$tool" mf train empty.txt m3.bin >/dev/null 2>&1; rc=$?
+"$tool" mf train --device cpu empty.txt m3.bin >/dev/null 2>&1; rc=$?
 check "empty input exits 2" "[ $rc -eq 2 ]"
 head -c 100 model.bin > trunc.bin
 err=$("$tool" mf predict trunc.bin test.txt 2>&1); rc=$?
 check "truncated model exits 2" "[ $rc -eq 2 ]"
 check "truncated model is explained" "grep -qi 'truncated\|checksum\|too short' <<<\"\$err\""
-"$tool" mf train -k 0 train.txt m4.bin >/dev/null 2>&1; rc=$?
+"$tool" mf train --device cpu -k 0 train.txt m4.bin >/dev/null 2>&1; rc=$?
 check "-k 0 exits 2" "[ $rc -eq 2 ]"
-"$tool" mf train --bogus train.txt m4.bin >/dev/null 2>&1; rc=$?
+"$tool" mf train --device cpu --bogus train.txt m4.bin >/dev/null 2>&1; rc=$?
 check "unknown option exits 2" "[ $rc -eq 2 ]"
 "$tool" mf frob >/dev/null 2>&1; rc=$?
 check "unknown verb exits 2" "[ $rc -eq 2 ]"
-"$tool" mf train --help | grep -q -- '-l2'; rc=$?
+"$tool" mf train --device cpu --help | grep -q -- '-l2'; rc=$?
 check "train --help lists -l2" "[ $rc -eq 0 ]"
 "$tool" mf predict model.bin /nonexistent/t.txt >/dev/null 2>&1; rc=$?
 check "missing test file exits 1" "[ $rc -eq 1 ]"

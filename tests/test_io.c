@@ -169,6 +169,13 @@ TEST(failed_save_leaves_no_file_and_keeps_the_old_one)
     CHECK(!file_exists("/nonexistent-dir/out.npy"));
     harness_temp_path(path, sizeof path, "keep.npy");
     CHECK_OK(ctx, lac_npy_save(ctx, path, &a));
+    /* Outputs get the ordinary mode (0666 less the umask), not mkstemp's 0600. */
+    mode_t mask = umask(022);
+    CHECK_OK(ctx, lac_npy_save(ctx, path, &a));
+    umask(mask);
+    struct stat sb;
+    CHECK(stat(path, &sb) == 0);
+    CHECK_INT(sb.st_mode & 0777, 0644);
     lac_array bad = a;
     bad.dtype = (lac_dtype)9;
     CHECK_STATUS(ctx, lac_npy_save(ctx, path, &bad), LAC_ERR_DTYPE);

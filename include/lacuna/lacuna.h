@@ -595,7 +595,10 @@ lac_status lac_mf_generate(lac_ctx_t ctx, const lac_mf_gen_params *params, lac_r
  * It costs the barriers' idle time and more epochs to the same RMSE (each
  * user's ratings are visited in B pieces; see docs/mf.md for measurements).
  * CUDA (CUSGD++): a warp owns a user row, keeps u_i in registers and updates
- * v_j in global memory (Hogwild over items: never bit-reproducible). */
+ * v_j in global memory (Hogwild over items: never bit-reproducible, so
+ * deterministic = 1 is LAC_ERR_UNSUPPORTED there). A context created with
+ * LAC_BACKEND_AUTO trains fewer than 4 M ratings on the CPU, where CUSGD++
+ * converges much more slowly (docs/mf.md). */
 typedef struct {
     int k;                    /* factors; default 32 */
     double lambda;            /* L2 regularisation of u_i, v_j (lambda_u = lambda_v); default 0.03 */

@@ -4,7 +4,16 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+/* mkstemp makes the file 0600; outputs get the usual 0666 less the umask. */
+static void use_default_mode(int fd)
+{
+    mode_t mask = umask(0);
+    umask(mask);
+    (void)fchmod(fd, 0666 & ~mask);
+}
 
 lac_status lac_atomic_open(lac_ctx_t ctx, const char *path, lac_atomic_file *af)
 {
@@ -28,6 +37,7 @@ lac_status lac_atomic_open(lac_ctx_t ctx, const char *path, lac_atomic_file *af)
         lac_atomic_abort(af);
         return lac_error(ctx, LAC_ERR_IO, "cannot create %s: %s", path, strerror(e));
     }
+    use_default_mode(fd);
     af->fp = fdopen(fd, "wb");
     if (!af->fp) {
         close(fd);

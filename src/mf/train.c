@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define LAC_MF_CUDA_MIN_AUTO_RATINGS 4000000   /* below it, --device auto trains on the CPU */
+
 static uint64_t splitmix64(uint64_t *s)
 {
     uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
@@ -166,6 +168,9 @@ lac_status lac_mf_train(lac_ctx_t ctx, const lac_mf_params *params, lac_ratings_
     if (why) return lac_error(ctx, LAC_ERR_ARGUMENT, "mf parameters: %s", why);
     if (train->count == 0) return lac_error(ctx, LAC_ERR_VALUE, "the training ratings are empty");
     if (valid && valid->count == 0) return lac_error(ctx, LAC_ERR_VALUE, "the validation ratings are empty");
+    if (params->deterministic && ctx->backend == LAC_BACKEND_CUDA)
+        return lac_error(ctx, LAC_ERR_UNSUPPORTED,
+                         "deterministic training is CPU-only (CUSGD++ updates v_j from many warps at once)");
 
     double t0 = omp_get_wtime();
     lac_status st = LAC_SUCCESS;
@@ -175,7 +180,13 @@ lac_status lac_mf_train(lac_ctx_t ctx, const lac_mf_params *params, lac_ratings_
     lac_mf_cpu_state *cpu = NULL;
     lac_mf_cuda_state *cuda = NULL;
     snapshot snap = {NULL, NULL, NULL, NULL};
-    int use_cuda = ctx->backend == LAC_BACKEND_CUDA;
+    /* CUSGD++'s warps share v_j without locks; on small data many warps meet
+     * on the same popular items and their updates overwrite each other, so it
+     * converges far slower than the CPU (measured: 0.74 against 0.58 RMSE on
+     * 270 K ratings; equal within 0.003 on 8.9 M). The automatic backend
+     * therefore keeps small problems on the CPU. */
+    int use_cuda = ctx->backend == LAC_BACKEND_CUDA &&
+                   !(ctx->params.backend == LAC_BACKEND_AUTO && train->count < LAC_MF_CUDA_MIN_AUTO_RATINGS);
     memset(&veval, 0, sizeof veval);
 
     LAC_CHECK(lac_mf_data_build(ctx, train, &data));

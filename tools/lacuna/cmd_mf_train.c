@@ -122,6 +122,7 @@ int cmd_mf_train(int argc, char **argv)
     const char *why = lac_mf_params_check(&p);
     if (why) return cli_usage_error(cmd, "%s", why);
     cli_progress_enable(!quiet);
+    if (p.deterministic && !strcmp(device, "auto")) device = "cpu";   /* CUDA training is never bit-reproducible */
 
     lac_ctx_t ctx;
     int rc = cli_make_context(cmd, device, (int)threads, &ctx);

@@ -60,81 +60,84 @@ cusgd_epoch(const int32_t *__restrict__ item, const float *__restrict__ rating, 
             float shrink, float shrink_b, int use_bias, double *__restrict__ sse_out)
 {
     const int lane = threadIdx.x & 31;
-    const int64_t run = (int64_t)blockIdx.x * WARPS_PER_BLOCK + (threadIdx.x >> 5);
-    if (run >= runs) return;
-    const int64_t u = run_user[run], lo = run_start[run], hi = run_end[run];
-    float *pu = P + u * stride;
-    float p[SLOTS], p0[SLOTS];
+    const int64_t warp = (int64_t)blockIdx.x * WARPS_PER_BLOCK + (threadIdx.x >> 5);
+    const int64_t warps = (int64_t)gridDim.x * WARPS_PER_BLOCK;
+    float sse = 0.0f;
+    for (int64_t run = warp; run < runs; run += warps) {
+        const int64_t u = run_user[run], lo = run_start[run], hi = run_end[run];
+        float *pu = P + u * stride;
+        float p[SLOTS], p0[SLOTS];
 #pragma unroll
-    for (int s = 0; s < SLOTS; s++) {
-        int f = lane + 32 * s;
-        p[s] = (FULL || f < stride) ? pu[f] : 0.0f;
-        p0[s] = p[s];
-    }
-    float bu = user_bias[u], bu0 = bu, sse = 0.0f;
-    /* software pipeline: the next rating's v_j is loaded while this one updates */
-    int32_t j_next = item[lo];
-    float r_next = rating[lo];
-    float q_next[SLOTS];
+        for (int s = 0; s < SLOTS; s++) {
+            int f = lane + 32 * s;
+            p[s] = (FULL || f < stride) ? pu[f] : 0.0f;
+            p0[s] = p[s];
+        }
+        float bu = user_bias[u], bu0 = bu;
+        /* software pipeline: the next rating's v_j is loaded while this one updates */
+        int32_t j_next = item[lo];
+        float r_next = rating[lo];
+        float q_next[SLOTS];
 #pragma unroll
-    for (int s = 0; s < SLOTS; s++) {
-        int f = lane + 32 * s;
-        q_next[s] = (FULL || f < stride) ? Q[(int64_t)j_next * stride + f] : 0.0f;
-    }
-    for (int64_t a = lo; a < hi; a++) {
-        const int32_t j = j_next;
-        const float r = r_next;
-        float q[SLOTS];
+        for (int s = 0; s < SLOTS; s++) {
+            int f = lane + 32 * s;
+            q_next[s] = (FULL || f < stride) ? Q[(int64_t)j_next * stride + f] : 0.0f;
+        }
+        for (int64_t a = lo; a < hi; a++) {
+            const int32_t j = j_next;
+            const float r = r_next;
+            float q[SLOTS];
 #pragma unroll
-        for (int s = 0; s < SLOTS; s++) q[s] = q_next[s];
-        if (a + 1 < hi) {
-            j_next = item[a + 1];
-            r_next = rating[a + 1];
+            for (int s = 0; s < SLOTS; s++) q[s] = q_next[s];
+            if (a + 1 < hi) {
+                j_next = item[a + 1];
+                r_next = rating[a + 1];
+#pragma unroll
+                for (int s = 0; s < SLOTS; s++) {
+                    int f = lane + 32 * s;
+                    q_next[s] = (FULL || f < stride) ? Q[(int64_t)j_next * stride + f] : 0.0f;
+                }
+            }
+            const float bj = use_bias ? item_bias[j] : 0.0f;
+            float part = 0.0f;
+#pragma unroll
+            for (int s = 0; s < SLOTS; s++) part = fmaf(p[s], q[s], part);
+            const float dot = warp_sum(part);
+            const float e = r - (mean + bu + bj + dot);
+            const float step = lr * e;
+            sse = fmaf(e, e, sse);
+            if (use_bias) {
+                bu = fmaf(shrink_b, bu, step);
+                if (lane == 0) item_bias[j] = fmaf(shrink_b, bj, step);
+            }
+            float *qj = Q + (int64_t)j * stride;
 #pragma unroll
             for (int s = 0; s < SLOTS; s++) {
                 int f = lane + 32 * s;
-                q_next[s] = (FULL || f < stride) ? Q[(int64_t)j_next * stride + f] : 0.0f;
+                const float pf = p[s], qf = q[s];
+                p[s] = fmaf(shrink, pf, step * qf);
+                if (FULL || f < stride) qj[f] = fmaf(shrink, qf, step * pf);
             }
         }
-        const float bj = use_bias ? item_bias[j] : 0.0f;
-        float part = 0.0f;
+        const float weight = run_weight[run];
+        if (weight < 1.0f) {
+            /* a group of warps shares this row: fold this run's change back */
 #pragma unroll
-        for (int s = 0; s < SLOTS; s++) part = fmaf(p[s], q[s], part);
-        const float dot = warp_sum(part);
-        const float e = r - (mean + bu + bj + dot);
-        const float step = lr * e;
-        sse = fmaf(e, e, sse);
-        if (use_bias) {
-            bu = fmaf(shrink_b, bu, step);
-            if (lane == 0) item_bias[j] = fmaf(shrink_b, bj, step);
-        }
-        float *qj = Q + (int64_t)j * stride;
+            for (int s = 0; s < SLOTS; s++) {
+                int f = lane + 32 * s;
+                if (FULL || f < stride) atomicAdd(pu + f, weight * (p[s] - p0[s]));
+            }
+            if (lane == 0) atomicAdd(user_bias + u, weight * (bu - bu0));
+        } else {
 #pragma unroll
-        for (int s = 0; s < SLOTS; s++) {
-            int f = lane + 32 * s;
-            const float pf = p[s], qf = q[s];
-            p[s] = fmaf(shrink, pf, step * qf);
-            if (FULL || f < stride) qj[f] = fmaf(shrink, qf, step * pf);
+            for (int s = 0; s < SLOTS; s++) {
+                int f = lane + 32 * s;
+                if (FULL || f < stride) pu[f] = p[s];
+            }
+            if (lane == 0) user_bias[u] = bu;
         }
     }
-    const float weight = run_weight[run];
-    if (weight < 1.0f) {
-        /* a group of warps shares this row: fold this run's change back */
-#pragma unroll
-        for (int s = 0; s < SLOTS; s++) {
-            int f = lane + 32 * s;
-            if (FULL || f < stride) atomicAdd(pu + f, weight * (p[s] - p0[s]));
-        }
-        if (lane == 0) atomicAdd(user_bias + u, weight * (bu - bu0));
-    } else {
-#pragma unroll
-        for (int s = 0; s < SLOTS; s++) {
-            int f = lane + 32 * s;
-            if (FULL || f < stride) pu[f] = p[s];
-        }
-        if (lane == 0) user_bias[u] = bu;
-    }
-    if (lane == 0) atomicAdd(sse_out + (run & (SSE_SLOTS - 1)), (double)sse);
+    if (lane == 0) atomicAdd(sse_out + (warp & (SSE_SLOTS - 1)), (double)sse);
 }
 
 /* The general path for F > 32 * MAX_SLOTS: u_i stays in global memory
@@ -147,34 +150,36 @@ sgd_epoch_general(const int32_t *__restrict__ item, const float *__restrict__ ra
                   float shrink, float shrink_b, int use_bias, double *__restrict__ sse_out)
 {
     const int lane = threadIdx.x & 31;
-    const int64_t run = (int64_t)blockIdx.x * WARPS_PER_BLOCK + (threadIdx.x >> 5);
-    if (run >= runs) return;
-    const int64_t u = run_user[run];
-    float *pu = P + u * stride;
+    const int64_t warp = (int64_t)blockIdx.x * WARPS_PER_BLOCK + (threadIdx.x >> 5);
+    const int64_t warps = (int64_t)gridDim.x * WARPS_PER_BLOCK;
     float sse = 0.0f;
-    for (int64_t a = run_start[run]; a < run_end[run]; a++) {
-        const int32_t j = item[a];
-        float *qj = Q + (int64_t)j * stride;
-        float part = 0.0f;
-        for (int f = lane; f < stride; f += 32) part = fmaf(pu[f], qj[f], part);
-        const float dot = warp_sum(part);
-        const float bu = user_bias[u], bj = use_bias ? item_bias[j] : 0.0f;
-        const float e = rating[a] - (mean + bu + bj + dot);
-        const float step = lr * e;
-        sse = fmaf(e, e, sse);
-        __syncwarp();
-        if (use_bias && lane == 0) {
-            user_bias[u] = fmaf(shrink_b, bu, step);
-            item_bias[j] = fmaf(shrink_b, bj, step);
+    for (int64_t run = warp; run < runs; run += warps) {
+        const int64_t u = run_user[run];
+        float *pu = P + u * stride;
+        for (int64_t a = run_start[run]; a < run_end[run]; a++) {
+            const int32_t j = item[a];
+            float *qj = Q + (int64_t)j * stride;
+            float part = 0.0f;
+            for (int f = lane; f < stride; f += 32) part = fmaf(pu[f], qj[f], part);
+            const float dot = warp_sum(part);
+            const float bu = user_bias[u], bj = use_bias ? item_bias[j] : 0.0f;
+            const float e = rating[a] - (mean + bu + bj + dot);
+            const float step = lr * e;
+            sse = fmaf(e, e, sse);
+            __syncwarp();
+            if (use_bias && lane == 0) {
+                user_bias[u] = fmaf(shrink_b, bu, step);
+                item_bias[j] = fmaf(shrink_b, bj, step);
+            }
+            for (int f = lane; f < stride; f += 32) {
+                const float pf = pu[f], qf = qj[f];
+                pu[f] = fmaf(shrink, pf, step * qf);
+                qj[f] = fmaf(shrink, qf, step * pf);
+            }
+            __syncwarp();
         }
-        for (int f = lane; f < stride; f += 32) {
-            const float pf = pu[f], qf = qj[f];
-            pu[f] = fmaf(shrink, pf, step * qf);
-            qj[f] = fmaf(shrink, qf, step * pf);
-        }
-        __syncwarp();
     }
-    if (lane == 0) atomicAdd(sse_out + (run & (SSE_SLOTS - 1)), (double)sse);
+    if (lane == 0) atomicAdd(sse_out + (warp & (SSE_SLOTS - 1)), (double)sse);
 }
 
 /* Validation: a warp per rating, the prediction clamped as on the host;
@@ -310,11 +315,29 @@ fail:
     return st;
 }
 
+/* Warps in flight. Every warp updates v_j rows without locks, and the warps
+ * on one popular item at the same time overwrite each other's updates: such a
+ * v_j gets about one effective update per warp's worth of ratings. So each
+ * warp is given at least RATINGS_PER_WARP ratings an epoch (and there are no
+ * more warps than items or runs): on small data fewer warps, each walking the
+ * run list with a stride; MovieLens-sized data and up fill the GPU. */
+#define RATINGS_PER_WARP 1024
+
+static unsigned epoch_blocks(const lac_mf_cuda_state *s)
+{
+    int64_t warps = s->nnz / RATINGS_PER_WARP;
+    if (warps < 64) warps = 64;
+    if (warps > s->num_items) warps = s->num_items;
+    if (warps > s->runs) warps = s->runs;
+    if (warps < 1) warps = 1;
+    return (unsigned)((warps + WARPS_PER_BLOCK - 1) / WARPS_PER_BLOCK);
+}
+
 template <int SLOTS>
 static void launch_slots(lac_mf_cuda_state *s, float lr, cudaStream_t stream)
 {
     const float shrink = 1.0f - lr * s->lambda, shrink_b = 1.0f - lr * s->lambda_bias;
-    const unsigned blocks = (unsigned)((s->runs + WARPS_PER_BLOCK - 1) / WARPS_PER_BLOCK);
+    const unsigned blocks = epoch_blocks(s);
     if (s->stride % 32 == 0)
         cusgd_epoch<SLOTS, true><<<blocks, 32 * WARPS_PER_BLOCK, 0, stream>>>(
             s->item, s->rating, s->run_user, s->run_start, s->run_end, s->run_weight, s->runs, s->P, s->Q,
@@ -341,7 +364,7 @@ extern "C" lac_status lac_cuda_mf_epoch(lac_ctx_t ctx, lac_mf_cuda_state *s, flo
         case 8: launch_slots<8>(s, lr, stream); break;
         default: {
             const float shrink = 1.0f - lr * s->lambda, shrink_b = 1.0f - lr * s->lambda_bias;
-            const unsigned blocks = (unsigned)((s->runs + WARPS_PER_BLOCK - 1) / WARPS_PER_BLOCK);
+            const unsigned blocks = epoch_blocks(s);
             sgd_epoch_general<<<blocks, 32 * WARPS_PER_BLOCK, 0, stream>>>(
                 s->item, s->rating, s->run_user, s->run_start, s->run_end, s->runs, s->P, s->Q, s->user_bias,
                 s->item_bias, s->stride, s->mean, lr, shrink, shrink_b, s->use_bias, s->sums);
