@@ -19,6 +19,8 @@
  *
  * Data are fresh random values each run (S uniform in [-1, 1), R uniform or
  * Zipf(1.1) over the targets, hot targets scattered by a random permutation). */
+#include "bench_util.h"
+#include "core/random.h"
 #include "lacuna/lacuna.h"
 
 #include <errno.h>
@@ -73,34 +75,7 @@ typedef struct {
 /* ------------------------------------------------------------------------ */
 /* Small helpers                                                             */
 /* ------------------------------------------------------------------------ */
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-static uint64_t splitmix64(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-static double uniform01(uint64_t *state) { return (double)(splitmix64(state) >> 11) * (1.0 / 9007199254740992.0); }
+static double uniform01(uint64_t *state) { return (double)(lac_splitmix64(state) >> 11) * (1.0 / 9007199254740992.0); }
 
 /* "40M" -> 40000000, "10k" -> 10000, "1G" -> 1e9, "123" -> 123. */
 static bool parse_size(const char *text, int64_t *out)
@@ -321,7 +296,7 @@ static bool zipf_build(zipf_table *z, int64_t n, double s, uint64_t seed)
     uint64_t st = seed;
     for (int64_t k = 0; k < n; k++) z->target_of_rank[k] = k;
     for (int64_t k = n - 1; k > 0; k--) {
-        int64_t j = (int64_t)(splitmix64(&st) % (uint64_t)(k + 1));
+        int64_t j = (int64_t)(lac_splitmix64(&st) % (uint64_t)(k + 1));
         int64_t t = z->target_of_rank[k];
         z->target_of_rank[k] = z->target_of_rank[j];
         z->target_of_rank[j] = t;
@@ -356,7 +331,7 @@ static void fill_data(void *S, lac_dtype dt, int64_t m, int64_t cols, void *R, l
                 int64_t rank = uniform01(&st) < z->prob[k] ? k : z->alias[k];
                 r = z->target_of_rank[rank];
             } else {
-                r = (int64_t)(((splitmix64(&st) >> 32) * (uint64_t)n) >> 32);
+                r = (int64_t)(((lac_splitmix64(&st) >> 32) * (uint64_t)n) >> 32);
             }
             if (it == LAC_INT32) ((int32_t *)R)[i] = (int32_t)r;
             else ((int64_t *)R)[i] = r;

@@ -20,6 +20,7 @@
  * 2k for u.v, 6k for the two row updates) over the float multiply-add rate
  * measured here with the same vector width. On CUDA the floor is (a) with the
  * device copy bandwidth (the item rows themselves are re-read from L2). */
+#include "bench_util.h"
 #include "lacuna/lacuna.h"
 
 #include <math.h>
@@ -31,26 +32,6 @@
 
 #define MAX_K 8
 #define MAX_EPOCHS 1000
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    if (n <= 0) return NAN;
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 /* Host copy bandwidth (bytes/s moved, read + write) with `threads` threads. */
 static double host_copy_bandwidth(int threads)

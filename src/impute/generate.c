@@ -3,30 +3,23 @@
  * a uniform sample of observed vertices. Every random stream is derived from
  * (seed, purpose, index), so the data do not depend on the thread count. */
 #include "impute/impute_internal.h"
+#include "core/random.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t splitmix64(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 static uint64_t stream_seed(uint64_t seed, uint64_t purpose, uint64_t index)
 {
     uint64_t s = seed ^ (purpose * 0xD1B54A32D192ED03ull);
-    splitmix64(&s);
+    lac_splitmix64(&s);
     s ^= index * 0x9E3779B97F4A7C15ull;
-    return splitmix64(&s);
+    return lac_splitmix64(&s);
 }
 
 static double uniform01(uint64_t *state)
 {
-    return ((double)(splitmix64(state) >> 11) + 0.5) * (1.0 / 9007199254740992.0);   /* in (0, 1) */
+    return ((double)(lac_splitmix64(state) >> 11) + 0.5) * (1.0 / 9007199254740992.0);   /* in (0, 1) */
 }
 
 /* Box-Muller: two standard normals per pair of uniforms. */
@@ -118,7 +111,7 @@ lac_status lac_impute_generate(lac_ctx_t ctx, const lac_impute_gen_params *param
     for (int64_t v = 0; v < N; v++) order[v] = v;
     uint64_t rng = stream_seed(params->seed, 2, 0);
     for (int64_t i = 0; i < count; i++) {
-        int64_t j = i + (int64_t)(splitmix64(&rng) % (uint64_t)(N - i));
+        int64_t j = i + (int64_t)(lac_splitmix64(&rng) % (uint64_t)(N - i));
         int64_t tmp = order[i];
         order[i] = order[j];
         order[j] = tmp;

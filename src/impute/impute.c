@@ -13,7 +13,7 @@ lac_impute_params lac_impute_params_default(void)
     lac_impute_params p;
     memset(&p, 0, sizeof p);
     /* Not the paper's (which states C = 20 only): a faster λ decay with
-     * acceleration gets as far in fewer iterations (bench/RESULTS-impute.md). */
+     * acceleration gets as far in fewer iterations (bench/RESULTS.md). */
     p.decay = 0.25;
     p.steps = 8;
     p.inner = 15;

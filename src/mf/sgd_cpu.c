@@ -12,6 +12,7 @@
  *    measured on generated data, slower convergence per epoch (each user's
  *    ratings are cut into B pieces visited at different times). */
 #include "mf/mf_internal.h"
+#include "core/random.h"
 
 #include <omp.h>
 #include <stdlib.h>
@@ -33,14 +34,6 @@ struct lac_mf_cpu_state {
     int *stratum_shift;       /* this epoch's stratum order */
     uint64_t seed;
 };
-
-static uint64_t splitmix64(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
 
 void lac_mf_cpu_end(lac_mf_cpu_state *s)
 {
@@ -315,7 +308,7 @@ lac_status lac_mf_cpu_epoch(lac_ctx_t ctx, lac_mf_cpu_state *s, float lr, int ep
     uint64_t rng = s->seed * 0x9e3779b97f4a7c15ull + (uint64_t)epoch + 1;
     for (int i = 0; i < B; i++) s->stratum_shift[i] = i;
     for (int i = B - 1; i > 0; i--) {
-        int r = (int)(splitmix64(&rng) % (uint64_t)(i + 1));
+        int r = (int)(lac_splitmix64(&rng) % (uint64_t)(i + 1));
         int t = s->stratum_shift[i];
         s->stratum_shift[i] = s->stratum_shift[r];
         s->stratum_shift[r] = t;

@@ -1,6 +1,7 @@
 /* Seeded holdout split of ratings into train and test, random or per user;
  * both halves keep the original order and the same id maps. */
 #include "mf/mf_internal.h"
+#include "core/random.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -15,14 +16,7 @@ lac_mf_split_params lac_mf_split_params_default(void)
     return p;
 }
 
-static uint64_t mix64(uint64_t z)
-{
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static double unit(uint64_t seed, uint64_t i) { return (double)(mix64(seed * 0x9e3779b97f4a7c15ull + i + 1) >> 11) * 0x1.0p-53; }
+static double unit(uint64_t seed, uint64_t i) { return (double)(lac_mix64(seed * 0x9e3779b97f4a7c15ull + i + 1) >> 11) * 0x1.0p-53; }
 
 lac_status lac_mf_split(lac_ctx_t ctx, const lac_mf_split_params *params, lac_ratings_t r, lac_ratings_t *train,
                         lac_ratings_t *test)

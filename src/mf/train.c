@@ -3,6 +3,7 @@
  * the best model kept; the epochs themselves run on the CPU backend or, through
  * the gateway, on CUSGD++. */
 #include "mf/mf_internal.h"
+#include "core/random.h"
 #include "backend/cuda/gateway.h"
 
 #include <math.h>
@@ -12,15 +13,7 @@
 
 #define LAC_MF_CUDA_MIN_AUTO_RATINGS 4000000   /* below it, --device auto trains on the CPU */
 
-static uint64_t splitmix64(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static float uniform01(uint64_t *s) { return (float)(splitmix64(s) >> 40) * (1.0f / 16777216.0f); }
+static float uniform01(uint64_t *s) { return (float)(lac_splitmix64(s) >> 40) * (1.0f / 16777216.0f); }
 
 /* Initial factors, one seeded stream per row (the same for any thread count).
  * With biases the factors model the residual: small and centred. Without,

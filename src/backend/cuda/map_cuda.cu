@@ -120,6 +120,31 @@ static lac_status describe_row(lac_ctx_t ctx, const lac_map_call *call, unsigned
     return lac_error(ctx, LAC_ERR_INTERNAL, "map: row %lld was flagged on the device but shows no fault", (long long)i);
 }
 
+/* Folds the accumulators into T (unless a row was flagged) and reports the
+ * smallest flagged row: the last step of every one-shot path. */
+lac_status map_finalize_and_report(lac_ctx_t ctx, const lac_map_call *call, const map_strategy *S,
+                                   const map_layout *L, void *scratch, void *partials, int64_t slots,
+                                   void *target, unsigned long long *fault)
+{
+    map_finalize_args f;
+    memset(&f, 0, sizeof f);
+    f.scratch = S->capacity < slots ? scratch : NULL;
+    f.partials = partials;
+    f.clusters = S->clusters;
+    f.capacity = S->capacity;
+    f.slots = slots;
+    f.value_dtype = call->value_dtype;
+    f.op = call->params.op;
+    f.accumulate = call->params.accumulate;
+    f.empty_value = call->params.empty_value;
+    f.layout = *L;
+    f.target = target;
+    f.fault = fault;
+    f.report = map_fault_report_word(ctx);
+    LAC_CHECK(map_finalize_launch(ctx, &f));
+    return map_report_fault_mapped(ctx, call, fault, f.report);
+}
+
 /* One-shot, non-deterministic map of device arrays: reduce into scratch (with
  * the checks), finalise into T unless a row was flagged. */
 extern "C" lac_status map_cuda_device(lac_ctx_t ctx, const lac_map_call *call)
@@ -155,23 +180,7 @@ extern "C" lac_status map_cuda_device(lac_ctx_t ctx, const lac_map_call *call)
     a.fault = fault;
     LAC_CHECK(map_reduce_launch(ctx, &S, &a));
 
-    map_finalize_args f;
-    memset(&f, 0, sizeof f);
-    f.scratch = S.capacity < slots ? scratch : NULL;
-    f.partials = partials;
-    f.clusters = S.clusters;
-    f.capacity = S.capacity;
-    f.slots = slots;
-    f.value_dtype = call->value_dtype;
-    f.op = call->params.op;
-    f.accumulate = call->params.accumulate;
-    f.empty_value = call->params.empty_value;
-    f.layout = L;
-    f.target = call->target;
-    f.fault = fault;
-    f.report = map_fault_report_word(ctx);
-    LAC_CHECK(map_finalize_launch(ctx, &f));
-    return map_report_fault_mapped(ctx, call, fault, f.report);
+    return map_finalize_and_report(ctx, call, &S, &L, scratch, partials, slots, call->target, fault);
 }
 
 extern "C" lac_status lac_cuda_map(lac_ctx_t ctx, const lac_map_call *call)

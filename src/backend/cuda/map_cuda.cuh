@@ -118,6 +118,11 @@ lac_status map_report_fault_mapped(lac_ctx_t ctx, const lac_map_call *call, cons
 /* This context's mapped host word for the fault flag (NULL if none could be had). */
 unsigned long long *map_fault_report_word(lac_ctx_t ctx);
 
+/* Builds the finalise arguments for a one-shot strategy, writes T (target is a
+ * device pointer) unless a row was flagged, and reports the flagged row. */
+lac_status map_finalize_and_report(lac_ctx_t ctx, const lac_map_call *call, const map_strategy *S,
+                                   const map_layout *L, void *scratch, void *partials, int64_t slots,
+                                   void *target, unsigned long long *fault);
 /* Out-of-core path: host arrays streamed through the device (map_stream_cuda.cu). */
 lac_status map_cuda_stream(lac_ctx_t ctx, const lac_map_call *call);
 /* Device-array one-shot (non-deterministic) path (map_cuda.cu). */

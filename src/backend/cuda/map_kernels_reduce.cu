@@ -42,7 +42,7 @@ namespace cg = cooperative_groups;
 /* Hot targets a block handles apart (see "Hot targets" below). */
 #define MAP_HOT_MAX 128
 /* Targets too large for one block: a pair of blocks up to this many slots,
- * a quad beyond (bench/RESULTS-map-gpu.md). */
+ * a quad beyond (bench/RESULTS.md). */
 #define MAP_PAIR_SLOTS 600000
 
 /* ------------------------------------------------------------------------ */
@@ -786,7 +786,7 @@ extern "C" lac_status map_strategy_choose(lac_ctx_t ctx, const lac_map_call *cal
         } else if ((size_t)pitch_for(slots) * slot_bytes <= budget) {
             cluster_size = 1;
         } else if (!simple && !(L->kind != MAP_KIND_ADD && L->acc_size == 8)) {
-            /* Measured on an H100 (bench/RESULTS-map-gpu.md): remote
+            /* Measured on an H100 (bench/RESULTS.md): remote
              * distributed-shared-memory atomics and L2 atomics are each slower
              * than local shared atomics, but they run side by side; a pair or
              * quad of blocks privatising what fits, the rest going to global
@@ -902,7 +902,7 @@ extern "C" lac_status map_reduce_launch(lac_ctx_t ctx, const map_strategy *s, co
         /* Sampling for hot targets pays where their atomics go to L2 (many
          * targets). With the target privatised, the block's private copies
          * (lane % copies) already spread a hot target's lanes, and a sample
-         * costs more than it saves (bench/RESULTS-map-gpu.md). Small inputs:
+         * costs more than it saves (bench/RESULTS.md). Small inputs:
          * too few rows for contention to matter. */
         int sample = s->capacity == 0 && args->rows >= 16 * (int64_t)MAP_HOT_SAMPLES;
         int mode = (args->op == LAC_MAP_COUNT ? 2 : 0) + (args->weights ? 1 : 0);

@@ -130,25 +130,7 @@ extern "C" lac_status map_cuda_stream(lac_ctx_t ctx, const lac_map_call *call)
             LAC_CUDA_CHECK_GOTO(ctx, cudaEventRecord(consumed[k], stream), st, done);
         }
     }
-    {
-        map_finalize_args f;
-        memset(&f, 0, sizeof f);
-        f.scratch = S.capacity < slots ? scratch : NULL;
-        f.partials = partials;
-        f.clusters = S.clusters;
-        f.capacity = S.capacity;
-        f.slots = slots;
-        f.value_dtype = call->value_dtype;
-        f.op = call->params.op;
-        f.accumulate = call->params.accumulate;
-        f.empty_value = call->params.empty_value;
-        f.layout = L;
-        f.target = t_dev;
-        f.fault = fault;
-        f.report = map_fault_report_word(ctx);
-        LAC_CHECK_GOTO(map_finalize_launch(ctx, &f), st, done);
-        LAC_CHECK_GOTO(map_report_fault_mapped(ctx, call, fault, f.report), st, done);
-    }
+    LAC_CHECK_GOTO(map_finalize_and_report(ctx, call, &S, &L, scratch, partials, slots, t_dev, fault), st, done);
     if (t_bytes) {
         LAC_CUDA_CHECK_GOTO(ctx, cudaMemcpyAsync(call->target, t_dev, t_bytes, cudaMemcpyDeviceToHost, stream), st, done);
         LAC_CUDA_CHECK_GOTO(ctx, cudaStreamSynchronize(stream), st, done);
