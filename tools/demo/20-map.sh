@@ -42,6 +42,6 @@ paste "$WORK/degree.txt" "$WORK/mean_friend_degree.txt" "$WORK/max_friend_degree
   awk 'NR <= 5 { printf "  vertex %d: degree %d, friends'\'' mean %.2f, max %d\n", NR - 1, $1, $2, $3 }'
 
 echo
-echo "-- one plan (the bridge sorted once), two sources; deterministic, timed (JSON):"
+echo "-- one plan (the bridge checked once), two sources; deterministic, timed (JSON):"
 "$LACUNA" map --plan --bridge "$WORK/endpoints.txt" --source "$WORK/ones.txt" --source "$WORK/neighbour_degree.txt" \
   --out "$WORK/plan_degree.npy" --out "$WORK/plan_friend_degree_sum.npy" --repeat 5 --json --quiet

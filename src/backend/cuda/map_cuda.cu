@@ -120,6 +120,26 @@ static lac_status describe_row(lac_ctx_t ctx, const lac_map_call *call, unsigned
     return lac_error(ctx, LAC_ERR_INTERNAL, "map: row %lld was flagged on the device but shows no fault", (long long)i);
 }
 
+/* The reduction arguments every one-shot path shares; the caller sets the
+ * rows (source, bridge, weights, rows, row0) and partials_fresh. */
+map_reduce_args map_reduce_args_for(const lac_map_call *call, const map_layout *L, void *scratch, void *partials,
+                                    unsigned long long *fault)
+{
+    map_reduce_args a;
+    memset(&a, 0, sizeof a);
+    a.n = call->n;
+    a.b = call->b;
+    a.value_dtype = call->value_dtype;
+    a.index_dtype = call->index_dtype;
+    a.op = call->params.op;
+    a.nan_policy = call->params.nan_policy;
+    a.layout = *L;
+    a.scratch = scratch;
+    a.partials = partials;
+    a.fault = fault;
+    return a;
+}
+
 /* Folds the accumulators into T (unless a row was flagged) and reports the
  * smallest flagged row: the last step of every one-shot path. */
 lac_status map_finalize_and_report(lac_ctx_t ctx, const lac_map_call *call, const map_strategy *S,
@@ -160,24 +180,13 @@ extern "C" lac_status map_cuda_device(lac_ctx_t ctx, const lac_map_call *call)
     map_scratch_carve(ws, &L, &S, slots, &scratch, &partials, &fault);
     LAC_CHECK(map_scratch_init(ctx, &L, S.capacity < slots ? scratch : NULL, slots, fault));
 
-    map_reduce_args a;
-    memset(&a, 0, sizeof a);
+    map_reduce_args a = map_reduce_args_for(call, &L, scratch, partials, fault);
     a.source = call->source;
     a.bridge = call->bridge;
     a.weights = call->weights;
     a.rows = call->m;
     a.row0 = 0;
-    a.n = call->n;
-    a.b = call->b;
-    a.value_dtype = call->value_dtype;
-    a.index_dtype = call->index_dtype;
-    a.op = call->params.op;
-    a.nan_policy = call->params.nan_policy;
-    a.layout = L;
-    a.scratch = scratch;
-    a.partials = partials;
     a.partials_fresh = 1;
-    a.fault = fault;
     LAC_CHECK(map_reduce_launch(ctx, &S, &a));
 
     return map_finalize_and_report(ctx, call, &S, &L, scratch, partials, slots, call->target, fault);

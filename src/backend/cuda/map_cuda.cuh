@@ -118,6 +118,9 @@ lac_status map_report_fault_mapped(lac_ctx_t ctx, const lac_map_call *call, cons
 /* This context's mapped host word for the fault flag (NULL if none could be had). */
 unsigned long long *map_fault_report_word(lac_ctx_t ctx);
 
+/* The reduction arguments shared by the one-shot paths (the caller sets the rows). */
+map_reduce_args map_reduce_args_for(const lac_map_call *call, const map_layout *L, void *scratch, void *partials,
+                                    unsigned long long *fault);
 /* Builds the finalise arguments for a one-shot strategy, writes T (target is a
  * device pointer) unless a row was flagged, and reports the flagged row. */
 lac_status map_finalize_and_report(lac_ctx_t ctx, const lac_map_call *call, const map_strategy *S,

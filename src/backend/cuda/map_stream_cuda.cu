@@ -92,18 +92,7 @@ extern "C" lac_status map_cuda_stream(lac_ctx_t ctx, const lac_map_call *call)
         LAC_CUDA_CHECK_GOTO(ctx, cudaMemcpyAsync(t_dev, call->target, t_bytes, cudaMemcpyHostToDevice, stream), st, done);
 
     {
-        map_reduce_args a;
-        memset(&a, 0, sizeof a);
-        a.n = call->n;
-        a.b = call->b;
-        a.value_dtype = call->value_dtype;
-        a.index_dtype = call->index_dtype;
-        a.op = call->params.op;
-        a.nan_policy = call->params.nan_policy;
-        a.layout = L;
-        a.scratch = scratch;
-        a.partials = partials;
-        a.fault = fault;
+        map_reduce_args a = map_reduce_args_for(call, &L, scratch, partials, fault);
         int index = 0;
         for (int64_t r0 = 0; r0 < call->m; r0 += chunk, index++) {
             const int k = index & 1;
