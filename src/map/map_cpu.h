@@ -91,6 +91,16 @@ static inline int lac_map_element(const lac_map_params *p, double s, double wi, 
     return 1;
 }
 
+/* lac_map_element for element (row i, column col) of a call: reads S unless
+ * the op does not need it (COUNT under NaN propagation never looks at S). */
+static inline int lac_map_element_at(const lac_map_call *c, int64_t i, int64_t col, double wi, double *x)
+{
+    const lac_map_params *p = &c->params;
+    bool skip_source = p->op == LAC_MAP_COUNT && p->nan_policy == LAC_NAN_PROPAGATE;
+    double s = skip_source ? 0.0 : lac_map_value_at(c->source, c->value_dtype, i * c->b + col);
+    return lac_map_element(p, s, wi, x);
+}
+
 /* Reports the first NaN of source or weights in row order (weights first in a
  * row, as lac_map_scan_host does); LAC_SUCCESS when there is none. Reads no
  * bridge. */

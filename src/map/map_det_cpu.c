@@ -67,7 +67,6 @@ static int64_t owned_rows(const lac_map_call *c, int64_t lo, int64_t hi, int64_t
 {
     const lac_map_params *p = &c->params;
     const int64_t b = c->b;
-    const bool read_source = !(p->op == LAC_MAP_COUNT && p->nan_policy == LAC_NAN_PROPAGATE);
     for (int64_t i = lo; i < hi; i++) {
         int64_t r = lac_map_bridge_at(c, i);
         if (!c->bridge_checked && (uint64_t)r >= (uint64_t)c->n) return i;
@@ -77,9 +76,8 @@ static int64_t owned_rows(const lac_map_call *c, int64_t lo, int64_t hi, int64_t
         if (!mine && p->nan_policy != LAC_NAN_ERROR) continue;
         double wi = c->weights ? lac_map_value_at(c->weights, c->value_dtype, i) : 1.0;
         for (int64_t col = 0; col < b; col++) {
-            double s = read_source ? lac_map_value_at(c->source, c->value_dtype, i * b + col) : 0.0;
             double x;
-            int present = lac_map_element(p, s, wi, &x);
+            int present = lac_map_element_at(c, i, col, wi, &x);
             if (present < 0) return i;
             if (!present || !mine) continue;
             int64_t k = r * b + col;
