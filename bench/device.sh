@@ -123,6 +123,11 @@ section_map() {
     # The headline sweep.
     map_bench_run "" -m 40M -n "$ns" --dist uniform,zipf -w 3 -r 20
     [ "${MAP_PLAN:-1}" != 0 ] && map_bench_run "" -m 40M -n "$ns" --dist uniform,zipf -w 2 -r 10 --mode plan
+    # The paths the few-target ones replaced, same run: the general privatised
+    # kernel (LACUNA_MAP_CUDA_FEW=0) and the sorted plan (LACUNA_MAP_CUDA_PLAN=sorted).
+    LACUNA_MAP_CUDA_FEW=0 map_bench_run "\"strategy\":\"general-kernel\"" -m 40M -n 10k,20k --dist uniform,zipf -w 3 -r 20
+    [ "${MAP_PLAN:-1}" != 0 ] && LACUNA_MAP_CUDA_PLAN=sorted map_bench_run "\"strategy\":\"sorted-plan\"" \
+        -m 40M -n 10k,20k --dist uniform,zipf -w 2 -r 10 --mode plan
     if [ "$MAP_SWEEP" = full ]; then
         map_bench_run "" -m 4M,400M -n 10k,500k --dist uniform -w 2 -r 10
         map_bench_run "" -m 40M -n 10k,500k --dist uniform -w 2 -r 10 --mode deterministic
@@ -176,13 +181,14 @@ section_map() {
 # mf (added by the mf capability): CUSGD++ timed by bench/mf_bench on the
 # MovieLens-10M and Netflix shapes at F = 32 and 128 (MF_EPOCHS epochs, default
 # 100; the peer is Lacuna's CPU path on every host core, MF_PEER_EPOCHS
-# epochs). Its CUDA tests (tests/cuda/test_mf_cuda.c) run in section test.
+# epochs; the kernel's schedule, logged at info level, goes to mf_bench.log).
+# Its CUDA tests (tests/cuda/test_mf_cuda.c) run in section test.
 section_mf() {
     local e=${MF_EPOCHS:-100} p=${MF_PEER_EPOCHS:-2}
     : >"$OUT/mf.txt"
     for shape in ml10m netflix; do
         say "mf_bench --device cuda --shape $shape -k 32,128 --epochs $e"
-        "$BUILD/bench/mf_bench" --device cuda --shape "$shape" -k 32,128 --epochs "$e" --peer-epochs "$p" \
+        LACUNA_LOG=info "$BUILD/bench/mf_bench" --device cuda --shape "$shape" -k 32,128 --epochs "$e" --peer-epochs "$p" \
             >>"$OUT/mf.txt" 2>>"$OUT/mf_bench.log" || say "mf_bench $shape FAILED (see mf_bench.log)"
     done
     cat "$OUT/mf.txt" | tee -a "$SUMMARY"

@@ -11,7 +11,7 @@
  *
  *   mf_bench [--shape ml10m|netflix|small] [--scale F] [-k 32,128] [--epochs 100]
  *            [--device cpu|cuda] [--threads N] [--peer-epochs 2] [--deterministic]
- *            [--seed S] [--json]
+ *            [--users N --items N --ratings N] [--seed S] [--json]
  *
  * --scale F keeps a fraction F of the users and ratings (items kept), for the
  * Netflix shape on a small machine. Floor: the larger of (a) the bytes an epoch
@@ -153,6 +153,7 @@ int main(int argc, char **argv)
     double scale = 1.0;
     int ks[MAX_K] = {32, 128}, nk = 2, epochs = 100, threads = 0, peer_epochs = 2, json = 0, deterministic = 0;
     uint64_t seed = 1;
+    int64_t users = 0, items = 0, ratings = 0;   /* 0: the shape's */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--json")) { json = 1; continue; }
@@ -160,7 +161,7 @@ int main(int argc, char **argv)
         if (!strcmp(a, "--help") || !v) {
             fprintf(stderr, "usage: mf_bench [--shape ml10m|netflix|small] [--scale F] [-k 32,128] [--epochs N]\n"
                             "                [--device cpu|cuda] [--threads N] [--peer-epochs N] [--deterministic]\n"
-                            "                [--seed S] [--json]\n");
+                            "                [--users N --items N --ratings N] [--seed S] [--json]\n");
             return strcmp(a, "--help") ? 2 : 0;
         }
         i++;
@@ -172,6 +173,9 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--threads")) threads = atoi(v);
         else if (!strcmp(a, "--peer-epochs")) peer_epochs = atoi(v);
         else if (!strcmp(a, "--seed")) seed = (uint64_t)atoll(v);
+        else if (!strcmp(a, "--users")) users = atoll(v);
+        else if (!strcmp(a, "--items")) items = atoll(v);
+        else if (!strcmp(a, "--ratings")) ratings = atoll(v);
         else {
             fprintf(stderr, "mf_bench: unknown option %s\n", a);
             return 2;
@@ -188,6 +192,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "mf_bench: unknown shape %s\n", shape);
         return 2;
     }
+    if (users > 0) g.users = users;
+    if (items > 0) g.items = items;
+    if (ratings > 0) g.ratings = ratings;
     g.users = (int64_t)((double)g.users * scale);
     g.ratings = (int64_t)((double)g.ratings * scale);
     g.seed = seed;

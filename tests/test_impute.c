@@ -108,8 +108,9 @@ static void reference_impute(int N, int m, int n, const double *U, const double 
     double *Gest_hat = calloc(1, bytes), *Gnew = malloc(bytes), *lambda1 = malloc(sizeof(double) * (size_t)N);
     int t = 0;
     int64_t cap = p->max_iterations > 0 ? p->max_iterations : p->steps * p->inner;
+    double fista = 1;   /* FISTA's t_k, kept across the λ steps */
     for (int j = 1; j <= p->steps && t < cap; j++) {
-        double scale = pow(p->decay, j - 1), fista = 1;
+        double scale = pow(p->decay, j - 1);
         for (int inner = 0; inner < p->inner && t < cap; inner++) {
             t++;
             for (int i = 0; i < N * mn; i++) Gimp[i] = observed[i] ? G[i] : X[i];            /* line 7 */

@@ -438,8 +438,8 @@ typedef struct {
     double lambda;                 /* λ^1 for every frequency; 0 = σ_max per frequency */
     int accelerate;                /* 1 (default): line 7 imputes the extrapolation
                                       X_t + θ_t (X_t - X_{t-1}) on the missing entries
-                                      (accelerated proximal gradient, FISTA's θ restarting
-                                      at each λ); 0: the paper's iteration */
+                                      (accelerated proximal gradient, FISTA's θ carried
+                                      across the λ steps); 0: the paper's iteration */
     lac_impute_output output;
     lac_impute_progress_fn progress;
     void *progress_user;
@@ -594,11 +594,10 @@ lac_status lac_mf_generate(lac_ctx_t ctx, const lac_mf_gen_params *params, lac_r
  * between them, so the model depends only on the seed and the thread count.
  * It costs the barriers' idle time and more epochs to the same RMSE (each
  * user's ratings are visited in B pieces; see docs/mf.md for measurements).
- * CUDA (CUSGD++): a warp owns a user row, keeps u_i in registers and updates
+ * CUDA (CUSGD++): a group of lanes owns a user row, keeps u_i in registers and updates
  * v_j in global memory (Hogwild over items: never bit-reproducible, so
  * deterministic = 1 is LAC_ERR_UNSUPPORTED there). A context created with
- * LAC_BACKEND_AUTO trains fewer than 4 M ratings on the CPU, where CUSGD++
- * converges much more slowly (docs/mf.md). */
+ * LAC_BACKEND_AUTO trains fewer than 250 K ratings on the CPU (docs/mf.md). */
 typedef struct {
     int k;                    /* factors; default 32 */
     double lambda;            /* L2 regularisation of u_i, v_j (lambda_u = lambda_v); default 0.03 */

@@ -558,6 +558,136 @@ TEST(empty_source_writes_empty_values)
     case_free(&d);
 }
 
+/* The few-target single-launch path on a full grid (SUM and COUNT of one
+ * column in device memory, uniform and skewed bridges, float32 and float64)
+ * against the reference, with the hot keys through the index and in registers
+ * (LACUNA_MAP_CUDA_HOT_TABLE=0), and the general path (LACUNA_MAP_CUDA_FEW=0);
+ * then faulty and clean calls in turn, so that each of the context's two fault
+ * flags is set, read and reset: a clean call after a faulty one succeeds, and
+ * every faulty one names its row and leaves T as it was. */
+TEST(few_targets_single_launch_full_grid_and_alternating_faults)
+{
+    for (int vt = 0; vt < 2; vt++)
+        for (int skew = 0; skew < 2; skew++) {
+            case_data d;
+            lac_dtype vtype = vt ? LAC_FLOAT64 : LAC_FLOAT32;
+            int64_t n = 10000 + (int64_t)(harness_rand_u64(&rng) % 64);
+            case_make(&d, 3000000 + 4 * (int64_t)(harness_rand_u64(&rng) % 1000) + skew, n, 1, vtype,
+                      LAC_INT32, 0, skew);
+            double *ref = malloc(sizeof(double) * (size_t)n), *got = malloc(sizeof(double) * (size_t)n);
+            for (int o = 0; o < 4; o++) {
+                lac_map_params p = lac_map_params_default();
+                p.op = o < 2 ? LAC_MAP_SUM : LAC_MAP_COUNT;
+                d.weighted = o % 2;
+                p.accumulate = o == 1;
+                p.empty_value = o == 2 ? -2.0 : 0.0;
+                reference(&d, &p, ref);
+                for (int path = 0; path < 3; path++) {
+                    static const char *const paths[] = {"few-target", "general", "few-target (hot registers)"};
+                    if (path == 1) setenv("LACUNA_MAP_CUDA_FEW", "0", 1);
+                    if (path == 2) setenv("LACUNA_MAP_CUDA_HOT_TABLE", "0", 1);
+                    int st = run_case(gpu, &d, &p, LAC_MEM_DEVICE, RUN_MAP, got, NULL);
+                    unsetenv("LACUNA_MAP_CUDA_FEW");
+                    unsetenv("LACUNA_MAP_CUDA_HOT_TABLE");
+                    int64_t worst = -1;
+                    double e = st == LAC_SUCCESS ? compare(got, ref, n, &worst) : INFINITY;
+                    /* float32 sums of up to ~500k values on one target. */
+                    if (!(e <= (vt ? 1e-9 : 2e-3)))
+                        HARNESS_FAIL("%s path, %s skew %d op %s weights %d acc %d (m %lld n %lld): status %d (%s) err %g "
+                                     "at %lld: got %.9g want %.9g",
+                                     paths[path], lac_dtype_name(vtype), skew,
+                                     lac_map_op_name(p.op), d.weighted, p.accumulate, (long long)d.m, (long long)n, st,
+                                     lac_last_error(gpu), e, (long long)worst, worst >= 0 ? got[worst] : 0.0,
+                                     worst >= 0 ? ref[worst] : 0.0);
+                }
+            }
+            lac_map_params p = lac_map_params_default();
+            d.weighted = 0;
+            int64_t bad[3] = {d.m - 2, 7, d.m / 2 + 1};
+            for (int round = 0; round < 6; round++) {
+                if (round % 2 == 0) {
+                    int64_t row = bad[(round / 2) % 3], keep = d.R[row];
+                    d.R[row] = n + round;
+                    char want[80];
+                    snprintf(want, sizeof want, "bridge[%lld] = %lld", (long long)row, (long long)(n + round));
+                    check_rejected(&d, &p, LAC_MEM_DEVICE, RUN_MAP, LAC_ERR_RANGE, want, "few-target bad index");
+                    d.R[row] = keep;
+                } else {
+                    reference(&d, &p, ref);
+                    int st = run_case(gpu, &d, &p, LAC_MEM_DEVICE, RUN_MAP, got, NULL);
+                    int64_t worst = -1;
+                    double e = st == LAC_SUCCESS ? compare(got, ref, n, &worst) : INFINITY;
+                    if (!(e <= (vt ? 1e-9 : 2e-3)))
+                        HARNESS_FAIL("clean call after a faulty one (round %d): status %d (%s) err %g", round, st,
+                                     lac_last_error(gpu), e);
+                }
+            }
+            free(ref);
+            free(got);
+            case_free(&d);
+        }
+}
+
+/* Few-target plans (the chunk-local plan): SUM and COUNT against the float64
+ * reference (float64 sums rounded once), bit-identical from run to run, across
+ * grid sizes (LACUNA_MAP_CUDA_PLAN_GRID) and with the deterministic one-shot
+ * call; a call that plan does not serve (MEAN, MIN) runs on the sorted plan
+ * it builds on first use, also correct. */
+TEST(few_target_plans_are_bit_identical_across_runs_and_grids)
+{
+    static const char *grids[] = {"", "1", "7", "64"};
+    for (int vt = 0; vt < 2; vt++)
+        for (int shape = 0; shape < 2; shape++) {
+            case_data d;
+            lac_dtype vtype = vt ? LAC_FLOAT64 : LAC_FLOAT32;
+            int64_t n = shape ? 20000 : 5000 + (int64_t)(harness_rand_u64(&rng) % 100);
+            int64_t m = 1500000 + (int64_t)(harness_rand_u64(&rng) % 5000);
+            case_make(&d, m, n, 1, vtype, shape ? LAC_INT64 : LAC_INT32, 0, shape);
+            size_t bytes = (size_t)n * lac_dtype_size(vtype);
+            unsigned char *first = malloc(bytes), *again = malloc(bytes);
+            double *ref = malloc(sizeof(double) * (size_t)n), *got = malloc(sizeof(double) * (size_t)n);
+            for (int o = 0; o < 6; o++) {
+                lac_map_params p = lac_map_params_default();
+                p.op = o < 2 ? LAC_MAP_SUM : o < 4 ? LAC_MAP_COUNT : o == 4 ? LAC_MAP_MEAN : LAC_MAP_MIN;
+                d.weighted = o % 2;
+                p.accumulate = o == 1 || o == 5;
+                p.empty_value = o == 2 || o == 4 ? -3.0 : 0.0;
+                if (o == 0) /* leave some targets empty */
+                    for (int64_t i = 0; i < m; i++)
+                        if (d.R[i] % 97 == 5) d.R[i] = 0;
+                reference(&d, &p, ref);
+                for (int g = 0; g < 4; g++) {
+                    if (*grids[g]) setenv("LACUNA_MAP_CUDA_PLAN_GRID", grids[g], 1);
+                    int st = run_case(gpu, &d, &p, LAC_MEM_DEVICE, RUN_PLAN, got, g == 0 ? first : again);
+                    unsetenv("LACUNA_MAP_CUDA_PLAN_GRID");
+                    CHECK_INT(st, 0);
+                    if (g > 0 && memcmp(first, again, bytes) != 0)
+                        HARNESS_FAIL("%s n %lld op %s weights %d: grid %s differs from the default grid",
+                                     lac_dtype_name(vtype), (long long)n, lac_map_op_name(p.op), d.weighted, grids[g]);
+                }
+                int st = run_case(gpu, &d, &p, LAC_MEM_DEVICE, RUN_PLAN, got, again);
+                CHECK_INT(st, 0);
+                if (memcmp(first, again, bytes) != 0)
+                    HARNESS_FAIL("%s n %lld op %s: two plan runs differ", lac_dtype_name(vtype), (long long)n, lac_map_op_name(p.op));
+                p.deterministic = 1;
+                st = run_case(gpu, &d, &p, LAC_MEM_DEVICE, RUN_MAP, got, again);
+                CHECK_INT(st, 0);
+                if (memcmp(first, again, bytes) != 0)
+                    HARNESS_FAIL("%s n %lld op %s: deterministic one-shot differs from the plan", lac_dtype_name(vtype),
+                                 (long long)n, lac_map_op_name(p.op));
+                int64_t worst = -1;
+                double e = compare(got, ref, n, &worst);
+                if (!(e <= (vt ? 1e-12 : 1e-6)))
+                    HARNESS_FAIL("%s n %lld skew %d op %s weights %d acc %d: plan err %g at %lld: got %.9g want %.9g",
+                                 lac_dtype_name(vtype), (long long)n, shape, lac_map_op_name(p.op), d.weighted,
+                                 p.accumulate, e, (long long)worst, worst >= 0 ? got[worst] : 0.0,
+                                 worst >= 0 ? ref[worst] : 0.0);
+            }
+            free(first), free(again), free(ref), free(got);
+            case_free(&d);
+        }
+}
+
 int main(void)
 {
     const char *seed_env = getenv("LACUNA_TEST_SEED");
@@ -579,6 +709,8 @@ int main(void)
     RUN(bad_index_and_nan_name_the_first_position_and_leave_T);
     RUN(out_of_core_chunks_from_pageable_and_pinned_memory);
     RUN(empty_source_writes_empty_values);
+    RUN(few_targets_single_launch_full_grid_and_alternating_faults);
+    RUN(few_target_plans_are_bit_identical_across_runs_and_grids);
     lac_ctx_destroy(&gpu);
     lac_ctx_destroy(&cpu);
     return harness_finish();

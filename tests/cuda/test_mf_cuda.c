@@ -1,10 +1,13 @@
 /* mf on the CUDA backend (GPU test, label "cuda"): CUSGD++ against the CPU
  * path. Users with disjoint items have no Hogwild conflicts, so one epoch must
- * give the CPU's factors to rounding, for F = 32 (full warps), 20 and 40
- * (masked lanes) and 300 (the general path). On generated data of the
+ * give the CPU's factors to rounding, for every register layout of u_i: F = 32
+ * (8 lanes a user, one float4 each), 16 (4 lanes), 40 (4 lanes, three float4
+ * each), 128 (8 lanes, four float4), 300 (a full warp, last slot partly
+ * filled) and 1100 (the general path, u_i in global memory). On generated data of the
  * MovieLens-10M shape the validation RMSE must come within 0.005 of the
  * CPU's, and predictions of the downloaded model must reproduce the RMSE
- * reported on the device. */
+ * reported on the device. A popular item's replicas must average their
+ * updates, and rows split over several groups must still converge. */
 #include "harness.h"
 #include "lacuna/lacuna.h"
 #include "mf/mf_internal.h"
@@ -32,9 +35,9 @@ static lac_ratings_t disjoint_ratings(int users, int per_user)
 
 TEST(disjoint_users_match_the_cpu)
 {
-    lac_ratings_t r = disjoint_ratings(64, 40);   /* 40 < one warp run: sequential per user */
-    int ks[] = {32, 20, 40, 300};
-    for (int c = 0; c < 4; c++)
+    lac_ratings_t r = disjoint_ratings(64, 40);   /* 40 ratings a user: whole rows, never split */
+    int ks[] = {32, 16, 40, 128, 300, 1100};
+    for (int c = 0; c < 6; c++)
         for (int bias = 0; bias <= 1; bias++) {
             lac_mf_params p = lac_mf_params_default();
             p.k = ks[c];
@@ -57,22 +60,19 @@ TEST(disjoint_users_match_the_cpu)
     lac_ratings_destroy(&r);
 }
 
-TEST(generated_data_rmse_within_0005_of_cpu)
+/* Generated data: CPU (every core) and CUDA validation RMSE, early stopping on. */
+static void compare_on_generated(int64_t users, int64_t items, int64_t ratings, uint64_t seed, const int *ks, int nk)
 {
-    /* the MovieLens-10M shape: on small data CUSGD++ converges far slower
-     * than the CPU (lost v_j updates; docs/mf.md), and --device auto keeps
-     * such problems on the CPU */
     lac_mf_gen_params g = lac_mf_gen_params_default();
-    g.users = 69878;
-    g.items = 10677;
-    g.ratings = 10000054;
-    g.seed = 12;
+    g.users = users;
+    g.items = items;
+    g.ratings = ratings;
+    g.seed = seed;
     lac_ratings_t all = NULL, train = NULL, valid = NULL;
     CHECK_OK(cpu, lac_mf_generate(cpu, &g, &all));
     lac_mf_split_params sp = lac_mf_split_params_default();
     CHECK_OK(cpu, lac_mf_split(cpu, &sp, all, &train, &valid));
-    int ks[] = {32, 40};
-    for (int c = 0; c < 2; c++) {
+    for (int c = 0; c < nk; c++) {
         lac_mf_params p = lac_mf_params_default();
         p.k = ks[c];
         lac_mf_model_t a = NULL, b = NULL;
@@ -80,10 +80,12 @@ TEST(generated_data_rmse_within_0005_of_cpu)
         CHECK_OK(cpu_all, lac_mf_train(cpu_all, &p, train, valid, NULL, NULL, &a, &ra));
         CHECK_OK(gpu, lac_mf_train(gpu, &p, train, valid, NULL, NULL, &b, &rb));
         if (!a || !b) continue;
-        printf("    k = %d: CPU valid RMSE %.4f (%d epochs), CUDA %.4f (%d epochs)\n", ks[c], ra.valid_rmse, ra.epochs,
-               rb.valid_rmse, rb.epochs);
+        printf("    %lld x %lld, %lld ratings, k = %d: CPU valid RMSE %.4f (%d epochs), CUDA %.4f (%d epochs)\n",
+               (long long)users, (long long)items, (long long)lac_ratings_count(train), ks[c], ra.valid_rmse,
+               ra.epochs, rb.valid_rmse, rb.epochs);
         if (!(fabs(ra.valid_rmse - rb.valid_rmse) <= 0.005))
-            HARNESS_FAIL("k = %d: CUDA valid RMSE %.5f vs CPU %.5f", ks[c], rb.valid_rmse, ra.valid_rmse);
+            HARNESS_FAIL("%lld ratings, k = %d: CUDA valid RMSE %.5f vs CPU %.5f", (long long)lac_ratings_count(train),
+                         ks[c], rb.valid_rmse, ra.valid_rmse);
         double rmse;
         CHECK_OK(cpu, lac_mf_predict(cpu, b, valid, NULL, &rmse, NULL, NULL));
         CHECK_NEAR(rmse, rb.valid_rmse, 1e-4);
@@ -95,8 +97,19 @@ TEST(generated_data_rmse_within_0005_of_cpu)
     lac_ratings_destroy(&valid);
 }
 
-/* A rank-1 matrix whose users rate more than one warp run: the split rows
- * (atomic folding of u_i) must still fit it exactly. */
+TEST(generated_data_rmse_within_0005_of_cpu)
+{
+    /* the MovieLens-10M shape (popular items replicated, split rows), and
+     * small data (270 K ratings), where all of V fits in an SM's L1: it must
+     * be read through L2, or each SM trains a stale copy */
+    const int ml_ks[] = {32, 40}, small_ks[] = {32, 64};
+    compare_on_generated(69878, 10677, 10000054, 12, ml_ks, 2);
+    compare_on_generated(4000, 1500, 300000, 3, small_ks, 2);
+}
+
+/* A rank-1 matrix whose users rate more than one run holds (600 ratings a
+ * row, cut into runs over several groups): the split rows (atomic folding of
+ * u_i) must still fit it. */
 TEST(heavy_rows_split_over_warps_still_converge)
 {
     int nu = 20, ni = 600;
@@ -128,6 +141,60 @@ TEST(heavy_rows_split_over_warps_still_converge)
     free(v);
 }
 
+/* A popular item's replicas: 8 users rate one shared item (and nothing
+ * else); with a replica row per 1 rating (LACUNA_MF_CUDA_HOT=1) each user
+ * lands in its own group and updates its own replica, so one epoch must give,
+ * for each user, one step of rule (5) from the initial factors, and for the
+ * item the average of the 8 replicas' steps. The initial factors are read
+ * back from a run with a learning rate too small to change a float. */
+TEST(popular_item_replicas_average_their_updates)
+{
+    enum { USERS = 8 };
+    int64_t u[USERS], i[USERS];
+    float v[USERS];
+    for (int a = 0; a < USERS; a++) u[a] = a, i[a] = 0, v[a] = (float)(1 + a % 9 * 0.5);
+    lac_ratings_t r = NULL;
+    CHECK_OK(cpu, lac_ratings_from_arrays(cpu, USERS, u, i, v, &r));
+    int ks[] = {32, 128};
+    setenv("LACUNA_MF_CUDA_HOT", "1", 1);
+    for (int c = 0; c < 2; c++) {
+        lac_mf_params p = lac_mf_params_default();
+        p.k = ks[c];
+        p.epochs = 1;
+        p.alpha = 1e-30;
+        lac_mf_model_t m0 = NULL, m1 = NULL;
+        CHECK_OK(gpu, lac_mf_train(gpu, &p, r, NULL, NULL, NULL, &m0, NULL));
+        p.alpha = 0.05;
+        CHECK_OK(gpu, lac_mf_train(gpu, &p, r, NULL, NULL, NULL, &m1, NULL));
+        if (!m0 || !m1) continue;
+        const double lr = 0.05, shrink = 1.0 - lr * p.lambda, shrink_b = 1.0 - lr * p.lambda_bias;
+        const int stride = m0->stride;
+        const float *q0 = m0->Q;
+        double worst = 0, bias_sum = 0;
+        double *q_sum = calloc((size_t)stride, sizeof *q_sum);
+        for (int a = 0; a < USERS; a++) {
+            const float *p0 = m0->P + (int64_t)a * stride;
+            double dot = 0;
+            for (int f = 0; f < m0->k; f++) dot += (double)p0[f] * q0[f];
+            double e = v[a] - (m0->mean + m0->user_bias[a] + m0->item_bias[0] + dot), step = lr * e;
+            for (int f = 0; f < m0->k; f++) {
+                worst = fmax(worst, fabs(m1->P[(int64_t)a * stride + f] - (shrink * p0[f] + step * q0[f])));
+                q_sum[f] += shrink * q0[f] + step * p0[f];
+            }
+            worst = fmax(worst, fabs(m1->user_bias[a] - (shrink_b * m0->user_bias[a] + step)));
+            bias_sum += shrink_b * m0->item_bias[0] + step;
+        }
+        for (int f = 0; f < m0->k; f++) worst = fmax(worst, fabs(m1->Q[f] - q_sum[f] / USERS));
+        worst = fmax(worst, fabs(m1->item_bias[0] - bias_sum / USERS));
+        if (worst > 2e-5) HARNESS_FAIL("k = %d: replicas' average differs from the reference by %g", ks[c], worst);
+        free(q_sum);
+        lac_mf_model_destroy(&m0);
+        lac_mf_model_destroy(&m1);
+    }
+    unsetenv("LACUNA_MF_CUDA_HOT");
+    lac_ratings_destroy(&r);
+}
+
 int main(void)
 {
     if (lac_cuda_device_count() == 0) {
@@ -148,6 +215,7 @@ int main(void)
     RUN(disjoint_users_match_the_cpu);
     RUN(generated_data_rmse_within_0005_of_cpu);
     RUN(heavy_rows_split_over_warps_still_converge);
+    RUN(popular_item_replicas_average_their_updates);
     lac_ctx_destroy(&gpu);
     lac_ctx_destroy(&cpu);
     lac_ctx_destroy(&cpu_all);

@@ -32,36 +32,85 @@ static double as_double(const unsigned char *p, lac_dtype dt)
     return d;
 }
 
-/* A mapped pinned host word per context that the finalise pass writes the
- * fault flag into: the host reads it after the stream's synchronisation, with
- * no copy to issue (a copy back costs several microseconds a call, a sizeable
- * part of a small map). Kept for the process's life (a context's address is
- * reused only after it is destroyed, and a context serves one thread at a
- * time). */
+/* Per context, kept for the process's life (a context's address is reused
+ * only after it is destroyed, and a context serves one thread at a time):
+ *  - a mapped pinned host word that the last kernel of a call writes the fault
+ *    flag into: the host reads it after the stream's synchronisation, with no
+ *    copy to issue (a copy back costs several microseconds a call, a sizeable
+ *    part of a small map);
+ *  - two device fault flags for the single-launch paths: call k flags into
+ *    pair[parity] and resets pair[1 - parity] for call k + 1, so that no call
+ *    needs a reset of its own (a memset is one more operation on the stream). */
 #define FLAG_POOL 64
 static struct {
     const void *ctx;
     int device;
     unsigned long long *host;
+    unsigned long long *pair;   /* device, 2 words, or NULL until first asked for */
+    int parity;
 } flag_pool[FLAG_POOL];
 static int flag_count;
 static std::mutex flag_mutex;
 
+/* This context's pool entry, made on first use; -1 when the pool is full.
+ * Called with flag_mutex held. */
+static int flag_slot(lac_ctx_t ctx)
+{
+    for (int i = 0; i < flag_count; i++)
+        if (flag_pool[i].ctx == (const void *)ctx && flag_pool[i].device == ctx->cuda->device) return i;
+    if (flag_count == FLAG_POOL) return -1;
+    memset(&flag_pool[flag_count], 0, sizeof flag_pool[flag_count]);
+    flag_pool[flag_count].ctx = ctx;
+    flag_pool[flag_count].device = ctx->cuda->device;
+    return flag_count++;
+}
+
 extern "C" unsigned long long *map_fault_report_word(lac_ctx_t ctx)
 {
     std::lock_guard<std::mutex> lock(flag_mutex);
-    for (int i = 0; i < flag_count; i++)
-        if (flag_pool[i].ctx == (const void *)ctx && flag_pool[i].device == ctx->cuda->device) return flag_pool[i].host;
-    if (flag_count == FLAG_POOL) return NULL;
-    void *p = NULL;
-    if (cudaHostAlloc(&p, sizeof(unsigned long long), cudaHostAllocMapped) != cudaSuccess) {
-        cudaGetLastError();
-        return NULL;   /* the caller falls back to pageable memory */
+    int i = flag_slot(ctx);
+    if (i < 0) return NULL;
+    if (!flag_pool[i].host) {
+        void *p = NULL;
+        if (cudaHostAlloc(&p, sizeof(unsigned long long), cudaHostAllocMapped) != cudaSuccess) {
+            cudaGetLastError();
+            return NULL;   /* the caller falls back to a copy */
+        }
+        flag_pool[i].host = (unsigned long long *)p;
     }
-    flag_pool[flag_count].ctx = ctx;
-    flag_pool[flag_count].device = ctx->cuda->device;
-    flag_pool[flag_count].host = (unsigned long long *)p;
-    return flag_pool[flag_count++].host;
+    return flag_pool[i].host;
+}
+
+extern "C" lac_status map_fault_pair(lac_ctx_t ctx, unsigned long long **current, unsigned long long **next)
+{
+    *current = *next = NULL;
+    std::lock_guard<std::mutex> lock(flag_mutex);
+    int i = flag_slot(ctx);
+    if (i < 0) return LAC_SUCCESS;   /* the caller resets a workspace flag instead */
+    if (!flag_pool[i].pair) {
+        void *p = NULL;
+        LAC_CUDA_CHECK(ctx, cudaMalloc(&p, 2 * sizeof(unsigned long long)));
+        cudaError_t e = cudaMemset(p, 0xFF, 2 * sizeof(unsigned long long));
+        if (e != cudaSuccess) {
+            cudaFree(p);
+            LAC_CUDA_CHECK(ctx, e);
+        }
+        flag_pool[i].pair = (unsigned long long *)p;
+        flag_pool[i].parity = 0;
+    }
+    *current = flag_pool[i].pair + flag_pool[i].parity;
+    *next = flag_pool[i].pair + (1 - flag_pool[i].parity);
+    return LAC_SUCCESS;
+}
+
+extern "C" void map_fault_pair_advance(lac_ctx_t ctx)
+{
+    std::lock_guard<std::mutex> lock(flag_mutex);
+    for (int i = 0; i < flag_count; i++)
+        if (flag_pool[i].ctx == (const void *)ctx && flag_pool[i].device == ctx->cuda->device) {
+            flag_pool[i].parity = 1 - flag_pool[i].parity;
+            return;
+        }
 }
 
 static lac_status describe_row(lac_ctx_t ctx, const lac_map_call *call, unsigned long long row);
@@ -171,6 +220,9 @@ extern "C" lac_status map_cuda_device(lac_ctx_t ctx, const lac_map_call *call)
 {
     const int64_t slots = call->n * call->b;
     map_layout L = map_layout_for(call);
+    int taken = 0;
+    lac_status few = map_few_try(ctx, call, &L, &taken);
+    if (taken || few < 0) return few;
     map_strategy S;
     LAC_CHECK(map_strategy_choose(ctx, call, &L, &S));
     if (call->m == 0) S.capacity = 0;   /* no launch writes partials */

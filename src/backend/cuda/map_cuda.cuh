@@ -3,7 +3,9 @@
  * into before anything touches T, and the entry points of each concern:
  *   map_cuda.cu          dispatch (device arrays, host arrays, deterministic)
  *   map_kernels_reduce.cu  the atomic / privatised reduction and the finalise pass
+ *   map_few_cuda.cu      few-target SUM/COUNT in one cooperative launch
  *   map_plan_cuda.cu     plan build (radix sort) and the segmented execute
+ *   map_plan_local_cuda.cu  few-target plans: chunk-local sort, privatised execute
  *   map_stream_cuda.cu   host arrays streamed through the device in chunks */
 #ifndef LACUNA_BACKEND_CUDA_MAP_CUDA_CUH
 #define LACUNA_BACKEND_CUDA_MAP_CUDA_CUH
@@ -117,6 +119,12 @@ lac_status map_report_fault_mapped(lac_ctx_t ctx, const lac_map_call *call, cons
                                    const unsigned long long *report);
 /* This context's mapped host word for the fault flag (NULL if none could be had). */
 unsigned long long *map_fault_report_word(lac_ctx_t ctx);
+/* This context's two device fault flags for single-launch paths: the launch
+ * flags into *current (MAP_NO_FAULT on entry) and resets *next for the call
+ * after it; map_fault_pair_advance after a successful launch swaps them. Both
+ * NULL when the context could not get a pair (then reset a flag yourself). */
+lac_status map_fault_pair(lac_ctx_t ctx, unsigned long long **current, unsigned long long **next);
+void map_fault_pair_advance(lac_ctx_t ctx);
 
 /* The reduction arguments shared by the one-shot paths (the caller sets the rows). */
 map_reduce_args map_reduce_args_for(const lac_map_call *call, const map_layout *L, void *scratch, void *partials,
@@ -126,6 +134,10 @@ map_reduce_args map_reduce_args_for(const lac_map_call *call, const map_layout *
 lac_status map_finalize_and_report(lac_ctx_t ctx, const lac_map_call *call, const map_strategy *S,
                                    const map_layout *L, void *scratch, void *partials, int64_t slots,
                                    void *target, unsigned long long *fault);
+/* Few targets, SUM/COUNT of one column in device memory (map_few_cuda.cu): the
+ * whole call in one cooperative launch. *taken = 0 (and nothing done) when the
+ * call is not of that kind. */
+lac_status map_few_try(lac_ctx_t ctx, const lac_map_call *call, const map_layout *L, int *taken);
 /* Out-of-core path: host arrays streamed through the device (map_stream_cuda.cu). */
 lac_status map_cuda_stream(lac_ctx_t ctx, const lac_map_call *call);
 /* Device-array one-shot (non-deterministic) path (map_cuda.cu). */
@@ -137,6 +149,21 @@ typedef struct {
     void *offsets;            /* device, n + 1 segment starts (same dtype as order) */
     lac_dtype order_dtype;
 } map_device_plan;
+
+/* Chunk-local plans for few targets (map_plan_local_cuda.cu). */
+typedef struct map_local_plan map_local_plan;
+/* Builds one from a checked device bridge; *out stays NULL when n does not
+ * suit this kind of plan. */
+lac_status map_local_plan_build(lac_ctx_t ctx, const void *bridge, lac_dtype index_dtype, int64_t m, int64_t n,
+                                map_local_plan **out);
+void map_local_plan_free(map_local_plan *p);
+/* Runs the call (SUM/COUNT of one aligned device column, NaN propagated) and
+ * sets *taken; *taken = 0 (nothing done) for calls it does not serve. */
+lac_status map_local_plan_execute(lac_ctx_t ctx, const map_local_plan *p, const lac_map_call *call, int *taken);
+/* Writes the plan's bridge (int32, m entries, device) back out of its words. */
+lac_status map_local_plan_bridge(lac_ctx_t ctx, const map_local_plan *p, int32_t *bridge);
+/* Device bytes the plan keeps. */
+size_t map_local_plan_bytes(const map_local_plan *p);
 
 /* Deterministic one-shot map (any memory): a temporary plan, then the
  * segmented fixed-order reduction. */

@@ -25,6 +25,7 @@
  * order is float order) with a NaN code that always wins, so that they run on
  * integer atomicMin/atomicMax; an untouched slot keeps the sentinel. */
 #include "backend/cuda/map_cuda.cuh"
+#include "backend/cuda/map_device.cuh"
 
 #include <cooperative_groups.h>
 
@@ -101,37 +102,6 @@ template <int KIND, class A> __device__ __forceinline__ void kind_atomic(A *p, A
     if constexpr (KIND == MAP_KIND_ADD) atomicAdd(p, v);
     else if constexpr (KIND == MAP_KIND_MIN) atomicMin(p, v);
     else atomicMax(p, v);
-}
-
-__device__ __forceinline__ void flag_fault(unsigned long long *fault, unsigned long long row)
-{
-    if (row < *(volatile unsigned long long *)fault) atomicMin(fault, row);
-}
-
-/* ------------------------------------------------------------------------ */
-/* Vector loads: 4 consecutive elements as 16-byte streaming loads           */
-/* ------------------------------------------------------------------------ */
-__device__ __forceinline__ void load4(const float *p, float v[4])
-{
-    float4 a = __ldcs(reinterpret_cast<const float4 *>(p));
-    v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w;
-}
-__device__ __forceinline__ void load4(const double *p, double v[4])
-{
-    double2 a = __ldcs(reinterpret_cast<const double2 *>(p));
-    double2 b = __ldcs(reinterpret_cast<const double2 *>(p) + 1);
-    v[0] = a.x, v[1] = a.y, v[2] = b.x, v[3] = b.y;
-}
-__device__ __forceinline__ void load4(const int32_t *p, int32_t v[4])
-{
-    int4 a = __ldcs(reinterpret_cast<const int4 *>(p));
-    v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w;
-}
-__device__ __forceinline__ void load4(const int64_t *p, int64_t v[4])
-{
-    longlong2 a = __ldcs(reinterpret_cast<const longlong2 *>(p));
-    longlong2 b = __ldcs(reinterpret_cast<const longlong2 *>(p) + 1);
-    v[0] = a.x, v[1] = a.y, v[2] = b.x, v[3] = b.y;
 }
 
 /* ------------------------------------------------------------------------ */

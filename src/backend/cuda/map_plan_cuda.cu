@@ -25,7 +25,8 @@
 
 /* The device plan as kept in struct lac_map_plan's `device`. */
 typedef struct {
-    map_device_plan base;
+    map_device_plan base;     /* sorted plan (order NULL until built, when `local` is set) */
+    map_local_plan *local;    /* chunk-local plan (few targets), or NULL */
     int64_t *piece_offsets;   /* n + 1: first piece of each target */
     int64_t *piece_target;    /* pieces: the target of each piece */
     int64_t pieces;
@@ -185,6 +186,7 @@ static void plan_free(cuda_plan *p)
 {
     if (!p) return;
     cudaSetDevice(p->device);
+    map_local_plan_free(p->local);
     cudaFree(p->base.order);
     cudaFree(p->base.offsets);
     cudaFree(p->piece_offsets);
@@ -206,8 +208,14 @@ static lac_status plan_build(lac_ctx_t ctx, const void *bridge, lac_dtype index_
     p->n = n;
     p->device = ctx->cuda->device;
     p->base.order_dtype = m <= INT32_MAX ? LAC_INT32 : LAC_INT64;
-    lac_status st = p->base.order_dtype == LAC_INT32 ? build_typed<int32_t>(ctx, bridge, index_dtype, m, n, p)
-                                                     : build_typed<int64_t>(ctx, bridge, index_dtype, m, n, p);
+    /* Few targets: the chunk-local plan (map_plan_local_cuda.cu), unless
+     * LACUNA_MAP_CUDA_PLAN=sorted (benchmarks and tests). */
+    const char *kind = getenv("LACUNA_MAP_CUDA_PLAN");
+    lac_status st = LAC_SUCCESS;
+    if (!(kind && strcmp(kind, "sorted") == 0)) st = map_local_plan_build(ctx, bridge, index_dtype, m, n, &p->local);
+    if (st >= 0 && !p->local)
+        st = p->base.order_dtype == LAC_INT32 ? build_typed<int32_t>(ctx, bridge, index_dtype, m, n, p)
+                                              : build_typed<int64_t>(ctx, bridge, index_dtype, m, n, p);
     if (st < 0) {
         plan_free(p);
         return st;
@@ -368,8 +376,31 @@ static int group_log2_for(int64_t m, int64_t n)
     return lg;
 }
 
+/* The sorted plan of a chunk-local one, built the first time a call needs it
+ * (from the local plan's words: the bridge itself is not kept). */
+static lac_status plan_sorted(lac_ctx_t ctx, cuda_plan *p)
+{
+    if (p->base.order) return LAC_SUCCESS;
+    int32_t *bridge = NULL;
+    LAC_CUDA_CHECK(ctx, cudaMalloc(&bridge, (size_t)(p->m > 0 ? p->m : 1) * sizeof(int32_t)));
+    lac_status st = map_local_plan_bridge(ctx, p->local, bridge);
+    if (st >= 0)
+        st = p->base.order_dtype == LAC_INT32 ? build_typed<int32_t>(ctx, bridge, LAC_INT32, p->m, p->n, p)
+                                              : build_typed<int64_t>(ctx, bridge, LAC_INT32, p->m, p->n, p);
+    cudaStreamSynchronize(ctx->cuda->stream);
+    cudaFree(bridge);
+    cudaGetLastError();
+    return st;
+}
+
 static lac_status execute_device(lac_ctx_t ctx, const cuda_plan *plan, const lac_map_call *call)
 {
+    if (plan->local) {
+        int taken = 0;
+        LAC_CHECK(map_local_plan_execute(ctx, plan->local, call, &taken));
+        if (taken) return LAC_SUCCESS;   /* checked bridge, NaN propagated: nothing can fault */
+        LAC_CHECK(plan_sorted(ctx, (cuda_plan *)plan));
+    }
     cudaStream_t st = ctx->cuda->stream;
     const int64_t slots = call->n * call->b;
     const int64_t units = plan->pieces * call->b;

@@ -1,0 +1,510 @@
+/* map on the CUDA backend: the few-target one-shot sum in a single launch.
+ *
+ * SUM or COUNT (NaN propagated, one column, aligned device arrays) into a
+ * target that fits one block's shared memory: the case the issue's "few
+ * targets" rows measure. One cooperative launch does everything a call needs:
+ *  1. each block counts FEW_SAMPLE_ROWS bridge entries and sorts the targets
+ *     it saw often into "hot" (a share of 1/64 or more, at most FEW_HOT) and
+ *     "warm" (1/512 or more, at most FEW_WARM). A hot target's rows add into
+ *     the thread's own column of accumulators (found through a byte index per
+ *     target; no atomic at all; in registers, compared one by one, where the
+ *     columns do not fit), a warm target's into the lane's own
+ *     accumulator: the lanes of a warp that meet on one target of a skewed
+ *     bridge never share an address, which is what serialises shared-memory
+ *     atomics (Zipf(1.1) puts ~15% of the rows on one target);
+ *  2. the other rows go to the block's private copies of the target in shared
+ *     memory (lane l updates copy l % copies), 16-byte streaming loads with the
+ *     next step's loads issued before this step's atomics;
+ *  3. each block writes its copy as one partials row; a grid barrier; each
+ *     block then sums one slice of the targets over all partials rows and
+ *     writes T, unless a row was flagged (bad index): then T stays untouched.
+ *     A single block (small calls) writes T from its copy directly.
+ * The fault flag is one of the context's two device words (map_fault_pair),
+ * and block 0 resets the other for the next call, so the call needs no memset
+ * and no second kernel: one launch and one synchronisation, which is what the
+ * fixed cost of a small call is made of. */
+#include "backend/cuda/map_cuda.cuh"
+#include "backend/cuda/map_device.cuh"
+
+#include <cooperative_groups.h>
+
+#include <math.h>
+#include <mutex>
+#include <stdlib.h>
+#include <string.h>
+
+namespace cg = cooperative_groups;
+
+#define FEW_BLOCK 1024
+#define FEW_HOT 8                 /* hot targets a thread keeps in registers */
+#define FEW_SAMPLE_ROWS 8192      /* bridge entries each block samples (32 KB of int32) */
+#define FEW_SHARE_LOG2 6          /* "hot": at least 1/64 of the sample (a uniform bridge
+                                     over 10k targets puts ~1 row of 8192 on each) */
+#define FEW_COPIES_MAX 4
+#define FEW_WARM 64               /* "warm" targets (share 1/512 or more, not hot) with
+                                     per-lane accumulators in shared memory: the lanes of
+                                     a warp that meet on one never share an address */
+#define FEW_WARM_SHARE_LOG2 9
+
+typedef struct {
+    const void *source, *bridge, *weights;
+    int64_t rows, n;
+    void *partials;               /* grid x n values */
+    void *target;
+    unsigned long long *fault;    /* this call's flag (MAP_NO_FAULT on entry) */
+    unsigned long long *next_fault; /* reset here for the next call, or NULL */
+    unsigned long long *report;   /* mapped host word, or NULL */
+    double empty_value;
+    unsigned int pitch;           /* values between two private copies */
+    int copies;                   /* private copies per block, a power of two */
+    int accumulate;
+    int hot_cap;                  /* hot keys a block may keep (<= few_hot_max) */
+    int warm_cap;                 /* warm keys a block may keep (<= FEW_WARM; 0: no warm area) */
+    int hot_table;                /* 1: hot keys through the index into per-thread columns, not registers */
+    unsigned int warm_offset;     /* bytes from the start of dynamic shared memory to the warm area */
+} few_args;
+
+/* Hot keys kept in registers, at most: registers are few at 1024 threads. */
+template <class V, class I> __host__ __device__ constexpr int few_hot_max()
+{
+    return sizeof(V) == 4 && sizeof(I) == 4 ? FEW_HOT : FEW_HOT / 2;
+}
+
+/* The rows of one block: one vector of 4 rows per lane and step, the next
+ * step's loads issued before this step's updates. An element whose target is
+ * one of the block's H hot keys adds into this thread's register for it, one
+ * of its warm keys into its warp's accumulator for it; any other goes to the
+ * lane's private copy in shared memory. */
+template <class V, class I, int MODE, int H, bool TABLE>
+__device__ __forceinline__ void few_rows(const few_args &a, V *priv, const unsigned int *hot_keys, unsigned int nhot,
+                                         V *warm_acc, const unsigned char *warm_index, unsigned int nwarm, V *hot_cols)
+{
+    const unsigned int tid = threadIdx.x, bd = blockDim.x;
+    const int lane = tid & 31;
+    const int64_t rows = a.rows;
+    const unsigned long long un = (unsigned long long)a.n;
+    const V *S = reinterpret_cast<const V *>(a.source);
+    const I *R = reinterpret_cast<const I *>(a.bridge);
+    const V *W = reinterpret_cast<const V *>(a.weights);
+    /* Keys fit 32 bits here (n <= INT32_MAX / 4); 0xFFFFFFFF matches no key. */
+    unsigned int hk[H > 0 ? H : 1];
+    V hacc[H > 0 ? H : 1];
+#pragma unroll
+    for (int j = 0; j < H; j++) {
+        hk[j] = j < (int)nhot ? hot_keys[j] : 0xFFFFFFFFu;
+        hacc[j] = (V)0;
+    }
+    V *mine = priv + (size_t)(lane & (a.copies - 1)) * a.pitch;
+    auto put = [&](unsigned long long key, V x, int64_t row) {
+        if (key >= un) {
+            flag_fault(a.fault, (unsigned long long)row);
+            return;
+        }
+        bool hot = false;
+#pragma unroll
+        for (int j = 0; j < H; j++)
+            if ((unsigned int)key == hk[j]) {
+                hacc[j] += x;
+                hot = true;
+            }
+        if (hot) return;
+        if (TABLE) {   /* hot: this thread's own column, no atomic; warm: this lane's accumulator */
+            unsigned int wi = warm_index[key];
+            if (wi && wi <= nhot) {
+                hot_cols[(wi - 1) * FEW_BLOCK + tid] += x;
+                return;
+            }
+            if (wi) {
+                atomicAdd(warm_acc + (wi - 1 - nhot) * 32 + lane, x);
+                return;
+            }
+        } else if (nwarm) {   /* a warm key: this lane's own accumulator, no other lane of its warp meets it */
+            unsigned int wi = warm_index[key];
+            if (wi) {
+                atomicAdd(warm_acc + (wi - 1) * 32 + lane, x);
+                return;
+            }
+        }
+        atomicAdd(mine + key, x);
+    };
+    const int64_t step = (int64_t)gridDim.x * bd;   /* vectors per step, grid-wide */
+    const int64_t nvec = rows / 4;
+    V s[4] = {}, w[4] = {};
+    I r[4] = {};
+    auto load = [&](int64_t v) {
+        load4(R + 4 * v, r);
+        if (MODE < 2) load4(S + 4 * v, s);
+        if (MODE & 1) load4(W + 4 * v, w);
+    };
+    int64_t v = (int64_t)blockIdx.x * bd + tid;
+    if (v < nvec) load(v);
+    for (; v < nvec; v += step) {
+        V cs[4], cw[4];
+        I cr[4];
+#pragma unroll
+        for (int q = 0; q < 4; q++) cs[q] = s[q], cw[q] = w[q], cr[q] = r[q];
+        if (v + step < nvec) load(v + step);   /* in flight while this step's atomics run */
+#pragma unroll
+        for (int q = 0; q < 4; q++) {
+            V x = MODE == 0 ? cs[q] : MODE == 1 ? cw[q] * cs[q] : MODE == 2 ? (V)1 : cw[q];
+            put((unsigned long long)(int64_t)cr[q], x, 4 * v + q);
+        }
+    }
+    for (int64_t row = nvec * 4 + (int64_t)blockIdx.x * bd + tid; row < rows; row += (int64_t)gridDim.x * bd) {
+        V x = MODE == 0 ? S[row] : MODE == 1 ? W[row] * S[row] : MODE == 2 ? (V)1 : W[row];
+        put((unsigned long long)(int64_t)R[row], x, row);
+    }
+    /* The registers: one warp sum per hot key into copy 0. */
+#pragma unroll
+    for (int j = 0; j < H; j++) {
+        if (j >= (int)nhot) break;
+        V x = hacc[j];
+        for (int off = 16; off > 0; off >>= 1) x += __shfl_xor_sync(0xFFFFFFFFu, x, off);
+        if (lane == 0) atomicAdd(priv + hk[j], x);
+    }
+}
+
+/* MODE: 0 sum, 1 weighted sum, 2 count, 3 weighted count. */
+template <class V, class I, int MODE> __global__ void __launch_bounds__(FEW_BLOCK, 1) map_few_kernel(few_args a)
+{
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    __shared__ unsigned int hot_keys[FEW_HOT];
+    __shared__ unsigned int hot_found;
+    __shared__ unsigned int warm_keys[FEW_WARM];
+    __shared__ V red[FEW_BLOCK];
+    V *priv = reinterpret_cast<V *>(smem_raw);
+    unsigned int *counts = reinterpret_cast<unsigned int *>(smem_raw);   /* the sample, before priv is used */
+    const unsigned int tid = threadIdx.x, bd = blockDim.x;
+    const int64_t n = a.n, rows = a.rows;
+    const unsigned long long un = (unsigned long long)n;
+    const I *R = reinterpret_cast<const I *>(a.bridge);
+
+    if (blockIdx.x == 0 && tid == 0 && a.next_fault) *a.next_fault = MAP_NO_FAULT;
+
+    /* 1. Hot targets: count FEW_SAMPLE_ROWS consecutive bridge entries at
+     * this block's own offset (a skewed bridge's hot targets show in any
+     * stretch of it). */
+    for (int64_t t = tid; t < n; t += bd) counts[t] = 0u;
+    if (tid == 0) hot_found = 0;
+    __syncthreads();
+    const int64_t sample0 = (int64_t)blockIdx.x * FEW_SAMPLE_ROWS;
+    int64_t sampled = a.hot_cap > 0 ? rows - sample0 : 0;
+    if (sampled < 0) sampled = 0;
+    if (sampled > FEW_SAMPLE_ROWS) sampled = FEW_SAMPLE_ROWS;
+    for (int64_t j = tid; j < sampled; j += bd) {
+        unsigned long long key = (unsigned long long)(int64_t)R[sample0 + j];
+        if (key < un) atomicAdd(&counts[key], 1u);
+    }
+    __syncthreads();
+    unsigned int threshold = (unsigned int)(sampled >> FEW_SHARE_LOG2);
+    if (threshold < 8) threshold = 8;
+    unsigned int nhot = 0;
+    if (sampled >= 8) {
+        for (;;) {   /* raise the bar until at most hot_cap remain */
+            for (int64_t t = tid; t < n; t += bd)
+                if (counts[t] >= threshold) {
+                    unsigned int i = atomicAdd(&hot_found, 1u);
+                    if (i < FEW_HOT) hot_keys[i] = (unsigned int)t;
+                }
+            __syncthreads();
+            nhot = hot_found;
+            __syncthreads();
+            if (nhot <= (unsigned int)a.hot_cap) break;
+            if (tid == 0) hot_found = 0;
+            threshold *= 2;
+            __syncthreads();
+        }
+    }
+    /* Warm keys: a share of 1/512 or more, below the hot ones' bar. */
+    unsigned int nwarm = 0;
+    V *hot_cols = reinterpret_cast<V *>(smem_raw + a.warm_offset);   /* FEW_HOT x FEW_BLOCK, table mode */
+    V *warm_acc = hot_cols + (a.hot_table ? FEW_HOT * FEW_BLOCK : 0);
+    unsigned char *warm_index = reinterpret_cast<unsigned char *>(warm_acc + FEW_WARM * 32);
+    if (sampled >= 8 && a.warm_cap > 0) {
+        unsigned int bar = (unsigned int)(sampled >> FEW_WARM_SHARE_LOG2);
+        if (bar < 8) bar = 8;
+        if (tid == 0) hot_found = 0;
+        __syncthreads();
+        while (bar < threshold) {
+            for (int64_t t = tid; t < n; t += bd)
+                if (counts[t] >= bar && counts[t] < threshold) {
+                    unsigned int i = atomicAdd(&hot_found, 1u);
+                    if (i < FEW_WARM) warm_keys[i] = (unsigned int)t;
+                }
+            __syncthreads();
+            nwarm = hot_found;
+            __syncthreads();
+            if (nwarm <= (unsigned int)a.warm_cap) break;
+            nwarm = 0;
+            if (tid == 0) hot_found = 0;
+            bar *= 2;
+            __syncthreads();
+        }
+    }
+    for (unsigned int t = tid; t < (unsigned int)a.copies * a.pitch; t += bd) priv[t] = (V)0;
+    const bool table = a.hot_table && (nhot || nwarm);
+    if (nwarm || table) {
+        for (unsigned int t = tid; t < FEW_WARM * 32; t += bd) warm_acc[t] = (V)0;
+        if (table)
+            for (unsigned int t = tid; t < FEW_HOT * FEW_BLOCK; t += bd) hot_cols[t] = (V)0;
+        for (int64_t t = tid; t < n; t += bd) warm_index[t] = 0;
+        __syncthreads();
+        const unsigned int first_warm = table ? nhot : 0;   /* index codes: hot keys first in table mode */
+        if (table && tid < nhot) warm_index[hot_keys[tid]] = (unsigned char)(tid + 1);
+        if (tid < nwarm) warm_index[warm_keys[tid]] = (unsigned char)(first_warm + tid + 1);
+    }
+    __syncthreads();
+
+    /* 2. The rows, with as many hot-key registers as this block found (the
+     * choice is the same for the whole block). */
+    if (table) few_rows<V, I, MODE, 0, true>(a, priv, hot_keys, nhot, warm_acc, warm_index, nwarm, hot_cols);
+    else if (nhot == 0) few_rows<V, I, MODE, 0, false>(a, priv, hot_keys, 0, warm_acc, warm_index, nwarm, hot_cols);
+    else if (nhot <= 2) few_rows<V, I, MODE, 2, false>(a, priv, hot_keys, nhot, warm_acc, warm_index, nwarm, hot_cols);
+    else if (nhot <= 4) few_rows<V, I, MODE, 4, false>(a, priv, hot_keys, nhot, warm_acc, warm_index, nwarm, hot_cols);
+    else few_rows<V, I, MODE, few_hot_max<V, I>(), false>(a, priv, hot_keys, nhot, warm_acc, warm_index, nwarm, hot_cols);
+    __syncthreads();
+    /* Hot columns (table mode): one warp per key sums the block's threads' parts. */
+    if (table)
+        for (unsigned int h = tid >> 5; h < nhot; h += bd >> 5) {
+            V x = (V)0;
+            for (unsigned int t = tid & 31; t < FEW_BLOCK; t += 32) x += hot_cols[h * FEW_BLOCK + t];
+            for (int off = 16; off > 0; off >>= 1) x += __shfl_xor_sync(0xFFFFFFFFu, x, off);
+            if ((tid & 31) == 0) atomicAdd(priv + hot_keys[h], x);
+        }
+    /* Warm accumulators: one warp per key sums the 32 lanes' parts into copy 0. */
+    for (unsigned int h = tid >> 5; h < nwarm; h += bd >> 5) {
+        V x = warm_acc[h * 32 + (tid & 31)];
+        for (int off = 16; off > 0; off >>= 1) x += __shfl_xor_sync(0xFFFFFFFFu, x, off);
+        if ((tid & 31) == 0) atomicAdd(priv + warm_keys[h], x);
+    }
+    __syncthreads();
+
+    /* 3. T from the private copies: one block writes it directly; several
+     * write a partials row each and, after a grid barrier, each sums one
+     * slice of the targets over all rows. T is written only if no row was
+     * flagged (bad index): else it stays as it was. */
+    const bool empty_is_zero = a.empty_value == 0.0 && !signbit(a.empty_value);
+    V *T = reinterpret_cast<V *>(a.target);
+    auto finish = [&](int64_t k, V sum) {   /* the rules of map_finalize_kernel for one array */
+        if (a.accumulate) T[k] = T[k] + sum;
+        else if (MODE >= 2) T[k] = sum != (V)0 || empty_is_zero ? sum : (V)a.empty_value;
+        else T[k] = sum;
+    };
+    const int G = (int)gridDim.x;
+    V *P = reinterpret_cast<V *>(a.partials);
+    if (G > 1) {
+        V *out = P + (size_t)blockIdx.x * n;
+        for (int64_t t = tid; t < n; t += bd) {
+            V v = priv[t];
+            for (int c = 1; c < a.copies; c++) v += priv[(size_t)c * a.pitch + t];
+            out[t] = v;
+        }
+        __threadfence();
+        cg::this_grid().sync();
+    } else {
+        __threadfence();
+        __syncthreads();
+    }
+    const unsigned long long fault = *(volatile unsigned long long *)a.fault;
+    if (blockIdx.x == 0 && tid == 0 && a.report) *(volatile unsigned long long *)a.report = fault;
+    if (fault != MAP_NO_FAULT) return;   /* T stays as it was */
+    if (G == 1) {
+        for (int64_t t = tid; t < n; t += bd) {
+            V v = priv[t];
+            for (int c = 1; c < a.copies; c++) v += priv[(size_t)c * a.pitch + t];
+            finish(t, v);
+        }
+        return;
+    }
+    /* Slice of per targets; a tile of TW of them at a time, RG groups of
+     * threads each summing every RG-th partials row (loads unrolled, so that
+     * many are in flight), then group 0 adds the groups' sums. */
+    const int64_t per = (n + G - 1) / G, s0 = (int64_t)blockIdx.x * per;
+    const int64_t s1 = s0 + per < n ? s0 + per : n;
+    const int TW = per >= (int64_t)bd ? (int)bd : (int)((per + 31) / 32 * 32);
+    const int RG = (int)bd / TW;
+    const int group = (int)tid / TW, col = (int)tid % TW;
+    for (int64_t base = s0; base < s1; base += TW) {
+        const int64_t k = base + col;
+        V v = (V)0;
+        if (k < s1 && group < RG) {
+#pragma unroll 8
+            for (int c = group; c < G; c += RG) v += P[(size_t)c * n + k];
+        }
+        red[tid] = v;
+        __syncthreads();
+        if (group == 0 && k < s1) {
+            V sum = (V)0;
+            for (int h = 0; h < RG; h++) sum += red[h * TW + col];
+            finish(k, sum);
+        }
+        __syncthreads();
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Host side                                                                 */
+/* ------------------------------------------------------------------------ */
+template <class V, class I> static const void *few_kernel_for(int mode)
+{
+    switch (mode) {
+    case 0: return reinterpret_cast<const void *>(&map_few_kernel<V, I, 0>);
+    case 1: return reinterpret_cast<const void *>(&map_few_kernel<V, I, 1>);
+    case 2: return reinterpret_cast<const void *>(&map_few_kernel<V, I, 2>);
+    default: return reinterpret_cast<const void *>(&map_few_kernel<V, I, 3>);
+    }
+}
+
+static const void *pick_few_kernel(lac_dtype value, lac_dtype index, int mode)
+{
+    if (value == LAC_FLOAT32) return index == LAC_INT32 ? few_kernel_for<float, int32_t>(mode) : few_kernel_for<float, int64_t>(mode);
+    return index == LAC_INT32 ? few_kernel_for<double, int32_t>(mode) : few_kernel_for<double, int64_t>(mode);
+}
+
+/* Per kernel and device: the dynamic shared memory it may take and how many of
+ * its blocks fit on one SM (asked once: each query costs microseconds). */
+typedef struct {
+    int device;
+    const void *kernel;
+    size_t smem_max;
+    size_t smem_asked;
+    int per_sm;
+} few_cache_entry;
+#define FEW_CACHE 64
+static few_cache_entry few_cache[FEW_CACHE];
+static int few_cache_count;
+static std::mutex few_mutex;
+
+static lac_status few_kernel_limits(lac_ctx_t ctx, const void *kernel, size_t smem, size_t *smem_max, int *per_sm)
+{
+    int device = ctx->cuda->device;
+    {
+        std::lock_guard<std::mutex> lock(few_mutex);
+        for (int i = 0; i < few_cache_count; i++)
+            if (few_cache[i].device == device && few_cache[i].kernel == kernel &&
+                (smem == 0 || few_cache[i].smem_asked == smem)) {
+                *smem_max = few_cache[i].smem_max;
+                *per_sm = few_cache[i].per_sm;
+                return LAC_SUCCESS;
+            }
+    }
+    cudaFuncAttributes attr;
+    LAC_CUDA_CHECK(ctx, cudaFuncGetAttributes(&attr, kernel));
+    size_t max_dyn = ctx->cuda->prop.sharedMemPerBlockOptin - attr.sharedSizeBytes;
+    LAC_CUDA_CHECK(ctx, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)max_dyn));
+    int count = 0;
+    if (smem > 0) LAC_CUDA_CHECK(ctx, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&count, kernel, FEW_BLOCK, smem));
+    std::lock_guard<std::mutex> lock(few_mutex);
+    if (few_cache_count == FEW_CACHE) few_cache_count = 0;   /* a bounded table: start over */
+    few_cache_entry e = {device, kernel, max_dyn, smem, count};
+    few_cache[few_cache_count++] = e;
+    *smem_max = max_dyn;
+    *per_sm = count;
+    return LAC_SUCCESS;
+}
+
+static int aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
+
+/* Values between two private copies: a multiple of 32 plus one, so that a
+ * target's copies fall in different banks. */
+static int64_t few_pitch(int64_t n) { return (n + 31) / 32 * 32 + 1; }
+
+static int mode_of(const lac_map_call *call) { return (call->params.op == LAC_MAP_COUNT ? 2 : 0) + (call->weights ? 1 : 0); }
+
+extern "C" lac_status map_few_try(lac_ctx_t ctx, const lac_map_call *call, const map_layout *L, int *taken)
+{
+    *taken = 0;
+    const lac_map_params *p = &call->params;
+    if (call->memory != LAC_MEM_DEVICE || call->b != 1 || L->kind != MAP_KIND_ADD || L->arrays != 1) return LAC_SUCCESS;
+    if ((p->op != LAC_MAP_SUM && p->op != LAC_MAP_COUNT) || p->nan_policy != LAC_NAN_PROPAGATE) return LAC_SUCCESS;
+    if (call->m < 1 || call->n < 1 || call->n > INT32_MAX / 4) return LAC_SUCCESS;
+    if (!aligned16(call->source) || !aligned16(call->bridge) || (call->weights && !aligned16(call->weights)))
+        return LAC_SUCCESS;
+    /* Knobs for benchmarks and tests: a forced strategy, or LACUNA_MAP_CUDA_FEW=0,
+     * runs the general path instead. */
+    const char *force = getenv("LACUNA_MAP_CUDA_STRATEGY");
+    const char *few = getenv("LACUNA_MAP_CUDA_FEW");
+    if ((force && *force) || (few && strcmp(few, "0") == 0)) return LAC_SUCCESS;
+
+    const void *kernel = pick_few_kernel(call->value_dtype, call->index_dtype, mode_of(call));
+    size_t smem_max = 0;
+    int per_sm = 0;
+    LAC_CHECK(few_kernel_limits(ctx, kernel, 0, &smem_max, &per_sm));
+    const size_t vs = lac_dtype_size(call->value_dtype);
+    const int64_t pitch = few_pitch(call->n);
+    if ((size_t)pitch * vs > smem_max) return LAC_SUCCESS;   /* many targets: not this path */
+    /* The warm area (per-warp accumulators and an index byte per target),
+     * when it fits beside one copy; then as many copies as fit. Knobs for
+     * benchmarks: LACUNA_MAP_CUDA_WARM=0, LACUNA_MAP_CUDA_COPIES. */
+    const char *warm_knob = getenv("LACUNA_MAP_CUDA_WARM");
+    size_t warm_bytes = (size_t)FEW_WARM * 32 * vs + ((size_t)call->n + 15) / 16 * 16;
+    if ((warm_knob && strcmp(warm_knob, "0") == 0) || (size_t)pitch * vs + warm_bytes > smem_max) warm_bytes = 0;
+    /* Hot keys through the index into per-thread columns (the default: one
+     * byte load a row instead of a compare per hot key, measured 0.144 against
+     * 0.149 ms at 40M -> 10k Zipf, 0.150 against 0.160 at 20k), or in
+     * registers when that does not fit or LACUNA_MAP_CUDA_HOT_TABLE=0. */
+    const char *table_knob = getenv("LACUNA_MAP_CUDA_HOT_TABLE");
+    int hot_table = !(table_knob && strcmp(table_knob, "0") == 0) && warm_bytes > 0;
+    const size_t cols_bytes = (size_t)FEW_HOT * FEW_BLOCK * vs;
+    if (hot_table && (size_t)pitch * vs + warm_bytes + cols_bytes > smem_max) hot_table = 0;
+    if (hot_table) warm_bytes += cols_bytes;
+    const char *copies_knob = getenv("LACUNA_MAP_CUDA_COPIES");
+    int copies_max = copies_knob && atoi(copies_knob) > 0 ? atoi(copies_knob) : FEW_COPIES_MAX;
+    int copies = 1;
+    while (copies * 2 <= copies_max && (size_t)(copies * 2) * pitch * vs + warm_bytes <= smem_max) copies *= 2;
+    const size_t warm_offset = ((size_t)copies * pitch * vs + 15) / 16 * 16;
+    const size_t smem = warm_offset + warm_bytes;
+    LAC_CHECK(few_kernel_limits(ctx, kernel, smem, &smem_max, &per_sm));
+    if (per_sm < 1) return LAC_SUCCESS;
+
+    /* Enough rows per block to pay for its private copies' zeroing and its
+     * partials row (as map_strategy_choose), at most what is resident at once
+     * (a grid barrier needs every block resident). */
+    const cudaDeviceProp *prop = &ctx->cuda->prop;
+    int64_t grid = (int64_t)per_sm * prop->multiProcessorCount;
+    int64_t by_work = call->m / (call->n * 4 > 16384 ? call->n * 4 : 16384);
+    if (by_work < 1) by_work = 1;
+    if (by_work < grid) grid = by_work;
+
+    void *ws = NULL;
+    LAC_CHECK(lac_cuda_workspace(ctx, (size_t)grid * (size_t)call->n * vs + 256, &ws));
+    unsigned long long *fault = NULL, *next_fault = NULL;
+    LAC_CHECK(map_fault_pair(ctx, &fault, &next_fault));
+    cudaStream_t st = ctx->cuda->stream;
+    if (!fault) {   /* no pool entry left: a workspace flag, reset here */
+        fault = (unsigned long long *)((unsigned char *)ws + (size_t)grid * (size_t)call->n * vs);
+        fault = (unsigned long long *)(((uintptr_t)fault + 7) & ~(uintptr_t)7);
+        LAC_CUDA_CHECK(ctx, cudaMemsetAsync(fault, 0xFF, sizeof *fault, st));
+    }
+
+    few_args a;
+    memset(&a, 0, sizeof a);
+    a.source = call->source;
+    a.bridge = call->bridge;
+    a.weights = call->weights;
+    a.rows = call->m;
+    a.n = call->n;
+    a.partials = ws;
+    a.target = call->target;
+    a.fault = fault;
+    a.next_fault = next_fault;
+    a.report = map_fault_report_word(ctx);
+    a.empty_value = p->empty_value;
+    a.pitch = (unsigned int)pitch;
+    a.copies = copies;
+    a.accumulate = p->accumulate;
+    /* LACUNA_MAP_CUDA_HOT caps the hot keys (a benchmark knob; 0: none). */
+    const char *hot = getenv("LACUNA_MAP_CUDA_HOT");
+    const int hot_max = call->value_dtype == LAC_FLOAT32 && call->index_dtype == LAC_INT32 ? FEW_HOT : FEW_HOT / 2;
+    a.hot_cap = hot && *hot ? atoi(hot) : hot_max;
+    a.warm_cap = warm_bytes ? FEW_WARM : 0;
+    a.warm_offset = (unsigned int)warm_offset;
+    a.hot_table = hot_table;
+    if (a.hot_cap < 0 || a.hot_cap > hot_max) a.hot_cap = hot_max;
+    void *params[] = {&a};
+    LAC_CUDA_CHECK(ctx, cudaLaunchCooperativeKernel(kernel, dim3((unsigned int)grid), dim3(FEW_BLOCK), params, smem, st));
+    LAC_CUDA_CHECK_LAUNCH(ctx);
+    if (next_fault) map_fault_pair_advance(ctx);
+    *taken = 1;
+    return map_report_fault_mapped(ctx, call, fault, a.report);
+}
