@@ -430,9 +430,9 @@ typedef struct {
 typedef int (*lac_impute_progress_fn)(const lac_impute_iteration *it, void *user);
 
 typedef struct {
-    double decay;                  /* c in (0, 1); default 0.25 */
-    int64_t steps;                 /* C >= 1, the λ values; default 8 */
-    int64_t inner;                 /* T >= 1, iterations per λ at most; default 15 */
+    double decay;                  /* c in (0, 1); default 0.35 */
+    int64_t steps;                 /* C >= 1, the λ values; default 10 */
+    int64_t inner;                 /* T >= 1, iterations per λ at most; default 12 */
     double tol;                    /* ε >= 0, relative; default 1e-8 */
     int64_t max_iterations;        /* over all steps; 0 = steps · inner */
     double lambda;                 /* λ^1 for every frequency; 0 = σ_max per frequency */
