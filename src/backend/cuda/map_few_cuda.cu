@@ -3,7 +3,10 @@
  * SUM or COUNT (NaN propagated, one column, aligned device arrays) into a
  * target that fits one block's shared memory: the case the issue's "few
  * targets" rows measure. One cooperative launch does everything a call needs:
- *  1. each block counts FEW_SAMPLE_ROWS bridge entries and sorts the targets
+ *  0. each block asks L2 for the rows of its first steps (bulk prefetch), so
+ *     that DRAM works while the block sets up its shared memory;
+ *  1. each block counts the bridge entries of its own first two steps
+ *     (FEW_SAMPLE_ROWS, rows it reads anyway) and sorts the targets
  *     it saw often into "hot" (a share of 1/64 or more, at most FEW_HOT) and
  *     "warm" (1/512 or more, at most FEW_WARM). A hot target's rows add into
  *     the thread's own column of accumulators (found through a byte index per
@@ -12,9 +15,10 @@
  *     accumulator: the lanes of a warp that meet on one target of a skewed
  *     bridge never share an address, which is what serialises shared-memory
  *     atomics (Zipf(1.1) puts ~15% of the rows on one target);
- *  2. the other rows go to the block's private copies of the target in shared
- *     memory (lane l updates copy l % copies), 16-byte streaming loads with the
- *     next step's loads issued before this step's atomics;
+ *  2. the other rows go to the block's private copy of the target in shared
+ *     memory (one copy where the warm area is there; else up to 4, lane l
+ *     updating copy l % copies), 16-byte streaming loads with the next step's
+ *     loads issued before this step's atomics;
  *  3. each block writes its copy as one partials row; a grid barrier; each
  *     block then sums one slice of the targets over all partials rows and
  *     writes T, unless a row was flagged (bad index): then T stays untouched.
@@ -45,6 +49,7 @@ namespace cg = cooperative_groups;
                                      per-lane accumulators in shared memory: the lanes of
                                      a warp that meet on one never share an address */
 #define FEW_WARM_SHARE_LOG2 9
+#define FEW_PREFETCH_STEPS 4      /* steps of its own rows each block asks into L2 first */
 
 typedef struct {
     const void *source, *bridge, *weights;
@@ -62,7 +67,20 @@ typedef struct {
     int warm_cap;                 /* warm keys a block may keep (<= FEW_WARM; 0: no warm area) */
     int hot_table;                /* 1: hot keys through the index into per-thread columns, not registers */
     unsigned int warm_offset;     /* bytes from the start of dynamic shared memory to the warm area */
+    int prefetch_steps;           /* this block's first steps of R/S/w asked into L2 at the start */
+    int select;                   /* table mode: one atomic at a selected address, not three paths */
+    int prefetch_roll;            /* 1: keep prefetching prefetch_steps ahead through the rows */
 } few_args;
+
+/* Asks `bytes` (a multiple of 16) at p (16-byte aligned) into L2. */
+__device__ __forceinline__ void few_prefetch_l2(const void *p, unsigned int bytes)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
+#else
+    (void)p, (void)bytes;
+#endif
+}
 
 /* Hot keys kept in registers, at most: registers are few at 1024 threads. */
 template <class V, class I> __host__ __device__ constexpr int few_hot_max()
@@ -75,7 +93,7 @@ template <class V, class I> __host__ __device__ constexpr int few_hot_max()
  * one of the block's H hot keys adds into this thread's register for it, one
  * of its warm keys into its warp's accumulator for it; any other goes to the
  * lane's private copy in shared memory. */
-template <class V, class I, int MODE, int H, bool TABLE>
+template <class V, class I, int MODE, int H, bool TABLE, bool SELECT = false>
 __device__ __forceinline__ void few_rows(const few_args &a, V *priv, const unsigned int *hot_keys, unsigned int nhot,
                                          V *warm_acc, const unsigned char *warm_index, unsigned int nwarm, V *hot_cols)
 {
@@ -108,7 +126,14 @@ __device__ __forceinline__ void few_rows(const few_args &a, V *priv, const unsig
                 hot = true;
             }
         if (hot) return;
-        if (TABLE) {   /* hot: this thread's own column, no atomic; warm: this lane's accumulator */
+        if (TABLE && SELECT) {   /* one atomic at a selected address: no divergent paths in the warp */
+            const unsigned int wi = warm_index[key];
+            V *at = wi == 0 ? mine + key
+                    : wi <= nhot ? hot_cols + (wi - 1) * FEW_BLOCK + tid   /* hot: this thread's own column */
+                                 : warm_acc + (wi - 1 - nhot) * 32 + lane; /* warm: this lane's accumulator */
+            atomicAdd(at, x);
+            return;
+        } else if (TABLE) {   /* hot: this thread's own column, no atomic; warm: this lane's accumulator */
             unsigned int wi = warm_index[key];
             if (wi && wi <= nhot) {
                 hot_cols[(wi - 1) * FEW_BLOCK + tid] += x;
@@ -138,12 +163,25 @@ __device__ __forceinline__ void few_rows(const few_args &a, V *priv, const unsig
     };
     int64_t v = (int64_t)blockIdx.x * bd + tid;
     if (v < nvec) load(v);
+    /* Rolling L2 prefetch (a.prefetch_roll): at step k, thread 0 asks for the
+     * block's rows of step k + prefetch_steps, so that more bytes are in
+     * flight than the registers of one step hold. */
+    int64_t ahead_row = 4 * ((int64_t)blockIdx.x * bd + (int64_t)a.prefetch_steps * step);
     for (; v < nvec; v += step) {
         V cs[4], cw[4];
         I cr[4];
 #pragma unroll
         for (int q = 0; q < 4; q++) cs[q] = s[q], cw[q] = w[q], cr[q] = r[q];
         if (v + step < nvec) load(v + step);   /* in flight while this step's atomics run */
+        if (a.prefetch_roll && tid == 0) {
+            const int64_t len = 4 * nvec - ahead_row < 4 * (int64_t)bd ? 4 * nvec - ahead_row : 4 * (int64_t)bd;
+            if (len > 0) {
+                few_prefetch_l2(R + ahead_row, (unsigned int)(len * sizeof(I)));
+                if (MODE < 2) few_prefetch_l2(S + ahead_row, (unsigned int)(len * sizeof(V)));
+                if (MODE & 1) few_prefetch_l2(W + ahead_row, (unsigned int)(len * sizeof(V)));
+            }
+            ahead_row += 4 * step;
+        }
 #pragma unroll
         for (int q = 0; q < 4; q++) {
             V x = MODE == 0 ? cs[q] : MODE == 1 ? cw[q] * cs[q] : MODE == 2 ? (V)1 : cw[q];
@@ -181,19 +219,42 @@ template <class V, class I, int MODE> __global__ void __launch_bounds__(FEW_BLOC
 
     if (blockIdx.x == 0 && tid == 0 && a.next_fault) *a.next_fault = MAP_NO_FAULT;
 
-    /* 1. Hot targets: count FEW_SAMPLE_ROWS consecutive bridge entries at
-     * this block's own offset (a skewed bridge's hot targets show in any
-     * stretch of it). */
-    for (int64_t t = tid; t < n; t += bd) counts[t] = 0u;
+    /* The block's own rows of step s are [own0 + s * step_rows, + 4 bd). The
+     * first prefetch_steps of them are asked into L2 now (one bulk prefetch
+     * per array and step), so that DRAM is busy while the block samples and
+     * zeroes its shared memory below, instead of idle until the first loads. */
+    const int64_t step_rows = 4 * (int64_t)gridDim.x * bd, own0 = 4 * (int64_t)blockIdx.x * bd;
+    if (tid < (unsigned int)a.prefetch_steps) {
+        const int64_t lo = own0 + (int64_t)tid * step_rows, whole = rows / 4 * 4;
+        const int64_t len = whole - lo < 4 * (int64_t)bd ? whole - lo : 4 * (int64_t)bd;
+        if (len > 0) {
+            few_prefetch_l2(R + lo, (unsigned int)(len * sizeof(I)));
+            if (MODE < 2) few_prefetch_l2(reinterpret_cast<const V *>(a.source) + lo, (unsigned int)(len * sizeof(V)));
+            if (MODE & 1) few_prefetch_l2(reinterpret_cast<const V *>(a.weights) + lo, (unsigned int)(len * sizeof(V)));
+        }
+    }
+
+    /* 1. Hot targets: count the bridge entries of this block's first two
+     * steps (a skewed bridge's hot targets show in any stretch of it; these
+     * rows the block reads anyway, so the sample adds no DRAM traffic).
+     * Shared memory is zeroed and scanned 16 bytes at a time (the counts of
+     * keys n..n4*4 stay 0, below every bar): the block's set-up runs before
+     * its first row, so its length is paid in full. */
+    uint4 *counts4 = reinterpret_cast<uint4 *>(smem_raw);
+    const int64_t n4 = (n + 3) / 4;
+    for (int64_t t = tid; t < n4; t += bd) counts4[t] = make_uint4(0u, 0u, 0u, 0u);
     if (tid == 0) hot_found = 0;
     __syncthreads();
-    const int64_t sample0 = (int64_t)blockIdx.x * FEW_SAMPLE_ROWS;
-    int64_t sampled = a.hot_cap > 0 ? rows - sample0 : 0;
-    if (sampled < 0) sampled = 0;
-    if (sampled > FEW_SAMPLE_ROWS) sampled = FEW_SAMPLE_ROWS;
-    for (int64_t j = tid; j < sampled; j += bd) {
-        unsigned long long key = (unsigned long long)(int64_t)R[sample0 + j];
-        if (key < un) atomicAdd(&counts[key], 1u);
+    int64_t sampled = 0;
+    for (int s = 0; s < FEW_SAMPLE_ROWS / (4 * FEW_BLOCK) && a.hot_cap > 0; s++) {
+        const int64_t lo = own0 + s * step_rows;
+        const int64_t len = rows - lo < 4 * (int64_t)bd ? rows - lo : 4 * (int64_t)bd;
+        if (len <= 0) break;
+        for (int64_t j = tid; j < len; j += bd) {
+            unsigned long long key = (unsigned long long)(int64_t)R[lo + j];
+            if (key < un) atomicAdd(&counts[key], 1u);
+        }
+        sampled += len;
     }
     __syncthreads();
     unsigned int threshold = (unsigned int)(sampled >> FEW_SHARE_LOG2);
@@ -201,11 +262,16 @@ template <class V, class I, int MODE> __global__ void __launch_bounds__(FEW_BLOC
     unsigned int nhot = 0;
     if (sampled >= 8) {
         for (;;) {   /* raise the bar until at most hot_cap remain */
-            for (int64_t t = tid; t < n; t += bd)
-                if (counts[t] >= threshold) {
-                    unsigned int i = atomicAdd(&hot_found, 1u);
-                    if (i < FEW_HOT) hot_keys[i] = (unsigned int)t;
-                }
+            for (int64_t t = tid; t < n4; t += bd) {
+                const uint4 c4 = counts4[t];
+                const unsigned int c[4] = {c4.x, c4.y, c4.z, c4.w};
+#pragma unroll
+                for (int q = 0; q < 4; q++)
+                    if (c[q] >= threshold) {
+                        unsigned int i = atomicAdd(&hot_found, 1u);
+                        if (i < FEW_HOT) hot_keys[i] = (unsigned int)(4 * t + q);
+                    }
+            }
             __syncthreads();
             nhot = hot_found;
             __syncthreads();
@@ -226,11 +292,16 @@ template <class V, class I, int MODE> __global__ void __launch_bounds__(FEW_BLOC
         if (tid == 0) hot_found = 0;
         __syncthreads();
         while (bar < threshold) {
-            for (int64_t t = tid; t < n; t += bd)
-                if (counts[t] >= bar && counts[t] < threshold) {
-                    unsigned int i = atomicAdd(&hot_found, 1u);
-                    if (i < FEW_WARM) warm_keys[i] = (unsigned int)t;
-                }
+            for (int64_t t = tid; t < n4; t += bd) {
+                const uint4 c4 = counts4[t];
+                const unsigned int c[4] = {c4.x, c4.y, c4.z, c4.w};
+#pragma unroll
+                for (int q = 0; q < 4; q++)
+                    if (c[q] >= bar && c[q] < threshold) {
+                        unsigned int i = atomicAdd(&hot_found, 1u);
+                        if (i < FEW_WARM) warm_keys[i] = (unsigned int)(4 * t + q);
+                    }
+            }
             __syncthreads();
             nwarm = hot_found;
             __syncthreads();
@@ -241,13 +312,14 @@ template <class V, class I, int MODE> __global__ void __launch_bounds__(FEW_BLOC
             __syncthreads();
         }
     }
-    for (unsigned int t = tid; t < (unsigned int)a.copies * a.pitch; t += bd) priv[t] = (V)0;
     const bool table = a.hot_table && (nhot || nwarm);
+    {   /* the private copies, and behind them (contiguous) the hot columns, the
+         * warm accumulators and the index when they are used */
+        const size_t bytes = nwarm || table ? (size_t)(warm_index - smem_raw) + ((size_t)n + 15) / 16 * 16 : a.warm_offset;
+        uint4 *z = reinterpret_cast<uint4 *>(smem_raw);
+        for (size_t t = tid; t < bytes / 16; t += bd) z[t] = make_uint4(0u, 0u, 0u, 0u);
+    }
     if (nwarm || table) {
-        for (unsigned int t = tid; t < FEW_WARM * 32; t += bd) warm_acc[t] = (V)0;
-        if (table)
-            for (unsigned int t = tid; t < FEW_HOT * FEW_BLOCK; t += bd) hot_cols[t] = (V)0;
-        for (int64_t t = tid; t < n; t += bd) warm_index[t] = 0;
         __syncthreads();
         const unsigned int first_warm = table ? nhot : 0;   /* index codes: hot keys first in table mode */
         if (table && tid < nhot) warm_index[hot_keys[tid]] = (unsigned char)(tid + 1);
@@ -257,7 +329,8 @@ template <class V, class I, int MODE> __global__ void __launch_bounds__(FEW_BLOC
 
     /* 2. The rows, with as many hot-key registers as this block found (the
      * choice is the same for the whole block). */
-    if (table) few_rows<V, I, MODE, 0, true>(a, priv, hot_keys, nhot, warm_acc, warm_index, nwarm, hot_cols);
+    if (table && a.select) few_rows<V, I, MODE, 0, true, true>(a, priv, hot_keys, nhot, warm_acc, warm_index, nwarm, hot_cols);
+    else if (table) few_rows<V, I, MODE, 0, true>(a, priv, hot_keys, nhot, warm_acc, warm_index, nwarm, hot_cols);
     else if (nhot == 0) few_rows<V, I, MODE, 0, false>(a, priv, hot_keys, 0, warm_acc, warm_index, nwarm, hot_cols);
     else if (nhot <= 2) few_rows<V, I, MODE, 2, false>(a, priv, hot_keys, nhot, warm_acc, warm_index, nwarm, hot_cols);
     else if (nhot <= 4) few_rows<V, I, MODE, 4, false>(a, priv, hot_keys, nhot, warm_acc, warm_index, nwarm, hot_cols);
@@ -448,8 +521,14 @@ extern "C" lac_status map_few_try(lac_ctx_t ctx, const lac_map_call *call, const
     const size_t cols_bytes = (size_t)FEW_HOT * FEW_BLOCK * vs;
     if (hot_table && (size_t)pitch * vs + warm_bytes + cols_bytes > smem_max) hot_table = 0;
     if (hot_table) warm_bytes += cols_bytes;
+    /* One private copy where the warm area is there: the hot and warm keys
+     * (a share of 1/512 or more) then never meet in a warp, and the rest
+     * rarely do, so more copies only cost their zeroing and summing
+     * (measured 0.138 against 0.151 ms at 40M -> 10k uniform, 0.143 against
+     * 0.160 Zipf, 0.144 against 0.152 ms at 20k uniform). Without it, up to
+     * FEW_COPIES_MAX spread a skewed bridge's collisions. */
     const char *copies_knob = getenv("LACUNA_MAP_CUDA_COPIES");
-    int copies_max = copies_knob && atoi(copies_knob) > 0 ? atoi(copies_knob) : FEW_COPIES_MAX;
+    int copies_max = copies_knob && atoi(copies_knob) > 0 ? atoi(copies_knob) : warm_bytes ? 1 : FEW_COPIES_MAX;
     int copies = 1;
     while (copies * 2 <= copies_max && (size_t)(copies * 2) * pitch * vs + warm_bytes <= smem_max) copies *= 2;
     const size_t warm_offset = ((size_t)copies * pitch * vs + 15) / 16 * 16;
@@ -501,6 +580,20 @@ extern "C" lac_status map_few_try(lac_ctx_t ctx, const lac_map_call *call, const
     a.warm_offset = (unsigned int)warm_offset;
     a.hot_table = hot_table;
     if (a.hot_cap < 0 || a.hot_cap > hot_max) a.hot_cap = hot_max;
+    /* LACUNA_MAP_CUDA_PREFETCH: steps prefetched into L2 per block (a
+     * benchmark knob; 0: none). */
+    const char *prefetch = getenv("LACUNA_MAP_CUDA_PREFETCH");
+    a.prefetch_steps = prefetch && *prefetch ? atoi(prefetch) : FEW_PREFETCH_STEPS;
+    if (a.prefetch_steps < 0) a.prefetch_steps = 0;
+    if (a.prefetch_steps > 32) a.prefetch_steps = 32;
+    /* LACUNA_MAP_CUDA_SELECT=0: the hot/warm/other rows on three branches
+     * (a benchmark knob). */
+    const char *select = getenv("LACUNA_MAP_CUDA_SELECT");
+    a.select = !(select && strcmp(select, "0") == 0);
+    /* LACUNA_MAP_CUDA_ROLL=1: the rolling prefetch through the rows (a
+     * benchmark knob). */
+    const char *roll = getenv("LACUNA_MAP_CUDA_ROLL");
+    a.prefetch_roll = roll && strcmp(roll, "1") == 0;
     void *params[] = {&a};
     LAC_CUDA_CHECK(ctx, cudaLaunchCooperativeKernel(kernel, dim3((unsigned int)grid), dim3(FEW_BLOCK), params, smem, st));
     LAC_CUDA_CHECK_LAUNCH(ctx);

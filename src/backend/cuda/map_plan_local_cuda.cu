@@ -2,7 +2,7 @@
  *
  * The sorted plan (map_plan_cuda.cu) reads S through a global permutation, a
  * 32-byte sector for each 4-byte value. When the target fits a block's shared
- * memory in float64 (n < 2^16, see local_chunk_rows), the plan instead cuts
+ * memory in float32 (n < 2^16, see local_chunk_rows), the plan instead cuts
  * the rows into chunks of C consecutive rows (C = 2048, 4096 or 8192) and
  * sorts each chunk by target on its own, keeping one 32-bit word per row:
  * (target << 16) | (row within the chunk). An execute then
@@ -14,12 +14,15 @@
  *    across the block (a fixed shuffle tree, so a fixed order);
  *  - adds each run's sum once into the block's private float64 copy of the
  *    target (one run per target per chunk: no two threads meet on an address).
- * The chunks are dealt to K = min(128, chunks) "virtual blocks" in a fixed way
- * (chunk c to virtual block c % K, in increasing c), each with its own private
- * copy and partials row; after a grid barrier T[t] = sum of the K rows, in a
- * fixed two-level order. Every sum's order depends on (m, n, C) only, never on
- * the grid or timing, so every run gives the same bits (the test checks this
- * across runs and grid sizes, LACUNA_MAP_CUDA_PLAN_GRID).
+ *    A float32 copy (LACUNA_MAP_CUDA_PLAN_ACC=f32, benchmarks) is faster but
+ *    rounds many times per target.
+ * The chunks are dealt to K = min(SMs at build, chunks) "virtual blocks" in a
+ * fixed way (chunk c to virtual block c % K, in increasing c), each with its
+ * own private copy and float64 partials row; after a grid barrier T[t] = sum
+ * of the K rows, in a fixed two-level order. Every sum's order depends on the
+ * plan (m, n, C, K) only, never on the grid or timing, so every run gives the
+ * same bits (the test checks this across runs and grid sizes,
+ * LACUNA_MAP_CUDA_PLAN_GRID).
  *
  * Bytes an execute moves: S (and w) once, the words (4 bytes a row), T once,
  * plus the K x n float64 partials written and read back (in L2 mostly).
@@ -42,7 +45,6 @@
 namespace cg = cooperative_groups;
 
 #define LOCAL_BLOCK 1024
-#define LOCAL_VIRTUAL_BLOCKS 128
 #define LOCAL_SENTINEL 0xFFFFu           /* target of the padding positions past m */
 #define LOCAL_SMEM_BUDGET 230400         /* bytes: what the chunk size is chosen against (H100) */
 #define LOCAL_BOUNDARY_BYTES 0         /* the run scan needs only static shared memory */
@@ -52,28 +54,39 @@ struct map_local_plan {
     uint32_t *words;          /* chunks x C: (target << 16) | row within the chunk */
     int32_t *hits;            /* n: rows per target */
     int64_t m, n, chunk_rows, chunks;
-    int virtual_blocks;
+    int virtual_blocks;       /* the device's SM count at build, at most chunks */
+    int acc32;                /* float32 values: 1 = float32 private copies (float64 across them) */
 };
 
+/* Bytes of a private copy of n targets in accumulators of acc_bytes, rounded
+ * to 16 so that the ring behind it stays aligned for 16-byte copies. */
+static __host__ __device__ size_t local_priv_bytes(int64_t n, size_t acc_bytes)
+{
+    return ((size_t)n * acc_bytes + 15) / 16 * 16;
+}
+
 /* Chunk rows for n targets: the largest of 8192, 4096, 2048 with which a
- * float32 unweighted execute keeps 4 chunks of S in its ring beside the
- * float64 private copy (3 in flight while one is reduced: with 2, each chunk
- * waited for its copy; longer chunks spread the per-chunk scan and barriers
- * over more rows); 0 when n does not fit (then the plan is a sorted one). */
-static int64_t local_chunk_rows(int64_t n)
+ * float32 unweighted execute keeps at least 2 chunks of S in its ring beside
+ * the private copy of acc_bytes a target (the execute takes up to 4 where
+ * they fit: 3 in flight while one is reduced). Longer chunks spread the
+ * per-chunk scan and barriers over more rows, which outweighs a shorter
+ * ring: at 20k targets 8192 rows with 2 in the ring took 0.184 ms at 40M
+ * rows, 4096 with 4 took 0.253. 0 when n does not fit (then the plan is a
+ * sorted one). */
+static int64_t local_chunk_rows(int64_t n, size_t acc_bytes)
 {
     if (n < 1 || n >= (int64_t)LOCAL_SENTINEL) return 0;
-    int64_t room = (int64_t)LOCAL_SMEM_BUDGET - 8 * (n + 1) - LOCAL_BOUNDARY_BYTES;
+    int64_t room = (int64_t)LOCAL_SMEM_BUDGET - (int64_t)local_priv_bytes(n, acc_bytes) - LOCAL_BOUNDARY_BYTES;
     for (int64_t c = 8192; c >= 2048; c /= 2)
-        if (4 * c * 4 <= room) return c;
+        if (2 * c * 4 <= room) return c;
     return 0;
 }
 
 /* Shared memory of an execute: the private copy and `stages` ring slots of
  * C rows (S, w). */
-static size_t local_smem(int64_t n, int64_t c, size_t vs, int weighted, int stages)
+static size_t local_smem(int64_t n, int64_t c, size_t acc_bytes, size_t vs, int weighted, int stages)
 {
-    return (size_t)8 * (size_t)(n + 1) + LOCAL_BOUNDARY_BYTES + (size_t)stages * (size_t)c * (vs + (weighted ? vs : 0));
+    return local_priv_bytes(n, acc_bytes) + LOCAL_BOUNDARY_BYTES + (size_t)stages * (size_t)c * (vs + (weighted ? vs : 0));
 }
 
 /* ------------------------------------------------------------------------ */
@@ -186,7 +199,20 @@ extern "C" lac_status map_local_plan_build(lac_ctx_t ctx, const void *bridge, la
                                            int64_t n, map_local_plan **out)
 {
     *out = NULL;
-    const int64_t c = local_chunk_rows(n);
+    /* Float64 private copies: every target's sum rounded once into T, as the
+     * tests demand (within 1e-6 of the float64 reference per target).
+     * LACUNA_MAP_CUDA_PLAN_ACC=f32 (benchmarks only) makes float32 values sum
+     * into float32 copies, each run's float64 sum rounded into the copy:
+     * faster (0.163 against 0.173 ms at 40M -> 10k, 0.173 against 0.184 at
+     * 20k), but a target of many rows then carries many float32 roundings,
+     * which failed that bound in the plan test (~5k targets, 1.5M rows). */
+    const char *acc = getenv("LACUNA_MAP_CUDA_PLAN_ACC");
+    const int acc32 = acc && strcmp(acc, "f32") == 0;
+    int64_t c = local_chunk_rows(n, acc32 ? 4 : 8);
+    /* LACUNA_MAP_CUDA_PLAN_CHUNK=2048|4096|8192 (benchmarks) forces the chunk
+     * rows; an execute whose ring then does not fit runs on the sorted plan. */
+    const char *chunk = getenv("LACUNA_MAP_CUDA_PLAN_CHUNK");
+    if (c > 0 && chunk && (atoi(chunk) == 2048 || atoi(chunk) == 4096 || atoi(chunk) == 8192)) c = atoi(chunk);
     if (c == 0 || m < 1) return LAC_SUCCESS;   /* not this kind of plan */
     map_local_plan *p = (map_local_plan *)calloc(1, sizeof *p);
     if (!p) return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "could not allocate a map plan");
@@ -194,7 +220,11 @@ extern "C" lac_status map_local_plan_build(lac_ctx_t ctx, const void *bridge, la
     p->n = n;
     p->chunk_rows = c;
     p->chunks = (m + c - 1) / c;
-    p->virtual_blocks = (int)(p->chunks < LOCAL_VIRTUAL_BLOCKS ? p->chunks : LOCAL_VIRTUAL_BLOCKS);
+    p->acc32 = acc32;
+    /* One virtual block per SM of the device the plan is built on: all SMs
+     * busy, and the sums' order still a property of the plan, not of a run. */
+    const int64_t sms = ctx->cuda->prop.multiProcessorCount;
+    p->virtual_blocks = (int)(p->chunks < sms ? p->chunks : sms);
     lac_status s = LAC_SUCCESS;
     LAC_CUDA_CHECK_GOTO(ctx, cudaMalloc(&p->words, (size_t)(p->chunks * c) * sizeof(uint32_t)), s, fail);
     LAC_CUDA_CHECK_GOTO(ctx, cudaMalloc(&p->hits, (size_t)n * sizeof(int32_t)), s, fail);
@@ -270,29 +300,35 @@ template <int P> __device__ __forceinline__ void local_words(const uint32_t *p, 
     }
 }
 
+/* One run's float64 sum into a private accumulator, rounded once into it
+ * (no fused operation: the same bits on every run). */
+__device__ __forceinline__ void local_add(double *acc, double x) { *acc = __dadd_rn(*acc, x); }
+__device__ __forceinline__ void local_add(float *acc, double x) { *acc = __double2float_rn(__dadd_rn((double)*acc, x)); }
+
 /* MODE: 0 sum, 1 weighted sum, 2 count, 3 weighted count; P positions per
  * thread. The words of chunk j + 1 are loaded into registers while chunk j is
  * reduced; S (and w) of the next stages - 1 chunks are in flight into the
  * shared ring meanwhile. */
-template <class V, int MODE, int P> __global__ void __launch_bounds__(LOCAL_BLOCK, 1) map_plan_local_kernel(local_args a)
+template <class V, class ACC, int MODE, int P>
+__global__ void __launch_bounds__(LOCAL_BLOCK, 1) map_plan_local_kernel(local_args a)
 {
     constexpr int WEIGHTED = MODE & 1;
     constexpr uint32_t NONE = 0xFFFFFFFFu;   /* no neighbour */
     extern __shared__ __align__(16) unsigned char smem_raw[];
     const int64_t n = a.n, c = a.chunk_rows;
     const int stages = a.stages;
-    double *priv = reinterpret_cast<double *>(smem_raw);
+    ACC *priv = reinterpret_cast<ACC *>(smem_raw);
     __shared__ double warp_v[LOCAL_BLOCK / 32];
     __shared__ int warp_f[LOCAL_BLOCK / 32];
     __shared__ uint32_t warp_first[LOCAL_BLOCK / 32], warp_last[LOCAL_BLOCK / 32];
-    V *ring_s = reinterpret_cast<V *>(priv + ((n + 1) / 2 * 2));
+    V *ring_s = reinterpret_cast<V *>(smem_raw + local_priv_bytes(n, sizeof(ACC)));
     V *ring_w = ring_s + (size_t)stages * c;
     const unsigned int tid = threadIdx.x;
     const int lane = (int)(tid & 31), warp = (int)(tid >> 5);
     const int K = a.virtual_blocks;
 
     for (int vb = blockIdx.x; vb < K; vb += gridDim.x) {
-        for (int64_t t = tid; t < n; t += LOCAL_BLOCK) priv[t] = 0.0;
+        for (int64_t t = tid; t < n; t += LOCAL_BLOCK) priv[t] = (ACC)0;
         /* This virtual block's chunks: vb, vb + K, ... in increasing order. */
         const int64_t mine = a.chunks > vb ? (a.chunks - vb + K - 1) / K : 0;
         for (int j = 0; j < stages - 1; j++) {
@@ -337,7 +373,7 @@ template <class V, int MODE, int P> __global__ void __launch_bounds__(LOCAL_BLOC
                         first_sum = run_sum;
                         first_closed = true;
                     } else if (run_t < n) {
-                        priv[run_t] = __dadd_rn(priv[run_t], run_sum);   /* a run wholly inside this thread */
+                        local_add(priv + run_t, run_sum);   /* a run wholly inside this thread */
                     }
                     run_t = t;
                     run_sum = 0.0;
@@ -369,34 +405,35 @@ template <class V, int MODE, int P> __global__ void __launch_bounds__(LOCAL_BLOC
             }
             if (lane == 31) warp_v[warp] = v, warp_f[warp] = f;
             __syncthreads();
-            if (warp == 0) {
-                double wv = warp_v[lane];
-                int wf = warp_f[lane];
+            /* Every warp scans the 32 warps' values itself (the same fixed
+             * tree in each, so the same bits): no warp waits at a second
+             * barrier for one warp's scan. The arrays are rewritten only
+             * after the next chunk's first barrier. */
+            double wv = warp_v[lane];
+            int wf = warp_f[lane];
 #pragma unroll
-                for (int off = 1; off < 32; off <<= 1) {
-                    double ov = __shfl_up_sync(0xFFFFFFFFu, wv, off);
-                    int of = __shfl_up_sync(0xFFFFFFFFu, wf, off);
-                    if (lane >= off) {
-                        if (!wf) wv = __dadd_rn(ov, wv);
-                        wf |= of;
-                    }
+            for (int off = 1; off < 32; off <<= 1) {
+                double ov = __shfl_up_sync(0xFFFFFFFFu, wv, off);
+                int of = __shfl_up_sync(0xFFFFFFFFu, wf, off);
+                if (lane >= off) {
+                    if (!wf) wv = __dadd_rn(ov, wv);
+                    wf |= of;
                 }
-                warp_v[lane] = wv, warp_f[lane] = wf;
             }
-            __syncthreads();
-            if (warp > 0 && !f) v = __dadd_rn(warp_v[warp - 1], v);   /* the earlier warps' open run */
+            const double earlier = __shfl_sync(0xFFFFFFFFu, wv, (warp + 31) & 31);   /* through warp - 1 */
+            if (warp > 0 && !f) v = __dadd_rn(earlier, v);   /* the earlier warps' open run */
             double excl = __shfl_up_sync(0xFFFFFFFFu, v, 1);
-            if (lane == 0) excl = warp > 0 ? warp_v[warp - 1] : 0.0;
+            if (lane == 0) excl = warp > 0 ? earlier : 0.0;
 
             /* One add per target and chunk, by the thread where its run ends. */
             if (first_closed && first_t < n)
-                priv[first_t] = __dadd_rn(priv[first_t], from_prev ? __dadd_rn(excl, first_sum) : first_sum);
-            if (!to_next && run_t < n) priv[run_t] = __dadd_rn(priv[run_t], v);
+                local_add(priv + first_t, from_prev ? __dadd_rn(excl, first_sum) : first_sum);
+            if (!to_next && run_t < n) local_add(priv + run_t, v);
         }
         __pipeline_wait_prior(0);
         __syncthreads();
         double *row = a.partials + (size_t)vb * n;
-        for (int64_t t = tid; t < n; t += LOCAL_BLOCK) row[t] = priv[t];
+        for (int64_t t = tid; t < n; t += LOCAL_BLOCK) row[t] = (double)priv[t];
         __syncthreads();
     }
     __threadfence();
@@ -405,7 +442,7 @@ template <class V, int MODE, int P> __global__ void __launch_bounds__(LOCAL_BLOC
     /* T[t] = the K partials rows summed in a fixed order: group g sums rows g,
      * g + LOCAL_GROUPS, ... in turn, then the groups in turn. */
     constexpr int TW = LOCAL_BLOCK / LOCAL_GROUPS;
-    double *red = priv;   /* free again */
+    double *red = reinterpret_cast<double *>(smem_raw);   /* free again */
     const int G = (int)gridDim.x;
     const int64_t per = (n + G - 1) / G, s0 = (int64_t)blockIdx.x * per;
     const int64_t s1 = s0 + per < n ? s0 + per : n;
@@ -437,20 +474,20 @@ template <class V, int MODE, int P> __global__ void __launch_bounds__(LOCAL_BLOC
     }
 }
 
-template <class V, int MODE> static const void *local_kernel_for(int64_t p)
+template <class V, class ACC, int MODE> static const void *local_kernel_for(int64_t p)
 {
-    if (p == 2) return reinterpret_cast<const void *>(&map_plan_local_kernel<V, MODE, 2>);
-    if (p == 4) return reinterpret_cast<const void *>(&map_plan_local_kernel<V, MODE, 4>);
-    return reinterpret_cast<const void *>(&map_plan_local_kernel<V, MODE, 8>);
+    if (p == 2) return reinterpret_cast<const void *>(&map_plan_local_kernel<V, ACC, MODE, 2>);
+    if (p == 4) return reinterpret_cast<const void *>(&map_plan_local_kernel<V, ACC, MODE, 4>);
+    return reinterpret_cast<const void *>(&map_plan_local_kernel<V, ACC, MODE, 8>);
 }
 
-template <class V> static const void *local_kernel_mode(int mode, int64_t p)
+template <class V, class ACC> static const void *local_kernel_mode(int mode, int64_t p)
 {
     switch (mode) {
-    case 0: return local_kernel_for<V, 0>(p);
-    case 1: return local_kernel_for<V, 1>(p);
-    case 2: return local_kernel_for<V, 2>(p);
-    default: return local_kernel_for<V, 3>(p);
+    case 0: return local_kernel_for<V, ACC, 0>(p);
+    case 1: return local_kernel_for<V, ACC, 1>(p);
+    case 2: return local_kernel_for<V, ACC, 2>(p);
+    default: return local_kernel_for<V, ACC, 3>(p);
     }
 }
 
@@ -504,16 +541,19 @@ extern "C" lac_status map_local_plan_execute(lac_ctx_t ctx, const map_local_plan
     if (!aligned16(call->source) || (call->weights && !aligned16(call->weights))) return LAC_SUCCESS;
     const size_t vs = lac_dtype_size(call->value_dtype);
     const int weighted = call->weights != NULL;
+    const int acc32 = p->acc32 && call->value_dtype == LAC_FLOAT32;
+    const size_t accb = acc32 ? 4 : 8;
     const size_t optin = ctx->cuda->prop.sharedMemPerBlockOptin - 1024;   /* room for static shared memory */
     int stages = 0;
     for (int s = 4; s >= 2 && !stages; s--)
-        if (local_smem(p->n, p->chunk_rows, vs, weighted, s) <= optin) stages = s;
+        if (local_smem(p->n, p->chunk_rows, accb, vs, weighted, s) <= optin) stages = s;
     if (!stages) return LAC_SUCCESS;
-    const size_t smem = local_smem(p->n, p->chunk_rows, vs, weighted, stages);
+    const size_t smem = local_smem(p->n, p->chunk_rows, accb, vs, weighted, stages);
     const int mode = (prm->op == LAC_MAP_COUNT ? 2 : 0) + weighted;
     const int64_t per_thread = p->chunk_rows / LOCAL_BLOCK;
-    const void *kernel = call->value_dtype == LAC_FLOAT32 ? local_kernel_mode<float>(mode, per_thread)
-                                                           : local_kernel_mode<double>(mode, per_thread);
+    const void *kernel = call->value_dtype == LAC_FLOAT64 ? local_kernel_mode<double, double>(mode, per_thread)
+                         : acc32                          ? local_kernel_mode<float, float>(mode, per_thread)
+                                                          : local_kernel_mode<float, double>(mode, per_thread);
     int per_sm = 0;
     LAC_CHECK(local_prepare(ctx, kernel, smem, &per_sm));
     if (per_sm < 1) return LAC_SUCCESS;
