@@ -688,6 +688,74 @@ TEST(few_target_plans_are_bit_identical_across_runs_and_grids)
         }
 }
 
+/* One few-target plan serving calls of different kinds in turn: float32 S
+ * unweighted (the plan's own chunks), then weighted and float64 S (calls whose
+ * ring does not fit beside wide chunks: a twin plan of narrower chunks, built
+ * on first use), then the first kind again. Each against the float64
+ * reference; a repeated call gives the same bits as its first run. */
+TEST(one_few_target_plan_serves_unweighted_weighted_and_float64_calls)
+{
+    case_data d32, d64;
+    const int64_t n = 4000 + (int64_t)(harness_rand_u64(&rng) % 100);
+    const int64_t m = 700000 + (int64_t)(harness_rand_u64(&rng) % 5000);
+    case_make(&d32, m, n, 1, LAC_FLOAT32, LAC_INT32, 0, 0);
+    case_make(&d64, m, n, 1, LAC_FLOAT64, LAC_INT32, 0, 0);
+    memcpy(d64.R, d32.R, sizeof(int64_t) * (size_t)m);   /* one bridge, one plan */
+    int32_t *hR = index_to_dtype(d32.R, m, LAC_INT32);
+    void *R = NULL, *S32 = NULL, *S64 = NULL, *W32 = NULL, *T = NULL;
+    lac_device_alloc(gpu, (size_t)m * 4 + 16, &R);
+    lac_device_alloc(gpu, (size_t)m * 4 + 16, &S32);
+    lac_device_alloc(gpu, (size_t)m * 4 + 16, &W32);
+    lac_device_alloc(gpu, (size_t)m * 8 + 16, &S64);
+    lac_device_alloc(gpu, (size_t)n * 8 + 16, &T);
+    void *h32 = to_dtype(d32.S, m, LAC_FLOAT32), *w32 = to_dtype(d32.w, m, LAC_FLOAT32);
+    void *h64 = to_dtype(d64.S, m, LAC_FLOAT64);
+    lac_memcpy(gpu, R, LAC_MEM_DEVICE, hR, LAC_MEM_HOST, (size_t)m * 4);
+    lac_memcpy(gpu, S32, LAC_MEM_DEVICE, h32, LAC_MEM_HOST, (size_t)m * 4);
+    lac_memcpy(gpu, W32, LAC_MEM_DEVICE, w32, LAC_MEM_HOST, (size_t)m * 4);
+    lac_memcpy(gpu, S64, LAC_MEM_DEVICE, h64, LAC_MEM_HOST, (size_t)m * 8);
+    lac_array ar = lac_array_vector(R, LAC_INT32, m);
+    ar.memory = LAC_MEM_DEVICE;
+    lac_map_plan_t plan = NULL;
+    CHECK_INT(lac_map_plan_create(gpu, &ar, n, &plan), 0);
+    double *ref = malloc(sizeof(double) * (size_t)n), *got = malloc(sizeof(double) * (size_t)n);
+    unsigned char *first[3] = {malloc((size_t)n * 8), malloc((size_t)n * 8), malloc((size_t)n * 8)};
+    unsigned char *again = malloc((size_t)n * 8);
+    static const char *kinds[3] = {"float32 unweighted", "float32 weighted", "float64 unweighted"};
+    lac_map_params p = lac_map_params_default();
+    for (int call = 0; call < 6 && plan; call++) {
+        const int kind = call < 3 ? call : call - 3;   /* 0 1 2 0 1 2 */
+        case_data *d = kind == 2 ? &d64 : &d32;
+        d->weighted = kind == 1;
+        const lac_dtype vt = d->vt;
+        const size_t bytes = (size_t)n * lac_dtype_size(vt);
+        lac_array as = lac_array_vector(kind == 2 ? S64 : S32, vt, m), aw = lac_array_vector(W32, vt, m);
+        lac_array at = lac_array_vector(T, vt, n);
+        as.memory = aw.memory = at.memory = LAC_MEM_DEVICE;
+        int st = lac_map_plan_execute(gpu, plan, &p, &as, kind == 1 ? &aw : NULL, &at);
+        if (st == LAC_SUCCESS) st = lac_ctx_synchronize(gpu);
+        CHECK_INT(st, 0);
+        unsigned char *raw = call < 3 ? first[kind] : again;
+        lac_memcpy(gpu, raw, LAC_MEM_HOST, T, LAC_MEM_DEVICE, bytes);
+        for (int64_t k = 0; k < n; k++) got[k] = value_at(raw, vt, k);
+        reference(d, &p, ref);
+        int64_t worst = -1;
+        double e = compare(got, ref, n, &worst);
+        if (!(e <= (vt == LAC_FLOAT64 ? 1e-12 : 1e-6)))
+            HARNESS_FAIL("call %d (%s): err %g at %lld: got %.9g want %.9g", call, kinds[kind], e, (long long)worst,
+                         worst >= 0 ? got[worst] : 0.0, worst >= 0 ? ref[worst] : 0.0);
+        if (call >= 3 && memcmp(first[kind], again, bytes) != 0)
+            HARNESS_FAIL("call %d (%s): bits differ from the same call's first run on this plan", call, kinds[kind]);
+    }
+    lac_map_plan_destroy(&plan);
+    lac_device_free(gpu, R), lac_device_free(gpu, S32), lac_device_free(gpu, W32);
+    lac_device_free(gpu, S64), lac_device_free(gpu, T);
+    free(hR), free(h32), free(w32), free(h64), free(ref), free(got), free(again);
+    for (int i = 0; i < 3; i++) free(first[i]);
+    case_free(&d32);
+    case_free(&d64);
+}
+
 int main(void)
 {
     const char *seed_env = getenv("LACUNA_TEST_SEED");
@@ -711,6 +779,7 @@ int main(void)
     RUN(empty_source_writes_empty_values);
     RUN(few_targets_single_launch_full_grid_and_alternating_faults);
     RUN(few_target_plans_are_bit_identical_across_runs_and_grids);
+    RUN(one_few_target_plan_serves_unweighted_weighted_and_float64_calls);
     lac_ctx_destroy(&gpu);
     lac_ctx_destroy(&cpu);
     return harness_finish();

@@ -3,7 +3,7 @@
  * The sorted plan (map_plan_cuda.cu) reads S through a global permutation, a
  * 32-byte sector for each 4-byte value. When the target fits a block's shared
  * memory in float32 (n < 2^16, see local_chunk_rows), the plan instead cuts
- * the rows into chunks of C consecutive rows (C = 2048, 4096 or 8192) and
+ * the rows into chunks of C consecutive rows (C = 2048 ... 16384) and
  * sorts each chunk by target on its own, keeping one 32-bit word per row:
  * (target << 16) | (row within the chunk). An execute then
  *  - streams each chunk's S (and w) into shared memory contiguously
@@ -27,10 +27,12 @@
  * Bytes an execute moves: S (and w) once, the words (4 bytes a row), T once,
  * plus the K x n float64 partials written and read back (in L2 mostly).
  * The plan keeps the words (4 bytes a row, rounded up to whole chunks) and a
- * row count per target (4 bytes a target). Calls this path does not serve
- * (several columns, MIN/MAX/MEAN, NaN skip/error, unaligned arrays, or too
- * little shared memory for the dtype) run on a sorted plan that the first such
- * call builds from the words (and keeps). */
+ * row count per target (4 bytes a target). A call whose ring of 2 chunks of
+ * 16384 rows does not fit (weights, float64 values) runs on a twin plan of
+ * 8192-row chunks that the first such call builds from the words (and keeps).
+ * Calls this path does not serve (several columns, MIN/MAX/MEAN, NaN
+ * skip/error, unaligned arrays, or too little shared memory for the dtype) run
+ * on a sorted plan that the first such call builds from the words (and keeps). */
 #include "backend/cuda/map_cuda.cuh"
 
 #include <cooperative_groups.h>
@@ -49,6 +51,7 @@ namespace cg = cooperative_groups;
 #define LOCAL_SMEM_BUDGET 230400         /* bytes: what the chunk size is chosen against (H100) */
 #define LOCAL_BOUNDARY_BYTES 0         /* the run scan needs only static shared memory */
 #define LOCAL_GROUPS 8                   /* final pass: rows summed in LOCAL_GROUPS interleaved groups */
+#define LOCAL_NARROW_ROWS 8192           /* chunk rows of a plan's narrow twin (weighted or float64 calls) */
 
 struct map_local_plan {
     uint32_t *words;          /* chunks x C: (target << 16) | row within the chunk */
@@ -56,6 +59,8 @@ struct map_local_plan {
     int64_t m, n, chunk_rows, chunks;
     int virtual_blocks;       /* the device's SM count at build, at most chunks */
     int acc32;                /* float32 values: 1 = float32 private copies (float64 across them) */
+    map_local_plan *narrow;   /* the same plan in LOCAL_NARROW_ROWS chunks, built for the first call
+                                 whose ring of 2 chunks does not fit beside wide ones, or NULL */
 };
 
 /* Bytes of a private copy of n targets in accumulators of acc_bytes, rounded
@@ -65,19 +70,20 @@ static __host__ __device__ size_t local_priv_bytes(int64_t n, size_t acc_bytes)
     return ((size_t)n * acc_bytes + 15) / 16 * 16;
 }
 
-/* Chunk rows for n targets: the largest of 8192, 4096, 2048 with which a
- * float32 unweighted execute keeps at least 2 chunks of S in its ring beside
- * the private copy of acc_bytes a target (the execute takes up to 4 where
- * they fit: 3 in flight while one is reduced). Longer chunks spread the
- * per-chunk scan and barriers over more rows, which outweighs a shorter
- * ring: at 20k targets 8192 rows with 2 in the ring took 0.184 ms at 40M
- * rows, 4096 with 4 took 0.253. 0 when n does not fit (then the plan is a
- * sorted one). */
+/* Chunk rows for n targets: the largest of 16384, 8192, 4096, 2048 with which
+ * a float32 unweighted execute keeps at least 2 chunks of S in its ring
+ * beside the private copy of acc_bytes a target (the execute takes up to 4
+ * where they fit: 3 in flight while one is reduced). Longer chunks spread the
+ * per-chunk scan and barriers over more rows and leave fewer runs (so fewer
+ * private-copy updates) a row, which outweighs a shorter ring: at 20k targets
+ * 8192 rows with 2 in the ring took 0.184 ms at 40M rows, 4096 with 4 took
+ * 0.253; at 10k, 16384 rows with 2 took 0.164, 8192 with 4 took 0.175. 0 when
+ * n does not fit (then the plan is a sorted one). */
 static int64_t local_chunk_rows(int64_t n, size_t acc_bytes)
 {
     if (n < 1 || n >= (int64_t)LOCAL_SENTINEL) return 0;
     int64_t room = (int64_t)LOCAL_SMEM_BUDGET - (int64_t)local_priv_bytes(n, acc_bytes) - LOCAL_BOUNDARY_BYTES;
-    for (int64_t c = 8192; c >= 2048; c /= 2)
+    for (int64_t c = 16384; c >= 2048; c /= 2)
         if (2 * c * 4 <= room) return c;
     return 0;
 }
@@ -189,11 +195,15 @@ static lac_status local_build_typed(lac_ctx_t ctx, const void *bridge, lac_dtype
 extern "C" void map_local_plan_free(map_local_plan *p)
 {
     if (!p) return;
+    map_local_plan_free(p->narrow);
     cudaFree(p->words);
     cudaFree(p->hits);
     cudaGetLastError();
     free(p);
 }
+
+static lac_status local_plan_make(lac_ctx_t ctx, const void *bridge, lac_dtype index_dtype, int64_t m, int64_t n,
+                                  int64_t c, int acc32, map_local_plan **out);
 
 extern "C" lac_status map_local_plan_build(lac_ctx_t ctx, const void *bridge, lac_dtype index_dtype, int64_t m,
                                            int64_t n, map_local_plan **out)
@@ -209,11 +219,19 @@ extern "C" lac_status map_local_plan_build(lac_ctx_t ctx, const void *bridge, la
     const char *acc = getenv("LACUNA_MAP_CUDA_PLAN_ACC");
     const int acc32 = acc && strcmp(acc, "f32") == 0;
     int64_t c = local_chunk_rows(n, acc32 ? 4 : 8);
-    /* LACUNA_MAP_CUDA_PLAN_CHUNK=2048|4096|8192 (benchmarks) forces the chunk
-     * rows; an execute whose ring then does not fit runs on the sorted plan. */
+    /* LACUNA_MAP_CUDA_PLAN_CHUNK=2048|4096|8192|16384 (benchmarks) forces the
+     * chunk rows; an execute whose ring then does not fit runs on the narrow
+     * twin (16384) or the sorted plan. */
     const char *chunk = getenv("LACUNA_MAP_CUDA_PLAN_CHUNK");
-    if (c > 0 && chunk && (atoi(chunk) == 2048 || atoi(chunk) == 4096 || atoi(chunk) == 8192)) c = atoi(chunk);
+    if (c > 0 && chunk && (atoi(chunk) == 2048 || atoi(chunk) == 4096 || atoi(chunk) == 8192 || atoi(chunk) == 16384))
+        c = atoi(chunk);
     if (c == 0 || m < 1) return LAC_SUCCESS;   /* not this kind of plan */
+    return local_plan_make(ctx, bridge, index_dtype, m, n, c, acc32, out);
+}
+
+static lac_status local_plan_make(lac_ctx_t ctx, const void *bridge, lac_dtype index_dtype, int64_t m, int64_t n,
+                                  int64_t c, int acc32, map_local_plan **out)
+{
     map_local_plan *p = (map_local_plan *)calloc(1, sizeof *p);
     if (!p) return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "could not allocate a map plan");
     p->m = m;
@@ -478,7 +496,8 @@ template <class V, class ACC, int MODE> static const void *local_kernel_for(int6
 {
     if (p == 2) return reinterpret_cast<const void *>(&map_plan_local_kernel<V, ACC, MODE, 2>);
     if (p == 4) return reinterpret_cast<const void *>(&map_plan_local_kernel<V, ACC, MODE, 4>);
-    return reinterpret_cast<const void *>(&map_plan_local_kernel<V, ACC, MODE, 8>);
+    if (p == 8) return reinterpret_cast<const void *>(&map_plan_local_kernel<V, ACC, MODE, 8>);
+    return reinterpret_cast<const void *>(&map_plan_local_kernel<V, ACC, MODE, 16>);
 }
 
 template <class V, class ACC> static const void *local_kernel_mode(int mode, int64_t p)
@@ -529,6 +548,21 @@ static lac_status local_prepare(lac_ctx_t ctx, const void *kernel, size_t smem, 
     return LAC_SUCCESS;
 }
 
+/* The narrow twin of a plan of wide chunks, built on first use from its
+ * words (the bridge itself is not kept) and kept beside it. */
+static lac_status local_narrow(lac_ctx_t ctx, map_local_plan *p)
+{
+    if (p->narrow) return LAC_SUCCESS;
+    int32_t *bridge = NULL;
+    LAC_CUDA_CHECK(ctx, cudaMalloc(&bridge, (size_t)p->m * sizeof(int32_t)));
+    lac_status st = map_local_plan_bridge(ctx, p, bridge);
+    if (st >= 0) st = local_plan_make(ctx, bridge, LAC_INT32, p->m, p->n, LOCAL_NARROW_ROWS, p->acc32, &p->narrow);
+    cudaStreamSynchronize(ctx->cuda->stream);
+    cudaFree(bridge);
+    cudaGetLastError();
+    return st;
+}
+
 static int aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
 
 extern "C" lac_status map_local_plan_execute(lac_ctx_t ctx, const map_local_plan *p, const lac_map_call *call,
@@ -547,6 +581,15 @@ extern "C" lac_status map_local_plan_execute(lac_ctx_t ctx, const map_local_plan
     int stages = 0;
     for (int s = 4; s >= 2 && !stages; s--)
         if (local_smem(p->n, p->chunk_rows, accb, vs, weighted, s) <= optin) stages = s;
+    if (!stages && p->chunk_rows > LOCAL_NARROW_ROWS &&
+        local_smem(p->n, LOCAL_NARROW_ROWS, accb, vs, weighted, 2) <= optin) {
+        /* Wide chunks whose ring of 2 does not fit beside this call's w or
+         * float64 S: run on the narrow twin. A weighted float32 call at 40M
+         * -> 10k took 0.202 ms on 8192-row chunks, 0.236 on 16384 with one
+         * ring slot, 1.80 on the sorted plan. */
+        LAC_CHECK(local_narrow(ctx, (map_local_plan *)p));
+        return map_local_plan_execute(ctx, p->narrow, call, taken);
+    }
     if (!stages) return LAC_SUCCESS;
     const size_t smem = local_smem(p->n, p->chunk_rows, accb, vs, weighted, stages);
     const int mode = (prm->op == LAC_MAP_COUNT ? 2 : 0) + weighted;
@@ -596,5 +639,6 @@ extern "C" lac_status map_local_plan_execute(lac_ctx_t ctx, const map_local_plan
 
 extern "C" size_t map_local_plan_bytes(const map_local_plan *p)
 {
-    return (size_t)(p->chunks * p->chunk_rows) * sizeof(uint32_t) + (size_t)p->n * sizeof(int32_t);
+    return (size_t)(p->chunks * p->chunk_rows) * sizeof(uint32_t) + (size_t)p->n * sizeof(int32_t) +
+           (p->narrow ? map_local_plan_bytes(p->narrow) : 0);
 }
