@@ -280,6 +280,23 @@ typedef struct {
 
 /* Queues chunk `chunk`'s S (and w) into ring slot `slot` (16-byte copies; a
  * short last chunk element by element past its last whole 16 bytes). */
+/* Inclusive segmented scan across a warp in a fixed shuffle tree: v sums
+ * the values of its segment up to this lane, a segment starting where f is
+ * set (f ends as "a start at or before this lane"). The same tree on every
+ * call, so the same bits. */
+__device__ __forceinline__ void warp_segmented_scan(double &v, int &f, int lane)
+{
+#pragma unroll
+    for (int off = 1; off < 32; off <<= 1) {
+        double ov = __shfl_up_sync(0xFFFFFFFFu, v, off);
+        int of = __shfl_up_sync(0xFFFFFFFFu, f, off);
+        if (lane >= off) {
+            if (!f) v = __dadd_rn(ov, v);
+            f |= of;
+        }
+    }
+}
+
 template <class V, int NEEDS_S, int WEIGHTED>
 __device__ __forceinline__ void local_fetch(const local_args &a, int64_t chunk, int slot, V *ring_s, V *ring_w)
 {
@@ -412,15 +429,7 @@ __global__ void __launch_bounds__(LOCAL_BLOCK, 1) map_plan_local_kernel(local_ar
              * of this thread, excl = the same up to the previous thread. */
             int f = first_closed || !from_prev;
             double v = run_sum;
-#pragma unroll
-            for (int off = 1; off < 32; off <<= 1) {
-                double ov = __shfl_up_sync(0xFFFFFFFFu, v, off);
-                int of = __shfl_up_sync(0xFFFFFFFFu, f, off);
-                if (lane >= off) {
-                    if (!f) v = __dadd_rn(ov, v);
-                    f |= of;
-                }
-            }
+            warp_segmented_scan(v, f, lane);
             if (lane == 31) warp_v[warp] = v, warp_f[warp] = f;
             __syncthreads();
             /* Every warp scans the 32 warps' values itself (the same fixed
@@ -429,15 +438,7 @@ __global__ void __launch_bounds__(LOCAL_BLOCK, 1) map_plan_local_kernel(local_ar
              * after the next chunk's first barrier. */
             double wv = warp_v[lane];
             int wf = warp_f[lane];
-#pragma unroll
-            for (int off = 1; off < 32; off <<= 1) {
-                double ov = __shfl_up_sync(0xFFFFFFFFu, wv, off);
-                int of = __shfl_up_sync(0xFFFFFFFFu, wf, off);
-                if (lane >= off) {
-                    if (!wf) wv = __dadd_rn(ov, wv);
-                    wf |= of;
-                }
-            }
+            warp_segmented_scan(wv, wf, lane);
             const double earlier = __shfl_sync(0xFFFFFFFFu, wv, (warp + 31) & 31);   /* through warp - 1 */
             if (warp > 0 && !f) v = __dadd_rn(earlier, v);   /* the earlier warps' open run */
             double excl = __shfl_up_sync(0xFFFFFFFFu, v, 1);
