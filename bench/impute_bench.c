@@ -253,7 +253,8 @@ int main(int argc, char **argv)
         double rmse_all = 0, rmse_miss = 0, secs = 0, phase[3] = {0, 0, 0}, floor_rmse = 0;
         int64_t iters = 0, missing = 0;
         for (int s = 0; s < o.seeds; s++) {
-            lac_impute_gen_params gp = {m, n, o.rank, ratio, (uint64_t)(o.first_seed + s)};
+            lac_impute_gen_params gp = lac_impute_gen_params_default();
+    gp.m = m, gp.n = n, gp.rank = o.rank, gp.observed_ratio = ratio, gp.seed = (uint64_t)(o.first_seed + s);
             lac_impute_result res;
             if (lac_impute_generate(ctx, &gp, gft, &truth, &mask) < 0 ||
                 lac_impute(ctx, &o.params, gft, &truth, &mask, &truth, &out, &res) < 0) {

@@ -414,7 +414,8 @@ static void problem_make(problem *pb, int N, int m, int n, int rank, double rati
     lac_array_alloc(ctx, LAC_FLOAT64, 3, shape, &pb->tensor);
     lac_array_alloc(ctx, LAC_FLOAT64, 3, shape, &pb->out);
     lac_array_alloc(ctx, LAC_BOOL, 1, shape, &pb->mask);
-    lac_impute_gen_params gp = {m, n, rank, ratio, seed};
+    lac_impute_gen_params gp = lac_impute_gen_params_default();
+    gp.m = m, gp.n = n, gp.rank = rank, gp.observed_ratio = ratio, gp.seed = seed;
     lac_impute_generate(ctx, &gp, pb->gft, &pb->truth, &pb->mask);
     memcpy(pb->tensor.data, pb->truth.data, sizeof(double) * (size_t)(N * m * n));
 }
@@ -495,7 +496,8 @@ TEST(generator_is_seeded_low_rank_and_thread_independent)
     lac_array_alloc(ctx, LAC_FLOAT64, 3, shape, &b);
     lac_array_alloc(ctx, LAC_BOOL, 1, shape, &oa);
     lac_array_alloc(ctx, LAC_BOOL, 1, shape, &ob);
-    lac_impute_gen_params gp = {m, n, rank, 0.75, 42};
+    lac_impute_gen_params gp = lac_impute_gen_params_default();
+    gp.m = m, gp.n = n, gp.rank = rank, gp.observed_ratio = 0.75, gp.seed = 42;
     CHECK_OK(ctx, lac_impute_generate(ctx, &gp, gft, &a, &oa));
     lac_ctx_params cp = lac_ctx_params_default();
     cp.backend = LAC_BACKEND_CPU;

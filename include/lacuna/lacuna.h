@@ -24,6 +24,22 @@
 extern "C" {
 #endif
 
+/* Every function of this header carries LAC_API: the shared library exports
+ * these and nothing else (it is built with hidden visibility). */
+#if defined(_WIN32)
+#define LAC_API
+#else
+#define LAC_API __attribute__((visibility("default")))
+#endif
+
+/* Parameter structs begin with `struct_size`, which lac_X_params_default()
+ * sets to the caller's sizeof (NCCL's ncclConfig_t pattern): a library newer
+ * than the caller fills the fields the caller's struct lacks with their
+ * defaults, so structs can grow without breaking compiled callers. Start every
+ * params struct from its lac_X_params_default(); one whose struct_size is 0 is
+ * LAC_ERR_ARGUMENT. The defaults are filled in by lac_X_params_init(params,
+ * sizeof *params), which the inline lac_X_params_default() calls. */
+
 #define LACUNA_VERSION_MAJOR 0
 #define LACUNA_VERSION_MINOR 1
 #define LACUNA_VERSION_PATCH 0
@@ -53,15 +69,15 @@ enum {
 };
 
 /* A short constant description of a status ("index out of range"). */
-const char *lac_status_string(lac_status status);
+LAC_API const char *lac_status_string(lac_status status);
 
 /* ------------------------------------------------------------------------ */
 /* Version and build                                                         */
 /* ------------------------------------------------------------------------ */
 /* "0.1.0" */
-const char *lac_version(void);
+LAC_API const char *lac_version(void);
 /* One line per fact, "key: value": version, compiler, openmp, blas, cuda, mpi. */
-const char *lac_build_info(void);
+LAC_API const char *lac_build_info(void);
 
 /* ------------------------------------------------------------------------ */
 /* Context                                                                   */
@@ -86,37 +102,51 @@ typedef void (*lac_log_fn)(lac_log_level level, const char *message, void *user)
 #define LAC_MAX_DEVICES 16
 
 typedef struct {
+    size_t struct_size;               /* sizeof: set by lac_ctx_params_default() */
     lac_backend backend;
-    int num_devices;                  /* 0: the first visible device only */
-    int device_ids[LAC_MAX_DEVICES];  /* CUDA ordinals, used when num_devices > 0 */
+    int num_devices;                  /* 0 or 1: one CUDA device per context for now
+                                         (more is LAC_ERR_UNSUPPORTED until several
+                                         devices per context are built) */
+    int device_ids[LAC_MAX_DEVICES];  /* CUDA ordinals; device_ids[0] is used when
+                                         num_devices is 1, device 0 when it is 0 */
     int threads;                      /* CPU threads; 0: OpenMP's default */
     lac_log_fn log;                   /* NULL: silent unless LACUNA_LOG is set */
     void *log_user;
     lac_log_level log_level;          /* messages above this level are dropped */
+    const char *knobs;                /* NULL, or "NAME=VALUE,..." overriding the LACUNA_*
+                                         environment for this context (tuning knobs,
+                                         docs/knobs.md; NAME with or without "LACUNA_");
+                                         copied at create */
 } lac_ctx_params;
 
-lac_ctx_params lac_ctx_params_default(void);
+LAC_API void lac_ctx_params_init(lac_ctx_params *params, size_t struct_size);
+static inline lac_ctx_params lac_ctx_params_default(void)
+{
+    lac_ctx_params p;
+    lac_ctx_params_init(&p, sizeof p);
+    return p;
+}
 /* NULL when the parameters are valid, else a constant message. */
-const char *lac_ctx_params_check(const lac_ctx_params *params);
+LAC_API const char *lac_ctx_params_check(const lac_ctx_params *params);
 
 /* On failure *ctx is NULL and lac_last_error(NULL) holds the detail. */
-lac_status lac_ctx_create(const lac_ctx_params *params, lac_ctx_t *ctx);
-void lac_ctx_destroy(lac_ctx_t *ctx);
+LAC_API lac_status lac_ctx_create(const lac_ctx_params *params, lac_ctx_t *ctx);
+LAC_API void lac_ctx_destroy(lac_ctx_t *ctx);
 
 /* The backend this context resolved to (never AUTO). */
-lac_backend lac_ctx_backend(lac_ctx_t ctx);
+LAC_API lac_backend lac_ctx_backend(lac_ctx_t ctx);
 /* CPU threads this context uses. */
-int lac_ctx_threads(lac_ctx_t ctx);
+LAC_API int lac_ctx_threads(lac_ctx_t ctx);
 /* Detail of the last failure on this context ("" when none); with a NULL ctx,
  * the calling thread's last failure outside any context (e.g. in create). */
-const char *lac_last_error(lac_ctx_t ctx);
+LAC_API const char *lac_last_error(lac_ctx_t ctx);
 /* Waits for the context's device work to finish (no-op on the CPU). */
-lac_status lac_ctx_synchronize(lac_ctx_t ctx);
+LAC_API lac_status lac_ctx_synchronize(lac_ctx_t ctx);
 
 /* Devices this build can use: 0 without CUDA or without a device. */
-int lac_cuda_device_count(void);
+LAC_API int lac_cuda_device_count(void);
 /* "NVIDIA H100 80GB HBM3, sm_90, 132 SMs, 79.1 GiB" into buf. */
-lac_status lac_cuda_device_describe(int device, char *buf, size_t len);
+LAC_API lac_status lac_cuda_device_describe(int device, char *buf, size_t len);
 
 /* ------------------------------------------------------------------------ */
 /* Arrays: caller memory described by a plain struct                         */
@@ -144,32 +174,35 @@ typedef struct {
     int ndim;
     int64_t shape[LAC_MAX_DIMS];
     lac_memory memory;
-    /* Ownership for arrays the library allocated; zero for caller arrays. */
-    void *owned_;
-    size_t owned_bytes_;
-    int owned_kind_;
+    /* The library's record of memory it allocated or mapped (lac_*_load,
+     * lac_array_alloc); NULL for caller arrays. Opaque: copy an array with
+     * lac_array_view to get a non-owning descriptor of the same data. */
+    struct lac_array_owner *owner;
 } lac_array;
 
-size_t lac_dtype_size(lac_dtype dtype);
-const char *lac_dtype_name(lac_dtype dtype);   /* "float32", ... */
-int64_t lac_array_count(const lac_array *a);   /* product of the shape */
+LAC_API size_t lac_dtype_size(lac_dtype dtype);
+LAC_API const char *lac_dtype_name(lac_dtype dtype);   /* "float32", ... */
+LAC_API int64_t lac_array_count(const lac_array *a);   /* product of the shape */
 /* Views over caller memory, for convenience. */
-lac_array lac_array_vector(void *data, lac_dtype dtype, int64_t length);
-lac_array lac_array_matrix(void *data, lac_dtype dtype, int64_t rows, int64_t cols);
+LAC_API lac_array lac_array_vector(void *data, lac_dtype dtype, int64_t length);
+LAC_API lac_array lac_array_matrix(void *data, lac_dtype dtype, int64_t rows, int64_t cols);
 /* Allocates a zeroed host array (release with lac_array_release). */
-lac_status lac_array_alloc(lac_ctx_t ctx, lac_dtype dtype, int ndim, const int64_t *shape,
+LAC_API lac_status lac_array_alloc(lac_ctx_t ctx, lac_dtype dtype, int ndim, const int64_t *shape,
                            lac_array *out);
+/* The same data, shape and memory without ownership: releasing the view
+ * leaves the data alone. */
+LAC_API lac_array lac_array_view(const lac_array *a);
 /* Frees what the library allocated or mapped; leaves caller arrays alone. */
-void lac_array_release(lac_array *a);
+LAC_API void lac_array_release(lac_array *a);
 
 /* Device memory on the context's first device. */
-lac_status lac_device_alloc(lac_ctx_t ctx, size_t bytes, void **ptr);
-lac_status lac_device_free(lac_ctx_t ctx, void *ptr);
+LAC_API lac_status lac_device_alloc(lac_ctx_t ctx, size_t bytes, void **ptr);
+LAC_API lac_status lac_device_free(lac_ctx_t ctx, void *ptr);
 /* Page-locked host memory: faster transfers, needed for overlapped streaming. */
-lac_status lac_host_alloc_pinned(lac_ctx_t ctx, size_t bytes, void **ptr);
-lac_status lac_host_free_pinned(lac_ctx_t ctx, void *ptr);
+LAC_API lac_status lac_host_alloc_pinned(lac_ctx_t ctx, size_t bytes, void **ptr);
+LAC_API lac_status lac_host_free_pinned(lac_ctx_t ctx, void *ptr);
 /* Copies bytes between any two memories; synchronous. */
-lac_status lac_memcpy(lac_ctx_t ctx, void *dst, lac_memory dst_memory, const void *src,
+LAC_API lac_status lac_memcpy(lac_ctx_t ctx, void *dst, lac_memory dst_memory, const void *src,
                       lac_memory src_memory, size_t bytes);
 
 /* ------------------------------------------------------------------------ */
@@ -180,17 +213,17 @@ lac_status lac_memcpy(lac_ctx_t ctx, void *dst, lac_memory dst_memory, const voi
  * reason. LAC_NPY_MMAP maps the file read-only instead of reading it (for data
  * larger than memory; the array must then not be written). */
 #define LAC_NPY_MMAP 1u
-lac_status lac_npy_load(lac_ctx_t ctx, const char *path, unsigned flags, lac_array *out);
+LAC_API lac_status lac_npy_load(lac_ctx_t ctx, const char *path, unsigned flags, lac_array *out);
 /* Writes atomically (temporary file + rename): a failure leaves no partial file
  * and an existing file at path untouched. Host arrays only. */
-lac_status lac_npy_save(lac_ctx_t ctx, const char *path, const lac_array *a);
+LAC_API lac_status lac_npy_save(lac_ctx_t ctx, const char *path, const lac_array *a);
 
 /* Plain text columns: numbers separated by whitespace or commas, one row a line;
  * '#' starts a comment; every row must have the same count. One column gives a
  * vector, several a (rows, cols) matrix. Integers must be exact in int64. */
-lac_status lac_text_load(lac_ctx_t ctx, const char *path, lac_dtype dtype, lac_array *out);
+LAC_API lac_status lac_text_load(lac_ctx_t ctx, const char *path, lac_dtype dtype, lac_array *out);
 /* One row a line; atomic as lac_npy_save. */
-lac_status lac_text_save(lac_ctx_t ctx, const char *path, const lac_array *a);
+LAC_API lac_status lac_text_save(lac_ctx_t ctx, const char *path, const lac_array *a);
 
 /* ------------------------------------------------------------------------ */
 /* map: T[R[i]] op= w[i] * S[i]                                              */
@@ -243,6 +276,7 @@ typedef enum {
 } lac_nan_policy;
 
 typedef struct {
+    size_t struct_size;               /* sizeof: set by lac_map_params_default() */
     lac_map_op op;
     int accumulate;          /* fold into T instead of overwriting it */
     int deterministic;       /* bit-identical results (see above) */
@@ -251,14 +285,20 @@ typedef struct {
     int64_t chunk_elements;  /* out-of-core chunk, elements; 0: chosen by Lacuna */
 } lac_map_params;
 
-lac_map_params lac_map_params_default(void);
-const char *lac_map_params_check(const lac_map_params *params);
-const char *lac_map_op_name(lac_map_op op);            /* "sum", ... */
+LAC_API void lac_map_params_init(lac_map_params *params, size_t struct_size);
+static inline lac_map_params lac_map_params_default(void)
+{
+    lac_map_params p;
+    lac_map_params_init(&p, sizeof p);
+    return p;
+}
+LAC_API const char *lac_map_params_check(const lac_map_params *params);
+LAC_API const char *lac_map_op_name(lac_map_op op);            /* "sum", ... */
 /* Parses "sum|mean|min|max|count"; LAC_ERR_ARGUMENT for anything else. */
-lac_status lac_map_op_parse(const char *name, lac_map_op *op);
+LAC_API lac_status lac_map_op_parse(const char *name, lac_map_op *op);
 
 /* weights may be NULL. */
-lac_status lac_map(lac_ctx_t ctx, const lac_map_params *params, const lac_array *source,
+LAC_API lac_status lac_map(lac_ctx_t ctx, const lac_map_params *params, const lac_array *source,
                    const lac_array *bridge, const lac_array *weights, lac_array *target);
 
 /* A plan for one bridge used many times: built once (the bridge is checked
@@ -267,13 +307,13 @@ lac_status lac_map(lac_ctx_t ctx, const lac_map_params *params, const lac_array 
  * create. */
 typedef struct lac_map_plan *lac_map_plan_t;
 
-lac_status lac_map_plan_create(lac_ctx_t ctx, const lac_array *bridge, int64_t num_targets,
+LAC_API lac_status lac_map_plan_create(lac_ctx_t ctx, const lac_array *bridge, int64_t num_targets,
                                lac_map_plan_t *plan);
-void lac_map_plan_destroy(lac_map_plan_t *plan);
-int64_t lac_map_plan_num_sources(lac_map_plan_t plan);
-int64_t lac_map_plan_num_targets(lac_map_plan_t plan);
+LAC_API void lac_map_plan_destroy(lac_map_plan_t *plan);
+LAC_API int64_t lac_map_plan_num_sources(lac_map_plan_t plan);
+LAC_API int64_t lac_map_plan_num_targets(lac_map_plan_t plan);
 /* As lac_map with the plan's bridge; params->deterministic is implied. */
-lac_status lac_map_plan_execute(lac_ctx_t ctx, lac_map_plan_t plan, const lac_map_params *params,
+LAC_API lac_status lac_map_plan_execute(lac_ctx_t ctx, lac_map_plan_t plan, const lac_map_params *params,
                                 const lac_array *source, const lac_array *weights,
                                 lac_array *target);
 
@@ -308,6 +348,7 @@ typedef enum {
 } lac_graph_format;
 
 typedef struct {
+    size_t struct_size;               /* sizeof: set by lac_graph_params_default() */
     lac_graph_format format;
     int64_t num_vertices;          /* edge lists: 0 = from the ids (see above) */
 } lac_graph_params;
@@ -327,33 +368,39 @@ typedef struct {
     uint64_t fingerprint;          /* hash of n, the pairs and their weights */
 } lac_graph_info;
 
-lac_graph_params lac_graph_params_default(void);
+LAC_API void lac_graph_params_init(lac_graph_params *params, size_t struct_size);
+static inline lac_graph_params lac_graph_params_default(void)
+{
+    lac_graph_params p;
+    lac_graph_params_init(&p, sizeof p);
+    return p;
+}
 /* params may be NULL (defaults). */
-lac_status lac_graph_load(lac_ctx_t ctx, const char *path, const lac_graph_params *params, lac_graph_t *out);
+LAC_API lac_status lac_graph_load(lac_ctx_t ctx, const char *path, const lac_graph_params *params, lac_graph_t *out);
 /* From caller arrays of vertex numbers in [0, num_vertices) (int32 or int64
  * vectors of one length) and optional float64 weights, by the same rules. */
-lac_status lac_graph_from_edges(lac_ctx_t ctx, int64_t num_vertices, const lac_array *sources,
+LAC_API lac_status lac_graph_from_edges(lac_ctx_t ctx, int64_t num_vertices, const lac_array *sources,
                                 const lac_array *targets, const lac_array *weights, lac_graph_t *out);
-void lac_graph_destroy(lac_graph_t *graph);
-lac_graph_info lac_graph_get_info(lac_graph_t graph);   /* zeroed for NULL */
-int64_t lac_graph_num_vertices(lac_graph_t graph);
+LAC_API void lac_graph_destroy(lac_graph_t *graph);
+LAC_API lac_graph_info lac_graph_get_info(lac_graph_t graph);   /* zeroed for NULL */
+LAC_API int64_t lac_graph_num_vertices(lac_graph_t graph);
 /* The file's id of vertex v, and the vertex of a file id (LAC_ERR_RANGE when
  * no vertex has it). */
-lac_status lac_graph_id_of_vertex(lac_ctx_t ctx, lac_graph_t graph, int64_t vertex, int64_t *id);
-lac_status lac_graph_vertex_of_id(lac_ctx_t ctx, lac_graph_t graph, int64_t id, int64_t *vertex);
+LAC_API lac_status lac_graph_id_of_vertex(lac_ctx_t ctx, lac_graph_t graph, int64_t vertex, int64_t *id);
+LAC_API lac_status lac_graph_vertex_of_id(lac_ctx_t ctx, lac_graph_t graph, int64_t id, int64_t *vertex);
 /* The normalised Laplacian L = I - D^-1/2 A D^-1/2 (D_ii = sum_j A_ij, and
  * D^-1/2 = 0 at isolated vertices, so L_ii = 1 there) into a caller N x N
  * float32 or float64 array. */
-lac_status lac_graph_laplacian(lac_ctx_t ctx, lac_graph_t graph, lac_array *laplacian);
+LAC_API lac_status lac_graph_laplacian(lac_ctx_t ctx, lac_graph_t graph, lac_array *laplacian);
 /* Eigenvalues of L only, ascending, into a caller float32 or float64 vector
  * of N (syevd without vectors: a fraction of lac_gft_create's cost). */
-lac_status lac_graph_laplacian_eigenvalues(lac_ctx_t ctx, lac_graph_t graph, lac_array *eigenvalues);
+LAC_API lac_status lac_graph_laplacian_eigenvalues(lac_ctx_t ctx, lac_graph_t graph, lac_array *eigenvalues);
 /* A vertex set from a text file of ids (the file's ids, as in the graph; any
  * whitespace or commas, '#' comments): mask[v] = 1 for each vertex named.
  * mask: caller bool vector of N. Unknown ids are LAC_ERR_RANGE and malformed
  * ones LAC_ERR_FORMAT, naming the line; a file naming no vertex is
  * LAC_ERR_VALUE. The mask is untouched on failure. */
-lac_status lac_graph_load_vertex_set(lac_ctx_t ctx, lac_graph_t graph, const char *path, lac_array *mask);
+LAC_API lac_status lac_graph_load_vertex_set(lac_ctx_t ctx, lac_graph_t graph, const char *path, lac_array *mask);
 
 /* graph Fourier transform ------------------------------------------------- */
 /* The GFT basis of a graph: L = U diag(w) U^T with U orthogonal (LAPACK
@@ -362,27 +409,27 @@ lac_status lac_graph_load_vertex_set(lac_ctx_t ctx, lac_graph_t graph, const cha
  * precision LAC_FLOAT32 or LAC_FLOAT64 (the eigendecomposition runs in it). */
 typedef struct lac_gft *lac_gft_t;
 
-lac_status lac_gft_create(lac_ctx_t ctx, lac_graph_t graph, lac_dtype precision, lac_gft_t *out);
+LAC_API lac_status lac_gft_create(lac_ctx_t ctx, lac_graph_t graph, lac_dtype precision, lac_gft_t *out);
 /* A cache file: U and w with the graph's fingerprint, N and the precision,
  * written atomically. */
-lac_status lac_gft_save(lac_ctx_t ctx, lac_gft_t gft, const char *path);
+LAC_API lac_status lac_gft_save(lac_ctx_t ctx, lac_gft_t gft, const char *path);
 /* Loads a cache file and checks it against the graph and the precision (and
  * its own checksum): any mismatch is LAC_ERR_VALUE saying which, a damaged
  * file LAC_ERR_FORMAT. */
-lac_status lac_gft_load(lac_ctx_t ctx, const char *path, lac_graph_t graph, lac_dtype precision, lac_gft_t *out);
+LAC_API lac_status lac_gft_load(lac_ctx_t ctx, const char *path, lac_graph_t graph, lac_dtype precision, lac_gft_t *out);
 /* lac_gft_load when `path` holds a valid cache, else lac_gft_create and (when
  * path is not NULL) lac_gft_save; *from_cache (may be NULL) says which. A cache
  * that does not fit is logged and rebuilt; failing to write it is a warning. */
-lac_status lac_gft_load_or_create(lac_ctx_t ctx, lac_graph_t graph, lac_dtype precision, const char *path,
+LAC_API lac_status lac_gft_load_or_create(lac_ctx_t ctx, lac_graph_t graph, lac_dtype precision, const char *path,
                                   lac_gft_t *out, int *from_cache);
-void lac_gft_destroy(lac_gft_t *gft);
-int64_t lac_gft_size(lac_gft_t gft);
-lac_dtype lac_gft_precision(lac_gft_t gft);
+LAC_API void lac_gft_destroy(lac_gft_t *gft);
+LAC_API int64_t lac_gft_size(lac_gft_t gft);
+LAC_API lac_dtype lac_gft_precision(lac_gft_t gft);
 /* Seconds the eigendecomposition took (0 for a loaded cache). */
-double lac_gft_seconds(lac_gft_t gft);
+LAC_API double lac_gft_seconds(lac_gft_t gft);
 /* Copies of w (vector of N) and U (N x N, row v = vertex v, column k =
  * frequency k), in any float dtype; either may be NULL. */
-lac_status lac_gft_copy(lac_ctx_t ctx, lac_gft_t gft, lac_array *eigenvalues, lac_array *vectors);
+LAC_API lac_status lac_gft_copy(lac_ctx_t ctx, lac_gft_t gft, lac_array *eigenvalues, lac_array *vectors);
 
 /* imputation ------------------------------------------------------------- */
 /* Algorithm 1 of Zhou & Zhang (2021), after Sun, Yan & Donoho (ICML 2018).
@@ -430,6 +477,7 @@ typedef struct {
 typedef int (*lac_impute_progress_fn)(const lac_impute_iteration *it, void *user);
 
 typedef struct {
+    size_t struct_size;               /* sizeof: set by lac_impute_params_default() */
     double decay;                  /* c in (0, 1); default 0.35 */
     int64_t steps;                 /* C >= 1, the λ values; default 10 */
     int64_t inner;                 /* T >= 1, iterations per λ at most; default 12 */
@@ -460,13 +508,19 @@ typedef struct {
     double rmse_all, rmse_missing; /* of the final estimate; NaN without truth */
 } lac_impute_result;
 
-lac_impute_params lac_impute_params_default(void);
-const char *lac_impute_params_check(const lac_impute_params *params);
+LAC_API void lac_impute_params_init(lac_impute_params *params, size_t struct_size);
+static inline lac_impute_params lac_impute_params_default(void)
+{
+    lac_impute_params p;
+    lac_impute_params_init(&p, sizeof p);
+    return p;
+}
+LAC_API const char *lac_impute_params_check(const lac_impute_params *params);
 
 /* The checks lac_impute makes of tensor, observed and truth (and of the
  * backend), for a graph of num_vertices vertices, without a basis: lets a
  * caller reject bad input before paying for the eigendecomposition. */
-lac_status lac_impute_check(lac_ctx_t ctx, int64_t num_vertices, const lac_array *tensor, const lac_array *observed,
+LAC_API lac_status lac_impute_check(lac_ctx_t ctx, int64_t num_vertices, const lac_array *tensor, const lac_array *observed,
                             const lac_array *truth);
 
 /* tensor: (N, m, n) float32 or float64 host array, N = the basis' size; the
@@ -476,7 +530,7 @@ lac_status lac_impute_check(lac_ctx_t ctx, int64_t num_vertices, const lac_array
  * Bad input (shapes, an empty observed set, NaN in observed data) leaves out
  * untouched. The CUDA backend does not offer impute yet: a context created
  * with LAC_BACKEND_CUDA gets LAC_ERR_UNSUPPORTED (AUTO contexts run on the CPU). */
-lac_status lac_impute(lac_ctx_t ctx, const lac_impute_params *params, lac_gft_t gft, const lac_array *tensor,
+LAC_API lac_status lac_impute(lac_ctx_t ctx, const lac_impute_params *params, lac_gft_t gft, const lac_array *tensor,
                       const lac_array *observed, const lac_array *truth, lac_array *out,
                       lac_impute_result *result);
 
@@ -486,12 +540,21 @@ lac_status lac_impute(lac_ctx_t ctx, const lac_impute_params *params, lac_gft_t 
  * identical for any thread count. truth: caller (N, m, n) float array;
  * observed: caller bool vector of N (may be NULL). */
 typedef struct {
+    size_t struct_size;               /* sizeof: set by lac_impute_gen_params_default() */
     int64_t m, n, rank;
     double observed_ratio;         /* in (0, 1] */
     uint64_t seed;
 } lac_impute_gen_params;
 
-lac_status lac_impute_generate(lac_ctx_t ctx, const lac_impute_gen_params *params, lac_gft_t gft,
+LAC_API void lac_impute_gen_params_init(lac_impute_gen_params *params, size_t struct_size);
+static inline lac_impute_gen_params lac_impute_gen_params_default(void)
+{
+    lac_impute_gen_params p;
+    lac_impute_gen_params_init(&p, sizeof p);
+    return p;
+}
+
+LAC_API lac_status lac_impute_generate(lac_ctx_t ctx, const lac_impute_gen_params *params, lac_gft_t gft,
                                lac_array *truth, lac_array *observed);
 
 /* ------------------------------------------------------------------------ */
@@ -523,54 +586,69 @@ typedef enum {
     LAC_RATINGS_MATRIX_MARKET = 5
 } lac_ratings_format;
 
-const char *lac_ratings_format_name(lac_ratings_format format);   /* "triples", ... */
+LAC_API const char *lac_ratings_format_name(lac_ratings_format format);   /* "triples", ... */
 /* Parses "auto|triples|movielens|udata|csv|mm". */
-lac_status lac_ratings_format_parse(const char *name, lac_ratings_format *format);
+LAC_API lac_status lac_ratings_format_parse(const char *name, lac_ratings_format *format);
 
 typedef struct {
+    size_t struct_size;               /* sizeof: set by lac_ratings_read_params_default() */
     lac_ratings_format format;
     int skip_bad;             /* count and skip malformed lines instead of failing */
 } lac_ratings_read_params;
 
-lac_ratings_read_params lac_ratings_read_params_default(void);
-lac_status lac_ratings_read(lac_ctx_t ctx, const char *path, const lac_ratings_read_params *params,
+LAC_API void lac_ratings_read_params_init(lac_ratings_read_params *params, size_t struct_size);
+static inline lac_ratings_read_params lac_ratings_read_params_default(void)
+{
+    lac_ratings_read_params p;
+    lac_ratings_read_params_init(&p, sizeof p);
+    return p;
+}
+LAC_API lac_status lac_ratings_read(lac_ctx_t ctx, const char *path, const lac_ratings_read_params *params,
                             lac_ratings_t *out);
 /* From caller arrays: ids are integers (kept as their decimal text). */
-lac_status lac_ratings_from_arrays(lac_ctx_t ctx, int64_t count, const int64_t *users, const int64_t *items,
+LAC_API lac_status lac_ratings_from_arrays(lac_ctx_t ctx, int64_t count, const int64_t *users, const int64_t *items,
                                    const float *ratings, lac_ratings_t *out);
 /* Writes atomically; TRIPLES, MOVIELENS, UDATA (timestamp 0), CSV or MATRIX_MARKET
  * (Matrix Market uses the dense indices + 1 and loses the ids). */
-lac_status lac_ratings_write(lac_ctx_t ctx, const char *path, lac_ratings_format format, lac_ratings_t ratings);
-void lac_ratings_destroy(lac_ratings_t *ratings);
+LAC_API lac_status lac_ratings_write(lac_ctx_t ctx, const char *path, lac_ratings_format format, lac_ratings_t ratings);
+LAC_API void lac_ratings_destroy(lac_ratings_t *ratings);
 
-int64_t lac_ratings_count(lac_ratings_t ratings);
-int64_t lac_ratings_num_users(lac_ratings_t ratings);
-int64_t lac_ratings_num_items(lac_ratings_t ratings);
+LAC_API int64_t lac_ratings_count(lac_ratings_t ratings);
+LAC_API int64_t lac_ratings_num_users(lac_ratings_t ratings);
+LAC_API int64_t lac_ratings_num_items(lac_ratings_t ratings);
 /* Lines skipped as malformed (skip_bad) when read. */
-int64_t lac_ratings_skipped(lac_ratings_t ratings);
+LAC_API int64_t lac_ratings_skipped(lac_ratings_t ratings);
 /* Entry i as dense indices; LAC_ERR_RANGE outside [0, count). */
-lac_status lac_ratings_get(lac_ratings_t ratings, int64_t i, int64_t *user, int64_t *item, float *rating);
+LAC_API lac_status lac_ratings_get(lac_ratings_t ratings, int64_t i, int64_t *user, int64_t *item, float *rating);
 /* The id text of a dense user or item index, NULL outside the range. */
-const char *lac_ratings_user_id(lac_ratings_t ratings, int64_t user);
-const char *lac_ratings_item_id(lac_ratings_t ratings, int64_t item);
+LAC_API const char *lac_ratings_user_id(lac_ratings_t ratings, int64_t user);
+LAC_API const char *lac_ratings_item_id(lac_ratings_t ratings, int64_t item);
 
 /* Holdout split, seeded. fraction of the ratings goes to test: each rating
  * independently (per_user = 0), or that fraction of every user's ratings
  * (per_user = 1; users with one rating keep it in train). Ids are kept. */
 typedef struct {
+    size_t struct_size;               /* sizeof: set by lac_mf_split_params_default() */
     double fraction;          /* in (0, 1); default 0.1 */
     int per_user;
     uint64_t seed;
 } lac_mf_split_params;
 
-lac_mf_split_params lac_mf_split_params_default(void);
-lac_status lac_mf_split(lac_ctx_t ctx, const lac_mf_split_params *params, lac_ratings_t ratings,
+LAC_API void lac_mf_split_params_init(lac_mf_split_params *params, size_t struct_size);
+static inline lac_mf_split_params lac_mf_split_params_default(void)
+{
+    lac_mf_split_params p;
+    lac_mf_split_params_init(&p, sizeof p);
+    return p;
+}
+LAC_API lac_status lac_mf_split(lac_ctx_t ctx, const lac_mf_split_params *params, lac_ratings_t ratings,
                         lac_ratings_t *train, lac_ratings_t *test);
 
 /* Generated ratings shaped like MovieLens/Netflix: power-law user activity and
  * item popularity, a rank-`rank` signal with biases plus Gaussian noise, rounded
  * to the scale. The same seed gives the same ratings whatever the threads. */
 typedef struct {
+    size_t struct_size;               /* sizeof: set by lac_mf_gen_params_default() */
     int64_t users, items, ratings;  /* ratings: the target count (a few % fewer after dedup) */
     int rank;                       /* true rank of the signal; default 10 */
     double noise;                   /* std. dev. of the noise; default 0.5 */
@@ -580,9 +658,15 @@ typedef struct {
     uint64_t seed;
 } lac_mf_gen_params;
 
-lac_mf_gen_params lac_mf_gen_params_default(void);
-const char *lac_mf_gen_params_check(const lac_mf_gen_params *params);
-lac_status lac_mf_generate(lac_ctx_t ctx, const lac_mf_gen_params *params, lac_ratings_t *out);
+LAC_API void lac_mf_gen_params_init(lac_mf_gen_params *params, size_t struct_size);
+static inline lac_mf_gen_params lac_mf_gen_params_default(void)
+{
+    lac_mf_gen_params p;
+    lac_mf_gen_params_init(&p, sizeof p);
+    return p;
+}
+LAC_API const char *lac_mf_gen_params_check(const lac_mf_gen_params *params);
+LAC_API lac_status lac_mf_generate(lac_ctx_t ctx, const lac_mf_gen_params *params, lac_ratings_t *out);
 
 /* Training: r_hat(i, j) = [mu + b_i + bhat_j +] u_i . v_j, fitted by SGD with
  * update rule (5) and learning rate gamma_t = alpha / (1 + beta t^1.5) (eq. 7).
@@ -599,6 +683,7 @@ lac_status lac_mf_generate(lac_ctx_t ctx, const lac_mf_gen_params *params, lac_r
  * deterministic = 1 is LAC_ERR_UNSUPPORTED there). A context created with
  * LAC_BACKEND_AUTO trains fewer than 250 K ratings on the CPU (docs/mf.md). */
 typedef struct {
+    size_t struct_size;               /* sizeof: set by lac_mf_params_default() */
     int k;                    /* factors; default 32 */
     double lambda;            /* L2 regularisation of u_i, v_j (lambda_u = lambda_v); default 0.03 */
     double lambda_bias;       /* of b_i, bhat_j; default 0.01 */
@@ -612,8 +697,14 @@ typedef struct {
     uint64_t seed;            /* initial factors and block order; default 1 */
 } lac_mf_params;
 
-lac_mf_params lac_mf_params_default(void);
-const char *lac_mf_params_check(const lac_mf_params *params);
+LAC_API void lac_mf_params_init(lac_mf_params *params, size_t struct_size);
+static inline lac_mf_params lac_mf_params_default(void)
+{
+    lac_mf_params p;
+    lac_mf_params_init(&p, sizeof p);
+    return p;
+}
+LAC_API const char *lac_mf_params_check(const lac_mf_params *params);
 
 typedef struct lac_mf_model *lac_mf_model_t;
 
@@ -632,37 +723,45 @@ typedef struct {
 
 /* valid may be NULL (no early stopping); its ids are mapped through train's.
  * report may be NULL. */
-lac_status lac_mf_train(lac_ctx_t ctx, const lac_mf_params *params, lac_ratings_t train, lac_ratings_t valid,
+LAC_API lac_status lac_mf_train(lac_ctx_t ctx, const lac_mf_params *params, lac_ratings_t train, lac_ratings_t valid,
                         lac_mf_epoch_fn on_epoch, void *on_epoch_user, lac_mf_model_t *out,
                         lac_mf_report *report);
-void lac_mf_model_destroy(lac_mf_model_t *model);
+LAC_API void lac_mf_model_destroy(lac_mf_model_t *model);
 
-int64_t lac_mf_model_num_users(lac_mf_model_t model);
-int64_t lac_mf_model_num_items(lac_mf_model_t model);
-int lac_mf_model_k(lac_mf_model_t model);
-lac_mf_params lac_mf_model_params(lac_mf_model_t model);
+LAC_API int64_t lac_mf_model_num_users(lac_mf_model_t model);
+LAC_API int64_t lac_mf_model_num_items(lac_mf_model_t model);
+LAC_API int lac_mf_model_k(lac_mf_model_t model);
+/* The model's training parameters into *params (start it from
+ * lac_mf_params_default(): struct_size says how much the caller's struct holds). */
+LAC_API lac_status lac_mf_model_get_params(lac_mf_model_t model, lac_mf_params *params);
+static inline lac_mf_params lac_mf_model_params(lac_mf_model_t model)
+{
+    lac_mf_params p = lac_mf_params_default();
+    lac_mf_model_get_params(model, &p);
+    return p;
+}
 
 /* Versioned binary file (header, factors, biases, id maps, rated items, checksum);
  * saved atomically; load rejects truncated or corrupted files. */
-lac_status lac_mf_model_save(lac_ctx_t ctx, const char *path, lac_mf_model_t model);
-lac_status lac_mf_model_load(lac_ctx_t ctx, const char *path, lac_mf_model_t *out);
+LAC_API lac_status lac_mf_model_save(lac_ctx_t ctx, const char *path, lac_mf_model_t model);
+LAC_API lac_status lac_mf_model_load(lac_ctx_t ctx, const char *path, lac_mf_model_t *out);
 
 /* One prediction per rating of `ratings` (ids mapped through the model's),
  * clamped to the training ratings' range. A user or item the model has not
  * seen gets mu plus the biases known (mu alone for both unknown).
  * predictions: count floats, or NULL. rmse, mae, unknown: may be NULL. */
-lac_status lac_mf_predict(lac_ctx_t ctx, lac_mf_model_t model, lac_ratings_t ratings, float *predictions,
+LAC_API lac_status lac_mf_predict(lac_ctx_t ctx, lac_mf_model_t model, lac_ratings_t ratings, float *predictions,
                           double *rmse, double *mae, int64_t *unknown);
 
 /* Top n items by predicted rating for each user given (dense model indices),
  * excluding the items the user rated in training. items: num_users x n dense
  * item indices (-1 where fewer than n remain), scores: the same shape or NULL. */
-lac_status lac_mf_recommend(lac_ctx_t ctx, lac_mf_model_t model, int64_t num_users, const int64_t *users,
+LAC_API lac_status lac_mf_recommend(lac_ctx_t ctx, lac_mf_model_t model, int64_t num_users, const int64_t *users,
                             int64_t n, int64_t *items, float *scores);
 /* Dense index of an id, -1 when the model has not seen it. */
-int64_t lac_mf_model_user_index(lac_mf_model_t model, const char *id);
-const char *lac_mf_model_user_id(lac_mf_model_t model, int64_t user);
-const char *lac_mf_model_item_id(lac_mf_model_t model, int64_t item);
+LAC_API int64_t lac_mf_model_user_index(lac_mf_model_t model, const char *id);
+LAC_API const char *lac_mf_model_user_id(lac_mf_model_t model, int64_t user);
+LAC_API const char *lac_mf_model_item_id(lac_mf_model_t model, int64_t item);
 
 #ifdef __cplusplus
 }

@@ -1,13 +1,18 @@
 /* Array descriptors and memory: host arrays, device memory, pinned memory. */
 #include "core/internal.h"
-#include "backend/cuda/gateway.h"
+#include "core/device.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
-/* owned_kind_ values: how lac_array_release gives the data back. */
-enum { OWNED_NONE = 0, OWNED_MALLOC = 1, OWNED_MMAP = 2 };
+/* What a library-made array owns, and how lac_array_release gives it back. */
+enum { OWNED_MALLOC = 1, OWNED_MMAP = 2 };
+struct lac_array_owner {
+    int kind;
+    void *base;
+    size_t bytes;
+};
 
 size_t lac_dtype_size(lac_dtype dtype)
 {
@@ -81,61 +86,99 @@ lac_status lac_array_alloc(lac_ctx_t ctx, lac_dtype dtype, int ndim, const int64
     out->dtype = dtype;
     out->ndim = ndim;
     for (int d = 0; d < ndim; d++) out->shape[d] = shape[d];
-    out->owned_ = data;
-    out->owned_bytes_ = bytes;
-    out->owned_kind_ = OWNED_MALLOC;
+    return lac_array_own_malloc(ctx, out, data, bytes);
+}
+
+static lac_status own(lac_ctx_t ctx, lac_array *a, int kind, void *base, size_t bytes)
+{
+    struct lac_array_owner *o = malloc(sizeof *o);
+    if (!o) {
+        if (kind == OWNED_MALLOC) free(base);
+        else munmap(base, bytes);
+        memset(a, 0, sizeof *a);
+        return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "could not allocate an array record");
+    }
+    o->kind = kind;
+    o->base = base;
+    o->bytes = bytes;
+    a->owner = o;
     return LAC_SUCCESS;
 }
 
-/* Used by the readers to hand over what they allocated or mapped. */
-void lac_array_take_malloc(lac_array *a, void *block, size_t bytes)
+lac_status lac_array_own_malloc(lac_ctx_t ctx, lac_array *a, void *block, size_t bytes)
 {
-    a->owned_ = block;
-    a->owned_bytes_ = bytes;
-    a->owned_kind_ = OWNED_MALLOC;
+    return own(ctx, a, OWNED_MALLOC, block, bytes);
 }
 
-void lac_array_take_mmap(lac_array *a, void *mapping, size_t bytes)
+lac_status lac_array_own_mmap(lac_ctx_t ctx, lac_array *a, void *mapping, size_t bytes)
 {
-    a->owned_ = mapping;
-    a->owned_bytes_ = bytes;
-    a->owned_kind_ = OWNED_MMAP;
+    return own(ctx, a, OWNED_MMAP, mapping, bytes);
+}
+
+lac_array lac_array_view(const lac_array *a)
+{
+    lac_array v;
+    memset(&v, 0, sizeof v);
+    if (a) {
+        v = *a;
+        v.owner = NULL;
+    }
+    return v;
 }
 
 void lac_array_release(lac_array *a)
 {
     if (!a) return;
-    if (a->owned_kind_ == OWNED_MALLOC) free(a->owned_);
-    else if (a->owned_kind_ == OWNED_MMAP) munmap(a->owned_, a->owned_bytes_);
+    struct lac_array_owner *o = a->owner;
+    if (o && o->kind == OWNED_MALLOC) free(o->base);
+    else if (o && o->kind == OWNED_MMAP) munmap(o->base, o->bytes);
+    free(o);
     memset(a, 0, sizeof *a);
+}
+
+/* Device memory goes through the context's device table; a CPU context has none. */
+static lac_status device_of(lac_ctx_t ctx, const lac_device_backend **out)
+{
+    *out = lac_ctx_device(ctx);
+    if (*out) return LAC_SUCCESS;
+    if (!lac_device_backend_cuda()) return lac_error(ctx, LAC_ERR_NOT_COMPILED, "this build has no CUDA backend");
+    return lac_error(ctx, LAC_ERR_ARGUMENT, "device memory needs a context with the CUDA backend");
 }
 
 lac_status lac_device_alloc(lac_ctx_t ctx, size_t bytes, void **ptr)
 {
     LAC_ARG_NOT_NULL(ctx, ctx);
     LAC_ARG_NOT_NULL(ctx, ptr);
-    return lac_cuda_malloc(ctx, bytes, ptr);
+    const lac_device_backend *device;
+    LAC_CHECK(device_of(ctx, &device));
+    return device->malloc(ctx, bytes, ptr);
 }
 
 lac_status lac_device_free(lac_ctx_t ctx, void *ptr)
 {
     LAC_ARG_NOT_NULL(ctx, ctx);
     if (!ptr) return LAC_SUCCESS;
-    return lac_cuda_free(ctx, ptr);
+    const lac_device_backend *device;
+    LAC_CHECK(device_of(ctx, &device));
+    return device->free(ctx, ptr);
 }
 
 lac_status lac_host_alloc_pinned(lac_ctx_t ctx, size_t bytes, void **ptr)
 {
     LAC_ARG_NOT_NULL(ctx, ctx);
     LAC_ARG_NOT_NULL(ctx, ptr);
-    return lac_cuda_host_alloc(ctx, bytes, ptr);
+    const lac_device_backend *device;
+    LAC_CHECK(device_of(ctx, &device));
+    return device->host_alloc(ctx, bytes, ptr);
 }
 
 lac_status lac_host_free_pinned(lac_ctx_t ctx, void *ptr)
 {
     LAC_ARG_NOT_NULL(ctx, ctx);
     if (!ptr) return LAC_SUCCESS;
-    return lac_cuda_host_free(ctx, ptr);
+    const lac_device_backend *device;
+    LAC_CHECK(device_of(ctx, &device));
+    return device->host_free(ctx, ptr);
 }
 
 lac_status lac_memcpy(lac_ctx_t ctx, void *dst, lac_memory dst_memory, const void *src,
@@ -149,5 +192,7 @@ lac_status lac_memcpy(lac_ctx_t ctx, void *dst, lac_memory dst_memory, const voi
         memmove(dst, src, bytes);
         return LAC_SUCCESS;
     }
-    return lac_cuda_memcpy(ctx, dst, dst_memory, src, src_memory, bytes);
+    const lac_device_backend *device;
+    LAC_CHECK(device_of(ctx, &device));
+    return device->memcpy(ctx, dst, dst_memory, src, src_memory, bytes);
 }

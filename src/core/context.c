@@ -1,7 +1,7 @@
-/* Context: resolves the backend, owns the thread count, the log sink and the
- * CUDA state (streams and library handles made once and reused). */
+/* Context: resolves the backend, owns the thread count, the log sink, the
+ * knobs and the device backend's state (made once and reused). */
 #include "core/internal.h"
-#include "backend/cuda/gateway.h"
+#include "core/device.h"
 
 #include <omp.h>
 #include <stdlib.h>
@@ -10,18 +10,28 @@
 void lac_log_stderr(lac_log_level level, const char *message, void *user);
 int lac_log_level_from_env(const char *value);
 
-lac_ctx_params lac_ctx_params_default(void)
+static lac_ctx_params ctx_defaults(void)
 {
     lac_ctx_params p;
     memset(&p, 0, sizeof p);
+    p.struct_size = sizeof p;
     p.backend = LAC_BACKEND_AUTO;
     p.log_level = LAC_LOG_WARN;
     return p;
 }
 
-const char *lac_ctx_params_check(const lac_ctx_params *p)
+void lac_ctx_params_init(lac_ctx_params *params, size_t struct_size)
 {
-    if (!p) return "params is NULL";
+    lac_ctx_params d = ctx_defaults();
+    lac_params_fill(params, struct_size, &d, sizeof d);
+}
+
+const char *lac_ctx_params_check(const lac_ctx_params *given)
+{
+    lac_ctx_params d = ctx_defaults(), adopted;
+    const char *why = lac_params_adopt(given, &d, sizeof d, &adopted);
+    if (why) return why;
+    const lac_ctx_params *p = &adopted;
     if (p->backend < LAC_BACKEND_AUTO || p->backend > LAC_BACKEND_CUDA)
         return "backend must be auto, cpu or cuda";
     if (p->num_devices < 0 || p->num_devices > LAC_MAX_DEVICES)
@@ -38,30 +48,44 @@ lac_status lac_ctx_create(const lac_ctx_params *params, lac_ctx_t *out)
 {
     if (!out) return lac_error(NULL, LAC_ERR_ARGUMENT, "ctx is NULL");
     *out = NULL;
-    lac_ctx_params p = params ? *params : lac_ctx_params_default();
-    const char *why = lac_ctx_params_check(&p);
+    lac_ctx_params p = ctx_defaults();
+    const char *why = params ? lac_params_adopt(params, &p, sizeof p, &p) : NULL;
+    if (!why) why = lac_ctx_params_check(&p);
     if (why) return lac_error(NULL, LAC_ERR_ARGUMENT, "context parameters: %s", why);
+    if (p.num_devices > 1)
+        return lac_error(NULL, LAC_ERR_UNSUPPORTED,
+                         "a context drives one CUDA device for now: make one context per device");
 
     lac_ctx_t ctx = calloc(1, sizeof *ctx);
     if (!ctx) return lac_error(NULL, LAC_ERR_OUT_OF_MEMORY, "could not allocate a context");
     ctx->params = p;
+    ctx->params.knobs = NULL;   /* the caller's string may not outlive the call: see ctx->knob_text */
     ctx->threads = p.threads > 0 ? p.threads : omp_get_max_threads();
     ctx->log = p.log;
     ctx->log_user = p.log_user;
     ctx->log_level = p.log_level;
-    int env_level = lac_log_level_from_env(getenv("LACUNA_LOG"));
+    int env_level = lac_log_level_from_env(lac_knob_string(NULL, LAC_KNOB_LOG));
     if (!ctx->log && env_level >= 0) {
         ctx->log = lac_log_stderr;
         ctx->log_level = (lac_log_level)env_level;
     }
+    why = lac_knobs_load(ctx, p.knobs);
+    if (why) {
+        lac_knobs_free(ctx);
+        free(ctx);
+        return lac_error(NULL, LAC_ERR_ARGUMENT, "context parameters: %s", why);
+    }
 
+    const lac_device_backend *cuda = lac_device_backend_cuda();
     lac_backend want = p.backend;
-    if (want == LAC_BACKEND_AUTO) want = lac_cuda_devices() > 0 ? LAC_BACKEND_CUDA : LAC_BACKEND_CPU;
+    if (want == LAC_BACKEND_AUTO) want = cuda && cuda->device_count() > 0 ? LAC_BACKEND_CUDA : LAC_BACKEND_CPU;
     ctx->backend = want;
     if (want == LAC_BACKEND_CUDA) {
-        lac_status st = lac_cuda_ctx_init(ctx);
+        lac_status st = cuda ? cuda->ctx_init(ctx)
+                             : lac_error(ctx, LAC_ERR_NOT_COMPILED, "this build has no CUDA backend");
         if (st < 0) {
             lac_error(NULL, st, "%s", ctx->last_error);
+            lac_knobs_free(ctx);
             free(ctx);
             return st;
         }
@@ -75,7 +99,9 @@ lac_status lac_ctx_create(const lac_ctx_params *params, lac_ctx_t *out)
 void lac_ctx_destroy(lac_ctx_t *ctx)
 {
     if (!ctx || !*ctx) return;
-    if ((*ctx)->cuda) lac_cuda_ctx_fini(*ctx);
+    const lac_device_backend *device = lac_ctx_device(*ctx);
+    if (device) device->ctx_fini(*ctx);
+    lac_knobs_free(*ctx);
     free(*ctx);
     *ctx = NULL;
 }
@@ -87,16 +113,23 @@ int lac_ctx_threads(lac_ctx_t ctx) { return lac_threads(ctx); }
 lac_status lac_ctx_synchronize(lac_ctx_t ctx)
 {
     LAC_ARG_NOT_NULL(ctx, ctx);
-    if (ctx->backend != LAC_BACKEND_CUDA) return LAC_SUCCESS;
-    return lac_cuda_synchronize(ctx);
+    const lac_device_backend *device = lac_ctx_device(ctx);
+    return device ? device->synchronize(ctx) : LAC_SUCCESS;
 }
 
-int lac_cuda_device_count(void) { return lac_cuda_devices(); }
+int lac_cuda_device_count(void)
+{
+    const lac_device_backend *cuda = lac_device_backend_cuda();
+    return cuda ? cuda->device_count() : 0;
+}
 
 lac_status lac_cuda_device_describe(int device, char *buf, size_t len)
 {
     if (!buf || len == 0) return lac_error(NULL, LAC_ERR_ARGUMENT, "buf is NULL or empty");
-    if (device < 0 || device >= lac_cuda_devices())
-        return lac_error(NULL, LAC_ERR_RANGE, "device %d is outside [0, %d)", device, lac_cuda_devices());
-    return lac_cuda_describe(NULL, device, buf, len);
+    const lac_device_backend *cuda = lac_device_backend_cuda();
+    if (!cuda) return lac_error(NULL, LAC_ERR_NOT_COMPILED, "this build has no CUDA backend");
+    int count = cuda->device_count();
+    if (device < 0 || device >= count)
+        return lac_error(NULL, LAC_ERR_RANGE, "device %d is outside [0, %d)", device, count);
+    return cuda->describe(NULL, device, buf, len);
 }

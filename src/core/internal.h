@@ -4,6 +4,7 @@
 #define LACUNA_CORE_INTERNAL_H
 
 #include "lacuna/lacuna.h"
+#include "core/knobs.h"
 
 #include <stdarg.h>
 #include <stdbool.h>
@@ -24,7 +25,9 @@ struct lac_ctx {
     void *log_user;
     lac_log_level log_level;
     char last_error[LAC_ERROR_MAX];
-    struct lac_cuda_state *cuda;  /* streams, cuBLAS/cuSOLVER handles; NULL on CPU */
+    const char *knobs[LAC_KNOB_COUNT];   /* per-context overrides (core/knobs.h), or NULL */
+    char *knob_text;              /* the overrides' storage */
+    struct lac_cuda_state *cuda;  /* the device backend's state (streams, handles, caches); NULL on CPU */
 };
 
 /* Records "detail" as the last error of ctx (or of the thread when ctx is NULL),
@@ -71,9 +74,36 @@ static inline bool lac_mul_overflows(size_t a, size_t b, size_t *out)
     return false;
 }
 
+/* Growable params structs (lacuna.h, "struct_size"). lac_params_fill is the
+ * body of every lac_X_params_init: the defaults, cut to the caller's size.
+ * lac_params_adopt copies a caller's struct over the defaults into a full-size
+ * struct (out), returning a constant message when struct_size is unusable;
+ * lac_params_read does the same and records the message as LAC_ERR_ARGUMENT. */
+void lac_params_fill(void *params, size_t struct_size, const void *defaults, size_t full_size);
+const char *lac_params_adopt(const void *given, const void *defaults, size_t full_size, void *out);
+lac_status lac_params_read(lac_ctx_t ctx, const char *what, const void *given, const void *defaults, size_t full_size,
+                           void *out);
+
+/* In a public function taking `const T *name`: points name at a full-size
+ * copy of the caller's struct (defaults where the caller's is shorter), or
+ * returns LAC_ERR_ARGUMENT when its struct_size is unusable. */
+#define LAC_ADOPT_PARAMS(ctx, what, T, name, defaults)                                                  \
+    T name##_adopted_;                                                                                   \
+    do {                                                                                                 \
+        T lac_d_ = (defaults);                                                                           \
+        LAC_CHECK(lac_params_read((ctx), (what), (name), &lac_d_, sizeof lac_d_, &name##_adopted_));     \
+        name = &name##_adopted_;                                                                         \
+    } while (0)
+
 /* malloc that records LAC_ERR_OUT_OF_MEMORY with the size on failure. */
 void *lac_malloc(lac_ctx_t ctx, size_t bytes);
 void *lac_calloc(lac_ctx_t ctx, size_t count, size_t size);
+
+/* Hand-over of storage the library made into a lac_array, which then owns it
+ * (lac_array_release gives it back). On failure the storage is given back at
+ * once and LAC_ERR_OUT_OF_MEMORY returned. */
+lac_status lac_array_own_malloc(lac_ctx_t ctx, lac_array *a, void *block, size_t bytes);
+lac_status lac_array_own_mmap(lac_ctx_t ctx, lac_array *a, void *mapping, size_t bytes);
 
 /* Number of CPU threads a context uses, 1 for a NULL context. */
 static inline int lac_threads(lac_ctx_t ctx) { return ctx ? ctx->threads : 1; }

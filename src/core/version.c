@@ -1,6 +1,6 @@
 /* Version and build information (what was compiled in). */
 #include "core/internal.h"
-#include "backend/cuda/gateway.h"
+#include "core/device.h"
 
 #include <openblas_config.h>
 #include <stdio.h>
@@ -31,7 +31,7 @@ const char *lac_build_info(void)
              "cuda: %s\n"
              "mpi: %s\n",
              LACUNA_VERSION_STRING, LACUNA_BUILD_TYPE, LACUNA_C_COMPILER, _OPENMP,
-             OPENBLAS_VERSION, lac_cuda_runtime_info(),
+             OPENBLAS_VERSION, lac_device_backend_cuda() ? lac_device_backend_cuda()->runtime_info() : "not built",
 #ifdef LACUNA_HAVE_MPI
              "yes"
 #else

@@ -32,6 +32,25 @@ static void normals(uint64_t *state, double *out, int64_t count)
     }
 }
 
+static lac_impute_gen_params gen_defaults(void)
+{
+    lac_impute_gen_params p;
+    memset(&p, 0, sizeof p);
+    p.struct_size = sizeof p;
+    p.m = 16;
+    p.n = 16;
+    p.rank = 3;
+    p.observed_ratio = 0.5;
+    p.seed = 1;
+    return p;
+}
+
+void lac_impute_gen_params_init(lac_impute_gen_params *params, size_t struct_size)
+{
+    lac_impute_gen_params d = gen_defaults();
+    lac_params_fill(params, struct_size, &d, sizeof d);
+}
+
 lac_status lac_impute_generate(lac_ctx_t ctx, const lac_impute_gen_params *params, lac_gft_t gft, lac_array *truth,
                                lac_array *observed)
 {
@@ -39,6 +58,7 @@ lac_status lac_impute_generate(lac_ctx_t ctx, const lac_impute_gen_params *param
     LAC_ARG_NOT_NULL(ctx, params);
     LAC_ARG_NOT_NULL(ctx, gft);
     LAC_ARG_NOT_NULL(ctx, truth);
+    LAC_ADOPT_PARAMS(ctx, "impute generator", lac_impute_gen_params, params, gen_defaults());
     const int64_t N = gft->n, m = params->m, n = params->n, r = params->rank, mn = m * n;
     if (m < 1 || n < 1) return lac_error(ctx, LAC_ERR_ARGUMENT, "slices must be at least 1 x 1, not %lld x %lld", (long long)m, (long long)n);
     if (r < 1 || r > (m < n ? m : n))

@@ -8,10 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-lac_impute_params lac_impute_params_default(void)
+static lac_impute_params impute_defaults(void)
 {
     lac_impute_params p;
     memset(&p, 0, sizeof p);
+    p.struct_size = sizeof p;
     /* Not the paper's (which states C = 20 only): with acceleration, ten λ
      * values 0.35 apart reach the paper's accuracy in about 110 iterations;
      * a steeper decay (0.25 over 8) left more error at ratio 0.5 and spent
@@ -28,9 +29,18 @@ lac_impute_params lac_impute_params_default(void)
     return p;
 }
 
-const char *lac_impute_params_check(const lac_impute_params *p)
+void lac_impute_params_init(lac_impute_params *params, size_t struct_size)
 {
-    if (!p) return "params is NULL";
+    lac_impute_params d = impute_defaults();
+    lac_params_fill(params, struct_size, &d, sizeof d);
+}
+
+const char *lac_impute_params_check(const lac_impute_params *given)
+{
+    lac_impute_params d = impute_defaults(), adopted;
+    const char *why = lac_params_adopt(given, &d, sizeof d, &adopted);
+    if (why) return why;
+    const lac_impute_params *p = &adopted;
     if (!(p->decay > 0 && p->decay < 1)) return "decay c must be in (0, 1)";
     if (p->steps < 1) return "steps C must be >= 1";
     if (p->inner < 1) return "inner T must be >= 1";
@@ -217,6 +227,7 @@ lac_status lac_impute(lac_ctx_t ctx, const lac_impute_params *params, lac_gft_t 
     LAC_ARG_NOT_NULL(ctx, tensor);
     LAC_ARG_NOT_NULL(ctx, out);
     const double t_start = omp_get_wtime();
+    LAC_ADOPT_PARAMS(ctx, "impute", lac_impute_params, params, impute_defaults());
     const char *why = lac_impute_params_check(params);
     if (why) return lac_error(ctx, LAC_ERR_ARGUMENT, "impute parameters: %s", why);
     const lac_impute_backend *backend = pick_backend(ctx);

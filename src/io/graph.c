@@ -7,12 +7,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-lac_graph_params lac_graph_params_default(void)
+static lac_graph_params graph_defaults(void)
 {
     lac_graph_params p;
     memset(&p, 0, sizeof p);
+    p.struct_size = sizeof p;
     p.format = LAC_GRAPH_AUTO;
     return p;
+}
+
+void lac_graph_params_init(lac_graph_params *params, size_t struct_size)
+{
+    lac_graph_params d = graph_defaults();
+    lac_params_fill(params, struct_size, &d, sizeof d);
 }
 
 const char *lac_graph_check_weight(double w)

@@ -191,7 +191,8 @@ lac_status lac_graph_load(lac_ctx_t ctx, const char *path, const lac_graph_param
 {
     LAC_ARG_NOT_NULL(ctx, path);
     LAC_ARG_NOT_NULL(ctx, out);
-    lac_graph_params p = params ? *params : lac_graph_params_default();
+    lac_graph_params p = lac_graph_params_default();
+    if (params) LAC_CHECK(lac_params_read(ctx, "graph", params, &p, sizeof p, &p));
     if (p.format < LAC_GRAPH_AUTO || p.format > LAC_GRAPH_MATRIX_MARKET)
         return lac_error(ctx, LAC_ERR_ARGUMENT, "graph format must be auto, edge list or Matrix Market");
     if (p.num_vertices < 0)

@@ -25,10 +25,6 @@ lac_status lac_atomic_commit(lac_ctx_t ctx, lac_atomic_file *af);
 /* Closes and removes the temporary; safe on a zeroed or committed handle. */
 void lac_atomic_abort(lac_atomic_file *af);
 
-/* Hand-over of storage into a lac_array (src/core/array.c). */
-void lac_array_take_malloc(lac_array *a, void *block, size_t bytes);
-void lac_array_take_mmap(lac_array *a, void *mapping, size_t bytes);
-
 #ifdef __cplusplus
 }
 #endif

@@ -174,7 +174,7 @@ lac_status lac_npy_load(lac_ctx_t ctx, const char *path, unsigned flags, lac_arr
             goto done;
         }
         a.data = (char *)m + data_offset;
-        lac_array_take_mmap(&a, m, map_len);
+        LAC_CHECK_GOTO(lac_array_own_mmap(ctx, &a, m, map_len), st, done);
     } else {
         block = lac_malloc(ctx, bytes);
         if (!block) {
@@ -191,8 +191,9 @@ lac_status lac_npy_load(lac_ctx_t ctx, const char *path, unsigned flags, lac_arr
             done_bytes += (size_t)r;
         }
         a.data = block;
-        lac_array_take_malloc(&a, block, bytes);
+        void *handed = block;
         block = NULL;
+        LAC_CHECK_GOTO(lac_array_own_malloc(ctx, &a, handed, bytes), st, done);
     }
     if (a.dtype == LAC_BOOL) {   /* numpy bools are bytes 0/1; reject anything else */
         const unsigned char *b = a.data;

@@ -9,12 +9,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-lac_ratings_read_params lac_ratings_read_params_default(void)
+static lac_ratings_read_params ratings_read_defaults(void)
 {
     lac_ratings_read_params p;
     memset(&p, 0, sizeof p);
+    p.struct_size = sizeof p;
     p.format = LAC_RATINGS_AUTO;
     return p;
+}
+
+void lac_ratings_read_params_init(lac_ratings_read_params *params, size_t struct_size)
+{
+    lac_ratings_read_params d = ratings_read_defaults();
+    lac_params_fill(params, struct_size, &d, sizeof d);
 }
 
 typedef struct {
@@ -106,7 +113,8 @@ lac_status lac_ratings_read(lac_ctx_t ctx, const char *path, const lac_ratings_r
 {
     LAC_ARG_NOT_NULL(ctx, path);
     LAC_ARG_NOT_NULL(ctx, out);
-    lac_ratings_read_params p = params ? *params : lac_ratings_read_params_default();
+    lac_ratings_read_params p = lac_ratings_read_params_default();
+    if (params) LAC_CHECK(lac_params_read(ctx, "ratings reader", params, &p, sizeof p, &p));
     if (p.format < LAC_RATINGS_AUTO || p.format > LAC_RATINGS_MATRIX_MARKET)
         return lac_error(ctx, LAC_ERR_ARGUMENT, "unknown ratings format %d", (int)p.format);
     FILE *fp = fopen(path, "r");

@@ -116,8 +116,9 @@ lac_status lac_text_load(lac_ctx_t ctx, const char *path, lac_dtype dtype, lac_a
     }
     if (!data) data = malloc(1);
     out->data = data;
-    lac_array_take_malloc(out, data, cap);
+    void *handed = data;
     data = NULL;
+    st = lac_array_own_malloc(ctx, out, handed, cap);
 done:
     free(data);
     free(tokens);

@@ -10,19 +10,29 @@
 
 static const char *const op_names[] = {"sum", "mean", "min", "max", "count"};
 
-lac_map_params lac_map_params_default(void)
+static lac_map_params map_defaults(void)
 {
     lac_map_params p;
     memset(&p, 0, sizeof p);
+    p.struct_size = sizeof p;
     p.op = LAC_MAP_SUM;
     p.nan_policy = LAC_NAN_PROPAGATE;
     p.empty_value = 0.0;
     return p;
 }
 
-const char *lac_map_params_check(const lac_map_params *p)
+void lac_map_params_init(lac_map_params *params, size_t struct_size)
 {
-    if (!p) return "params is NULL";
+    lac_map_params d = map_defaults();
+    lac_params_fill(params, struct_size, &d, sizeof d);
+}
+
+const char *lac_map_params_check(const lac_map_params *given)
+{
+    lac_map_params d = map_defaults(), adopted;
+    const char *why = lac_params_adopt(given, &d, sizeof d, &adopted);
+    if (why) return why;
+    const lac_map_params *p = &adopted;
     if (p->op < LAC_MAP_SUM || p->op > LAC_MAP_COUNT) return "op must be sum, mean, min, max or count";
     if (p->nan_policy < LAC_NAN_PROPAGATE || p->nan_policy > LAC_NAN_ERROR)
         return "nan_policy must be propagate, skip or error";
@@ -95,6 +105,7 @@ static lac_status check_call(lac_ctx_t ctx, const lac_map_params *params, const 
     LAC_ARG_NOT_NULL(ctx, params);
     LAC_ARG_NOT_NULL(ctx, source);
     LAC_ARG_NOT_NULL(ctx, target);
+    LAC_ADOPT_PARAMS(ctx, "map", lac_map_params, params, map_defaults());
     const char *why = lac_map_params_check(params);
     if (why) return lac_error(ctx, LAC_ERR_ARGUMENT, "map parameters: %s", why);
 

@@ -9,10 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-lac_mf_gen_params lac_mf_gen_params_default(void)
+static lac_mf_gen_params mf_gen_defaults(void)
 {
     lac_mf_gen_params p;
     memset(&p, 0, sizeof p);
+    p.struct_size = sizeof p;
     p.users = 1000;
     p.items = 500;
     p.ratings = 50000;
@@ -25,9 +26,18 @@ lac_mf_gen_params lac_mf_gen_params_default(void)
     return p;
 }
 
-const char *lac_mf_gen_params_check(const lac_mf_gen_params *p)
+void lac_mf_gen_params_init(lac_mf_gen_params *params, size_t struct_size)
 {
-    if (!p) return "params is NULL";
+    lac_mf_gen_params d = mf_gen_defaults();
+    lac_params_fill(params, struct_size, &d, sizeof d);
+}
+
+const char *lac_mf_gen_params_check(const lac_mf_gen_params *given)
+{
+    lac_mf_gen_params d = mf_gen_defaults(), adopted;
+    const char *why = lac_params_adopt(given, &d, sizeof d, &adopted);
+    if (why) return why;
+    const lac_mf_gen_params *p = &adopted;
     if (p->users < 1 || p->users > INT32_MAX) return "users must be in [1, 2^31)";
     if (p->items < 2 || p->items > INT32_MAX) return "items must be in [2, 2^31)";
     if (p->ratings < 1) return "ratings must be >= 1";
@@ -92,6 +102,7 @@ lac_status lac_mf_generate(lac_ctx_t ctx, const lac_mf_gen_params *p, lac_rating
 {
     LAC_ARG_NOT_NULL(ctx, ctx);
     LAC_ARG_NOT_NULL(ctx, out);
+    LAC_ADOPT_PARAMS(ctx, "mf generator", lac_mf_gen_params, p, mf_gen_defaults());
     const char *why = lac_mf_gen_params_check(p);
     if (why) return lac_error(ctx, LAC_ERR_ARGUMENT, "mf generator: %s", why);
     int64_t nu = p->users, ni = p->items, k = p->rank;

@@ -6,10 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-lac_mf_params lac_mf_params_default(void)
+static lac_mf_params mf_defaults(void)
 {
     lac_mf_params p;
     memset(&p, 0, sizeof p);
+    p.struct_size = sizeof p;
     p.k = 32;
     p.lambda = 0.03;
     p.lambda_bias = 0.01;
@@ -24,9 +25,18 @@ lac_mf_params lac_mf_params_default(void)
     return p;
 }
 
-const char *lac_mf_params_check(const lac_mf_params *p)
+void lac_mf_params_init(lac_mf_params *params, size_t struct_size)
 {
-    if (!p) return "params is NULL";
+    lac_mf_params d = mf_defaults();
+    lac_params_fill(params, struct_size, &d, sizeof d);
+}
+
+const char *lac_mf_params_check(const lac_mf_params *given)
+{
+    lac_mf_params d = mf_defaults(), adopted;
+    const char *why = lac_params_adopt(given, &d, sizeof d, &adopted);
+    if (why) return why;
+    const lac_mf_params *p = &adopted;
     if (p->k < 1 || p->k > 4096) return "k (factors) must be in [1, 4096]";
     if (!(p->lambda >= 0) || !isfinite(p->lambda)) return "lambda must be finite and >= 0";
     if (!(p->lambda_bias >= 0) || !isfinite(p->lambda_bias)) return "lambda_bias must be finite and >= 0";
@@ -105,7 +115,15 @@ void lac_mf_model_destroy(lac_mf_model_t *model)
 int64_t lac_mf_model_num_users(lac_mf_model_t m) { return m ? m->num_users : 0; }
 int64_t lac_mf_model_num_items(lac_mf_model_t m) { return m ? m->num_items : 0; }
 int lac_mf_model_k(lac_mf_model_t m) { return m ? m->k : 0; }
-lac_mf_params lac_mf_model_params(lac_mf_model_t m) { return m ? m->params : lac_mf_params_default(); }
+lac_status lac_mf_model_get_params(lac_mf_model_t m, lac_mf_params *params)
+{
+    LAC_ARG_NOT_NULL(NULL, m);
+    LAC_ARG_NOT_NULL(NULL, params);
+    size_t size = params->struct_size;
+    if (size < sizeof(size_t)) return lac_error(NULL, LAC_ERR_ARGUMENT, "params->struct_size is not set");
+    lac_params_fill(params, size, &m->params, sizeof m->params);
+    return LAC_SUCCESS;
+}
 const char *lac_mf_model_user_id(lac_mf_model_t m, int64_t u) { return m ? lac_idmap_name(&m->users, u) : NULL; }
 const char *lac_mf_model_item_id(lac_mf_model_t m, int64_t j) { return m ? lac_idmap_name(&m->items, j) : NULL; }
 

@@ -7,13 +7,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-lac_mf_split_params lac_mf_split_params_default(void)
+static lac_mf_split_params mf_split_defaults(void)
 {
     lac_mf_split_params p;
     memset(&p, 0, sizeof p);
+    p.struct_size = sizeof p;
     p.fraction = 0.1;
     p.seed = 1;
     return p;
+}
+
+void lac_mf_split_params_init(lac_mf_split_params *params, size_t struct_size)
+{
+    lac_mf_split_params d = mf_split_defaults();
+    lac_params_fill(params, struct_size, &d, sizeof d);
 }
 
 static double unit(uint64_t seed, uint64_t i) { return (double)(lac_mix64(seed * 0x9e3779b97f4a7c15ull + i + 1) >> 11) * 0x1.0p-53; }
@@ -25,6 +32,7 @@ lac_status lac_mf_split(lac_ctx_t ctx, const lac_mf_split_params *params, lac_ra
     LAC_ARG_NOT_NULL(ctx, r);
     LAC_ARG_NOT_NULL(ctx, train);
     LAC_ARG_NOT_NULL(ctx, test);
+    LAC_ADOPT_PARAMS(ctx, "split", lac_mf_split_params, params, mf_split_defaults());
     if (!(params->fraction > 0.0 && params->fraction < 1.0))
         return lac_error(ctx, LAC_ERR_ARGUMENT, "split fraction %g must be in (0, 1)", params->fraction);
     int64_t n = r->count;

@@ -157,6 +157,7 @@ lac_status lac_mf_train(lac_ctx_t ctx, const lac_mf_params *params, lac_ratings_
     LAC_ARG_NOT_NULL(ctx, params);
     LAC_ARG_NOT_NULL(ctx, train);
     LAC_ARG_NOT_NULL(ctx, out);
+    LAC_ADOPT_PARAMS(ctx, "mf", lac_mf_params, params, lac_mf_params_default());
     const char *why = lac_mf_params_check(params);
     if (why) return lac_error(ctx, LAC_ERR_ARGUMENT, "mf parameters: %s", why);
     if (train->count == 0) return lac_error(ctx, LAC_ERR_VALUE, "the training ratings are empty");

@@ -466,7 +466,8 @@ static int gen(lac_ctx_t ctx, impute_options *o)
     int64_t shape[3] = {N, o->m, o->n};
     if ((st = lac_array_alloc(ctx, dtype, 3, shape, &truth)) < 0) goto fail;
     if ((st = lac_array_alloc(ctx, LAC_BOOL, 1, shape, &observed)) < 0) goto fail;
-    lac_impute_gen_params gp = {o->m, o->n, o->rank, o->ratio, (uint64_t)o->seed};
+    lac_impute_gen_params gp = lac_impute_gen_params_default();
+    gp.m = o->m, gp.n = o->n, gp.rank = o->rank, gp.observed_ratio = o->ratio, gp.seed = (uint64_t)o->seed;
     if ((st = lac_impute_generate(ctx, &gp, gft, &truth, &observed)) < 0) goto fail;
 
     /* Z first, then X = Z with NaN in the unobserved slices, in place. */

@@ -271,8 +271,7 @@ typedef struct {
 
 static lac_status stage(lac_ctx_t ctx, const lac_array *host, bool on_device, staged *s)
 {
-    s->a = *host;
-    s->a.owned_ = NULL, s->a.owned_bytes_ = 0, s->a.owned_kind_ = 0;
+    s->a = lac_array_view(host);
     s->device = NULL;
     if (!on_device) return LAC_SUCCESS;
     size_t bytes = (size_t)lac_array_count(host) * lac_dtype_size(host->dtype);

@@ -1,5 +1,6 @@
-/* CUDA context state: device selection, streams, cuBLAS/cuSOLVER handles made
- * once per context and reused; error reporting for the backend. */
+/* CUDA context state: device selection, streams and a workspace made once per
+ * context, cuBLAS/cuSOLVER handles and capability slots made on first use;
+ * error reporting for the backend. */
 #include "backend/cuda/cuda_internal.h"
 
 #include <stdio.h>
@@ -30,7 +31,7 @@ lac_status lac_cusolver_fail(lac_ctx_t ctx, int err, const char *what, const cha
                      "cuSOLVER status %d at %s:%d: %s", err, base ? base + 1 : file, line, what);
 }
 
-extern "C" int lac_cuda_devices(void)
+int lac_cuda_devices(void)
 {
     int count = 0;
     if (cudaGetDeviceCount(&count) != cudaSuccess) {
@@ -40,7 +41,7 @@ extern "C" int lac_cuda_devices(void)
     return count;
 }
 
-extern "C" const char *lac_cuda_runtime_info(void)
+const char *lac_cuda_runtime_info(void)
 {
     static char info[128];
     if (!info[0]) {
@@ -54,7 +55,7 @@ extern "C" const char *lac_cuda_runtime_info(void)
     return info;
 }
 
-extern "C" lac_status lac_cuda_describe(lac_ctx_t ctx, int device, char *buf, size_t len)
+lac_status lac_cuda_describe(lac_ctx_t ctx, int device, char *buf, size_t len)
 {
     cudaDeviceProp prop;
     LAC_CUDA_CHECK(ctx, cudaGetDeviceProperties(&prop, device));
@@ -70,22 +71,18 @@ lac_status lac_cuda_use_device(lac_ctx_t ctx)
     return LAC_SUCCESS;
 }
 
-extern "C" lac_status lac_cuda_ctx_init(lac_ctx_t ctx)
+lac_status lac_cuda_ctx_init(lac_ctx_t ctx)
 {
     int count = lac_cuda_devices();
     if (count == 0) return lac_error(ctx, LAC_ERR_NO_DEVICE, "CUDA backend asked for, but no CUDA device is visible");
     lac_cuda_state *s = (lac_cuda_state *)calloc(1, sizeof *s);
     if (!s) return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "could not allocate the CUDA state");
-    s->num_devices = ctx->params.num_devices > 0 ? ctx->params.num_devices : 1;
-    for (int i = 0; i < s->num_devices; i++) {
-        s->device_ids[i] = ctx->params.num_devices > 0 ? ctx->params.device_ids[i] : i;
-        if (s->device_ids[i] >= count) {
-            int bad = s->device_ids[i];
-            free(s);
-            return lac_error(ctx, LAC_ERR_NO_DEVICE, "CUDA device %d asked for, but only %d visible", bad, count);
-        }
+    s->device = ctx->params.num_devices > 0 ? ctx->params.device_ids[0] : 0;
+    if (s->device >= count) {
+        int bad = s->device;
+        free(s);
+        return lac_error(ctx, LAC_ERR_NO_DEVICE, "CUDA device %d asked for, but only %d visible", bad, count);
     }
-    s->device = s->device_ids[0];
     ctx->cuda = s;
     lac_status st = LAC_SUCCESS;
     LAC_CUDA_CHECK_GOTO(ctx, cudaSetDevice(s->device), st, fail);
@@ -93,16 +90,6 @@ extern "C" lac_status lac_cuda_ctx_init(lac_ctx_t ctx)
     LAC_CUDA_CHECK_GOTO(ctx, cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking), st, fail);
     for (int i = 0; i < 2; i++)
         LAC_CUDA_CHECK_GOTO(ctx, cudaStreamCreateWithFlags(&s->copy_streams[i], cudaStreamNonBlocking), st, fail);
-    if (cublasCreate(&s->cublas) != CUBLAS_STATUS_SUCCESS) {
-        st = lac_error(ctx, LAC_ERR_CUDA, "cublasCreate failed");
-        goto fail;
-    }
-    cublasSetStream(s->cublas, s->stream);
-    if (cusolverDnCreate(&s->cusolver) != CUSOLVER_STATUS_SUCCESS) {
-        st = lac_error(ctx, LAC_ERR_CUDA, "cusolverDnCreate failed");
-        goto fail;
-    }
-    cusolverDnSetStream(s->cusolver, s->stream);
     lac_log(ctx, LAC_LOG_INFO, "cuda: device %d (%s, %d SMs)", s->device, s->prop.name, s->prop.multiProcessorCount);
     return LAC_SUCCESS;
 fail:
@@ -110,11 +97,17 @@ fail:
     return st;
 }
 
-extern "C" void lac_cuda_ctx_fini(lac_ctx_t ctx)
+void lac_cuda_ctx_fini(lac_ctx_t ctx)
 {
     lac_cuda_state *s = ctx->cuda;
     if (!s) return;
     cudaSetDevice(s->device);
+    /* Capability state first: it may still hold device memory. */
+    for (int i = 0; i < LAC_CUDA_SLOTS; i++)
+        if (s->slots[i].state) {
+            if (s->slots[i].release) s->slots[i].release(ctx, s->slots[i].state);
+            free(s->slots[i].state);
+        }
     if (s->workspace) cudaFree(s->workspace);
     if (s->cusolver) cusolverDnDestroy(s->cusolver);
     if (s->cublas) cublasDestroy(s->cublas);
@@ -126,7 +119,7 @@ extern "C" void lac_cuda_ctx_fini(lac_ctx_t ctx)
     ctx->cuda = NULL;
 }
 
-extern "C" lac_status lac_cuda_synchronize(lac_ctx_t ctx)
+lac_status lac_cuda_synchronize(lac_ctx_t ctx)
 {
     LAC_CUDA_CHECK(ctx, cudaStreamSynchronize(ctx->cuda->stream));
     return LAC_SUCCESS;
@@ -146,5 +139,39 @@ lac_status lac_cuda_workspace(lac_ctx_t ctx, size_t bytes, void **ptr)
         s->workspace_bytes = bytes;
     }
     *ptr = s->workspace;
+    return LAC_SUCCESS;
+}
+
+lac_status lac_cuda_slot_get(lac_ctx_t ctx, int slot, size_t bytes, lac_cuda_slot_release_fn release, void **state)
+{
+    lac_cuda_slot *sl = &ctx->cuda->slots[slot];
+    if (!sl->state) {
+        sl->state = calloc(1, bytes);
+        if (!sl->state) return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "could not allocate %zu bytes of CUDA state", bytes);
+        sl->release = release;
+    }
+    *state = sl->state;
+    return LAC_SUCCESS;
+}
+
+lac_status lac_cuda_cublas(lac_ctx_t ctx, cublasHandle_t *out)
+{
+    lac_cuda_state *s = ctx->cuda;
+    if (!s->cublas) {
+        LAC_CUBLAS_CHECK(ctx, cublasCreate(&s->cublas));
+        LAC_CUBLAS_CHECK(ctx, cublasSetStream(s->cublas, s->stream));
+    }
+    *out = s->cublas;
+    return LAC_SUCCESS;
+}
+
+lac_status lac_cuda_cusolver(lac_ctx_t ctx, cusolverDnHandle_t *out)
+{
+    lac_cuda_state *s = ctx->cuda;
+    if (!s->cusolver) {
+        LAC_CUSOLVER_CHECK(ctx, cusolverDnCreate(&s->cusolver));
+        LAC_CUSOLVER_CHECK(ctx, cusolverDnSetStream(s->cusolver, s->stream));
+    }
+    *out = s->cusolver;
     return LAC_SUCCESS;
 }

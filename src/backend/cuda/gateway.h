@@ -20,24 +20,6 @@ extern "C" {
 #define LAC_NOT_COMPILED { return lac_error(ctx, LAC_ERR_NOT_COMPILED, "this build has no CUDA backend"); }
 #endif
 
-/* Devices and context state (src/backend/cuda/context.cu). */
-LAC_CUDA_ENTRY(int lac_cuda_devices(void), { return 0; })
-LAC_CUDA_ENTRY(lac_status lac_cuda_describe(lac_ctx_t ctx, int device, char *buf, size_t len),
-               LAC_NOT_COMPILED)
-LAC_CUDA_ENTRY(lac_status lac_cuda_ctx_init(lac_ctx_t ctx), LAC_NOT_COMPILED)
-LAC_CUDA_ENTRY(void lac_cuda_ctx_fini(lac_ctx_t ctx), { (void)ctx; })
-LAC_CUDA_ENTRY(lac_status lac_cuda_synchronize(lac_ctx_t ctx), LAC_NOT_COMPILED)
-LAC_CUDA_ENTRY(const char *lac_cuda_runtime_info(void), { return "not built"; })
-
-/* Memory (src/backend/cuda/memory.cu). */
-LAC_CUDA_ENTRY(lac_status lac_cuda_malloc(lac_ctx_t ctx, size_t bytes, void **ptr), LAC_NOT_COMPILED)
-LAC_CUDA_ENTRY(lac_status lac_cuda_free(lac_ctx_t ctx, void *ptr), LAC_NOT_COMPILED)
-LAC_CUDA_ENTRY(lac_status lac_cuda_host_alloc(lac_ctx_t ctx, size_t bytes, void **ptr), LAC_NOT_COMPILED)
-LAC_CUDA_ENTRY(lac_status lac_cuda_host_free(lac_ctx_t ctx, void *ptr), LAC_NOT_COMPILED)
-LAC_CUDA_ENTRY(lac_status lac_cuda_memcpy(lac_ctx_t ctx, void *dst, lac_memory dst_memory,
-                                          const void *src, lac_memory src_memory, size_t bytes),
-               LAC_NOT_COMPILED)
-
 /* map (src/backend/cuda/map_*.cu): the call is already checked by src/map. */
 LAC_CUDA_ENTRY(lac_status lac_cuda_map(lac_ctx_t ctx, const lac_map_call *call), LAC_NOT_COMPILED)
 LAC_CUDA_ENTRY(lac_status lac_cuda_map_plan_build(lac_ctx_t ctx, lac_map_plan_t plan,

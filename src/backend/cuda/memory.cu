@@ -8,7 +8,7 @@ static lac_status need_cuda(lac_ctx_t ctx)
     return lac_cuda_use_device(ctx);
 }
 
-extern "C" lac_status lac_cuda_malloc(lac_ctx_t ctx, size_t bytes, void **ptr)
+lac_status lac_cuda_malloc(lac_ctx_t ctx, size_t bytes, void **ptr)
 {
     LAC_CHECK(need_cuda(ctx));
     *ptr = NULL;
@@ -16,14 +16,14 @@ extern "C" lac_status lac_cuda_malloc(lac_ctx_t ctx, size_t bytes, void **ptr)
     return LAC_SUCCESS;
 }
 
-extern "C" lac_status lac_cuda_free(lac_ctx_t ctx, void *ptr)
+lac_status lac_cuda_free(lac_ctx_t ctx, void *ptr)
 {
     LAC_CHECK(need_cuda(ctx));
     LAC_CUDA_CHECK(ctx, cudaFree(ptr));
     return LAC_SUCCESS;
 }
 
-extern "C" lac_status lac_cuda_host_alloc(lac_ctx_t ctx, size_t bytes, void **ptr)
+lac_status lac_cuda_host_alloc(lac_ctx_t ctx, size_t bytes, void **ptr)
 {
     LAC_CHECK(need_cuda(ctx));
     *ptr = NULL;
@@ -31,14 +31,14 @@ extern "C" lac_status lac_cuda_host_alloc(lac_ctx_t ctx, size_t bytes, void **pt
     return LAC_SUCCESS;
 }
 
-extern "C" lac_status lac_cuda_host_free(lac_ctx_t ctx, void *ptr)
+lac_status lac_cuda_host_free(lac_ctx_t ctx, void *ptr)
 {
     LAC_CHECK(need_cuda(ctx));
     LAC_CUDA_CHECK(ctx, cudaFreeHost(ptr));
     return LAC_SUCCESS;
 }
 
-extern "C" lac_status lac_cuda_memcpy(lac_ctx_t ctx, void *dst, lac_memory dst_memory, const void *src,
+lac_status lac_cuda_memcpy(lac_ctx_t ctx, void *dst, lac_memory dst_memory, const void *src,
                                       lac_memory src_memory, size_t bytes)
 {
     LAC_CHECK(need_cuda(ctx));

@@ -1,0 +1,21 @@
+/* The gateway: the one door from the library into the CUDA backend. It hands
+ * out tables (the device table here; each capability's beside it) and nothing
+ * else; front ends pick a table and call it. */
+#include "backend/cuda/cuda_internal.h"
+
+static const lac_device_backend cuda_device = {
+    "cuda",
+    lac_cuda_devices,
+    lac_cuda_runtime_info,
+    lac_cuda_describe,
+    lac_cuda_ctx_init,
+    lac_cuda_ctx_fini,
+    lac_cuda_synchronize,
+    lac_cuda_malloc,
+    lac_cuda_free,
+    lac_cuda_host_alloc,
+    lac_cuda_host_free,
+    lac_cuda_memcpy,
+};
+
+extern "C" const lac_device_backend *lac_device_backend_cuda(void) { return &cuda_device; }

@@ -1,0 +1,123 @@
+/* The knob registry (knobs.h): the one getenv of the library. */
+#include "core/internal.h"
+#include "core/knobs.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct {
+    const char *name;
+    const char *help;
+} knob_table[LAC_KNOB_COUNT] = {
+    [LAC_KNOB_LOG] = {"LACUNA_LOG", "error|warn|info|debug: messages to stderr when no log callback is set"},
+    [LAC_KNOB_MAP_CUDA_FEW] = {"LACUNA_MAP_CUDA_FEW", "0: map few targets with the general kernel"},
+    [LAC_KNOB_MAP_CUDA_WARM] = {"LACUNA_MAP_CUDA_WARM", "0: no L2 prefetch of the first rows (few targets)"},
+    [LAC_KNOB_MAP_CUDA_HOT] = {"LACUNA_MAP_CUDA_HOT", "cap on the hot targets of the few-target kernel"},
+    [LAC_KNOB_MAP_CUDA_HOT_TABLE] = {"LACUNA_MAP_CUDA_HOT_TABLE", "0: hot targets in registers, no per-block index"},
+    [LAC_KNOB_MAP_CUDA_COPIES] = {"LACUNA_MAP_CUDA_COPIES", "most private target copies per block"},
+    [LAC_KNOB_MAP_CUDA_PER_SM] = {"LACUNA_MAP_CUDA_PER_SM", "privatised blocks per SM (general kernel)"},
+    [LAC_KNOB_MAP_CUDA_PREFETCH] = {"LACUNA_MAP_CUDA_PREFETCH", "L2 prefetch steps of the few-target kernel (0: none)"},
+    [LAC_KNOB_MAP_CUDA_ROLL] = {"LACUNA_MAP_CUDA_ROLL", "1: rolled inner loop in the few-target kernel"},
+    [LAC_KNOB_MAP_CUDA_SELECT] = {"LACUNA_MAP_CUDA_SELECT", "0: three branches instead of one selected address"},
+    [LAC_KNOB_MAP_CUDA_STRATEGY] = {"LACUNA_MAP_CUDA_STRATEGY", "global|cluster1..cluster16: force where targets live"},
+    [LAC_KNOB_MAP_CUDA_PLAN] = {"LACUNA_MAP_CUDA_PLAN", "sorted: build every plan as a sorted plan"},
+    [LAC_KNOB_MAP_CUDA_PLAN_ACC] = {"LACUNA_MAP_CUDA_PLAN_ACC", "f32: float32 private copies in float32 plans"},
+    [LAC_KNOB_MAP_CUDA_PLAN_CHUNK] = {"LACUNA_MAP_CUDA_PLAN_CHUNK", "rows of a chunk-local plan's chunk"},
+    [LAC_KNOB_MAP_CUDA_PLAN_GRID] = {"LACUNA_MAP_CUDA_PLAN_GRID", "blocks of a plan's execute (tests)"},
+    [LAC_KNOB_MF_CUDA_LANES] = {"LACUNA_MF_CUDA_LANES", "lanes that share a user row (CUSGD++)"},
+    [LAC_KNOB_MF_CUDA_AHEAD] = {"LACUNA_MF_CUDA_AHEAD", "item rows loaded ahead (CUSGD++)"},
+    [LAC_KNOB_MF_CUDA_GROUPS] = {"LACUNA_MF_CUDA_GROUPS", "user groups in flight (CUSGD++)"},
+    [LAC_KNOB_MF_CUDA_HOT] = {"LACUNA_MF_CUDA_HOT", "ratings that make an item hot (replicated rows)"},
+    [LAC_KNOB_MF_CUDA_RUN_MAX] = {"LACUNA_MF_CUDA_RUN_MAX", "most ratings in one run of the work deal"},
+};
+
+/* The environment as the process first saw it: read once. */
+static const char *environment[LAC_KNOB_COUNT];
+static pthread_once_t environment_once = PTHREAD_ONCE_INIT;
+
+static void read_environment(void)
+{
+    for (int k = 0; k < LAC_KNOB_COUNT; k++) {
+        const char *v = getenv(knob_table[k].name);
+        environment[k] = v ? strdup(v) : NULL;
+    }
+}
+
+const char *lac_knob_name(lac_knob knob)
+{
+    return knob >= 0 && knob < LAC_KNOB_COUNT ? knob_table[knob].name : "unknown";
+}
+
+const char *lac_knob_help(lac_knob knob)
+{
+    return knob >= 0 && knob < LAC_KNOB_COUNT ? knob_table[knob].help : "";
+}
+
+const char *lac_knob_string(const struct lac_ctx *ctx, lac_knob knob)
+{
+    if (knob < 0 || knob >= LAC_KNOB_COUNT) return NULL;
+    if (ctx && ctx->knobs[knob]) return ctx->knobs[knob];
+    pthread_once(&environment_once, read_environment);
+    return environment[knob];
+}
+
+int64_t lac_knob_int(const struct lac_ctx *ctx, lac_knob knob, int64_t fallback)
+{
+    const char *v = lac_knob_string(ctx, knob);
+    if (!v || !*v) return fallback;
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    return errno || *end ? fallback : (int64_t)x;
+}
+
+static int knob_by_name(const char *name, size_t len)
+{
+    if (len > 7 && strncmp(name, "LACUNA_", 7) == 0) name += 7, len -= 7;
+    for (int k = 0; k < LAC_KNOB_COUNT; k++) {
+        const char *full = knob_table[k].name + 7;
+        if (strlen(full) == len && strncmp(full, name, len) == 0) return k;
+    }
+    return -1;
+}
+
+const char *lac_knobs_load(struct lac_ctx *ctx, const char *overrides)
+{
+    memset(ctx->knobs, 0, sizeof ctx->knobs);
+    ctx->knob_text = NULL;
+    if (overrides && *overrides) {
+        /* One copy, cut in place: each override points into it. */
+        char *text = strdup(overrides);
+        if (!text) return "out of memory copying the knobs";
+        ctx->knob_text = text;
+        for (char *item = text; item && *item;) {
+            char *next = strchr(item, ',');
+            if (next) *next++ = '\0';
+            while (*item == ' ') item++;
+            if (*item) {
+                char *eq = strchr(item, '=');
+                if (!eq) return "knobs: every item must be NAME=VALUE";
+                int k = knob_by_name(item, (size_t)(eq - item));
+                if (k < 0) return "knobs: unknown name (docs/knobs.md lists them)";
+                *eq = '\0';
+                ctx->knobs[k] = eq + 1;
+            }
+            item = next;
+        }
+    }
+    for (int k = 0; k < LAC_KNOB_COUNT; k++) {
+        const char *v = lac_knob_string(ctx, (lac_knob)k);
+        if (v) lac_log(ctx, LAC_LOG_DEBUG, "knob %s = %s (%s)", knob_table[k].name, v,
+                       ctx->knobs[k] ? "context" : "environment");
+    }
+    return NULL;
+}
+
+void lac_knobs_free(struct lac_ctx *ctx)
+{
+    free(ctx->knob_text);
+    ctx->knob_text = NULL;
+    memset(ctx->knobs, 0, sizeof ctx->knobs);
+}

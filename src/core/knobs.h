@@ -1,0 +1,58 @@
+/* The knob registry: every LACUNA_* environment variable the library reads.
+ * Each is read once per process, logged at debug level when a context is
+ * made, and can be overridden per context (lac_ctx_params.knobs). This is the
+ * only place under src/ that calls getenv. docs/knobs.md lists them. */
+#ifndef LACUNA_CORE_KNOBS_H
+#define LACUNA_CORE_KNOBS_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+    LAC_KNOB_LOG,                /* error|warn|info|debug: log to stderr without a callback */
+    LAC_KNOB_MAP_CUDA_FEW,       /* 0: no one-launch few-target kernel */
+    LAC_KNOB_MAP_CUDA_WARM,      /* 0: no L2 warm-up of the first rows */
+    LAC_KNOB_MAP_CUDA_HOT,       /* cap on hot targets of the few-target kernel */
+    LAC_KNOB_MAP_CUDA_HOT_TABLE, /* 0: hot targets in registers, no per-block index */
+    LAC_KNOB_MAP_CUDA_COPIES,    /* most private copies per block */
+    LAC_KNOB_MAP_CUDA_PER_SM,    /* privatised blocks per SM */
+    LAC_KNOB_MAP_CUDA_PREFETCH,  /* L2 prefetch steps (0: none) */
+    LAC_KNOB_MAP_CUDA_ROLL,      /* 1: rolled inner loop */
+    LAC_KNOB_MAP_CUDA_SELECT,    /* 0: three branches instead of selected addresses */
+    LAC_KNOB_MAP_CUDA_STRATEGY,  /* global | cluster1..cluster16: force a home for the targets */
+    LAC_KNOB_MAP_CUDA_PLAN,      /* sorted: every plan a sorted one */
+    LAC_KNOB_MAP_CUDA_PLAN_ACC,  /* f32: float32 private copies in plans (float32 values) */
+    LAC_KNOB_MAP_CUDA_PLAN_CHUNK,/* rows of a plan's chunk */
+    LAC_KNOB_MAP_CUDA_PLAN_GRID, /* blocks of a plan's execute (tests) */
+    LAC_KNOB_MF_CUDA_LANES,      /* lanes a user group */
+    LAC_KNOB_MF_CUDA_AHEAD,      /* v_j rows loaded ahead */
+    LAC_KNOB_MF_CUDA_GROUPS,     /* groups in flight */
+    LAC_KNOB_MF_CUDA_HOT,        /* ratings that make an item hot (replicated) */
+    LAC_KNOB_MF_CUDA_RUN_MAX,    /* ratings a run */
+    LAC_KNOB_COUNT
+} lac_knob;
+
+struct lac_ctx;
+
+/* The variable's name ("LACUNA_MAP_CUDA_FEW") and what it does. */
+const char *lac_knob_name(lac_knob knob);
+const char *lac_knob_help(lac_knob knob);
+/* The knob's value for this context: its override, else the environment as
+ * read once by the process, else NULL. ctx may be NULL (environment only). */
+const char *lac_knob_string(const struct lac_ctx *ctx, lac_knob knob);
+/* The value as an integer; fallback when unset, empty or not a whole number. */
+int64_t lac_knob_int(const struct lac_ctx *ctx, lac_knob knob, int64_t fallback);
+
+/* Context plumbing (src/core/context.c): parses "NAME=VALUE,..." overrides
+ * into the context (NULL or "" is none); returns a constant message for an
+ * unknown name or a missing '=', else NULL. Logs every knob that is set. */
+const char *lac_knobs_load(struct lac_ctx *ctx, const char *overrides);
+void lac_knobs_free(struct lac_ctx *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
