@@ -1,7 +1,6 @@
 /* Shared helpers of the lacuna tool (see cli.h). */
 #include "cli.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -59,30 +58,10 @@ const char *cli_backend_name(lac_ctx_t ctx)
     return lac_ctx_backend(ctx) == LAC_BACKEND_CUDA ? "cuda" : "cpu";
 }
 
-bool cli_parse_int64(const char *cmd, const char *option, const char *text, long long *out)
+void cli_ratings_format_names(const char *names[CLI_RATINGS_FORMATS + 1])
 {
-    char *end;
-    errno = 0;
-    long long v = strtoll(text ? text : "", &end, 10);
-    if (!text || !*text || *end || errno) {
-        cli_usage_error(cmd, "%s needs an integer, got '%s'", option, text ? text : "");
-        return false;
-    }
-    *out = v;
-    return true;
-}
-
-bool cli_parse_double(const char *cmd, const char *option, const char *text, double *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(text ? text : "", &end);
-    if (!text || !*text || *end || errno || !isfinite(v)) {
-        cli_usage_error(cmd, "%s needs a finite number, got '%s'", option, text ? text : "");
-        return false;
-    }
-    *out = v;
-    return true;
+    for (int i = 0; i < CLI_RATINGS_FORMATS; i++) names[i] = lac_ratings_format_name((lac_ratings_format)i);
+    names[CLI_RATINGS_FORMATS] = NULL;
 }
 
 static bool progress_on;

@@ -1,9 +1,11 @@
 /* Shared helpers of the lacuna command-line tool: errors and exit codes,
- * contexts from --device/--threads, terminal progress, JSON output. */
+ * contexts from --device/--threads, terminal progress, timing. Options are
+ * parsed by options.h. */
 #ifndef LACUNA_TOOL_CLI_H
 #define LACUNA_TOOL_CLI_H
 
 #include "lacuna/lacuna.h"
+#include "options.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -22,9 +24,10 @@ int cli_make_context(const char *cmd, const char *device, int threads, lac_ctx_t
 /* "cpu" or "cuda" for JSON output. */
 const char *cli_backend_name(lac_ctx_t ctx);
 
-/* Strict number parsing for option values; print a usage error on failure. */
-bool cli_parse_int64(const char *cmd, const char *option, const char *text, long long *out);
-bool cli_parse_double(const char *cmd, const char *option, const char *text, double *out);
+/* The ratings formats' names in lac_ratings_format order, "auto" first, then
+ * NULL: the choices of a CLI_ENUM option (+ 1 to leave out "auto"). */
+#define CLI_RATINGS_FORMATS (LAC_RATINGS_MATRIX_MARKET + 1)
+void cli_ratings_format_names(const char *names[CLI_RATINGS_FORMATS + 1]);
 
 /* Progress lines on stderr, only when it is a terminal and not --quiet:
  * cli_progress overwrites the line, cli_progress_done ends it. */

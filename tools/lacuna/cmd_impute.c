@@ -4,7 +4,6 @@
  * Both share the graph options and the cache of the graph Fourier basis. */
 #include "cli.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -14,210 +13,167 @@
 
 #define CMD "impute"
 
-static void usage(FILE *out)
-{
-    fprintf(out,
-            "usage: lacuna impute run --graph G --tensor X.npy --out Y.npy [options]\n"
-            "       lacuna impute gen --graph G --out X.npy --truth Z.npy --observed ids.txt [options]\n"
-            "\n"
-            "Fills the missing slices (or entries) of a graph-tensor: an (N, m, n) array whose\n"
-            "slice v is vertex v's m x n matrix, by convolutional imputation (low-rank\n"
-            "spectral slices under the graph Fourier transform of the normalised Laplacian).\n"
-            "\n"
-            "graph (both verbs):\n"
-            "  --graph FILE        SNAP edge list ('u v' or 'u v w' lines, '#' comments) or\n"
-            "                      Matrix Market (coordinate, pattern/real, general/symmetric)\n"
-            "  --graph-format F    auto|edges|mtx (default auto: by the %%%%MatrixMarket banner)\n"
-            "  --vertices N        edge lists: ids are vertex numbers in [0, N) (vertices with no\n"
-            "                      edge are isolated); default: ids 0..n-1 as they are, any\n"
-            "                      other ids remapped in ascending order\n"
-            "  --precision P       single|double: the eigendecomposition and the iteration\n"
-            "                      (default single, as in the paper)\n"
-            "  --cache FILE        the graph Fourier basis cache (default: one file per graph and\n"
-            "                      precision under $LACUNA_CACHE_DIR, $XDG_CACHE_HOME/lacuna or\n"
-            "                      ~/.cache/lacuna); checked against the graph on load\n"
-            "  --no-cache          always compute the basis, write no cache\n"
-            "  --device D          auto|cpu|cuda|cuda:N (default auto; impute runs on the CPU)\n"
-            "  --threads N         CPU threads (default: all)\n"
-            "  --quiet             no progress or notes on stderr\n"
-            "\n"
-            "run:\n"
-            "  --tensor FILE       X: (N, m, n) float32/float64 .npy, slice v = vertex v\n"
-            "  --observed FILE     the observed set: a text file of vertex ids (the graph's ids),\n"
-            "                      a bool .npy of N (vertices) or of (N, m, n) (entries);\n"
-            "                      default: the NaN entries of X are the missing ones\n"
-            "  --out FILE          the completed tensor (.npy, X's dtype)\n"
-            "  --output KIND       completed|estimate: observed entries as given and the\n"
-            "                      estimate elsewhere, or the estimate everywhere (default\n"
-            "                      completed)\n"
-            "  --truth FILE        (N, m, n) ground truth: adds errors to the log and summary\n"
-            "  --iters C           lambda values (outer iterations; the paper's C), default 10\n"
-            "  --inner T           iterations per lambda at most (the paper's T), default 12\n"
-            "  --decay c           lambda^{j+1} = c lambda^j, in (0, 1), default 0.35\n"
-            "  --tol EPS           a lambda's iterations stop when\n"
-            "                      |G_t - G_t-1|^2 <= EPS |G_t-1|^2 (default 1e-8)\n"
-            "  --max-iters N       cap on all iterations (default C x T)\n"
-            "  --lambda L          lambda^1 for every frequency (default: each spectral slice's\n"
-            "                      largest singular value)\n"
-            "  --no-accelerate     the paper's iteration: impute X_t itself, not the\n"
-            "                      extrapolation X_t + theta (X_t - X_t-1) of the accelerated\n"
-            "                      proximal gradient (the default, --accelerate)\n"
-            "  --log FILE          one line per iteration: iteration step lambda_max change\n"
-            "                      mean_rank seconds rmse_all rmse_missing (NaN without --truth)\n"
-            "  --json              one line of JSON on stdout: iterations, seconds, rmse_all and\n"
-            "                      rmse_missing (with --truth), and more\n"
-            "\n"
-            "gen (the paper's synthetic data, Section 6.1.1):\n"
-            "  --m M --n N         slice size (default 50 x 50)\n"
-            "  --rank R            rank of each spectral slice (default 5)\n"
-            "  --observed-ratio P  fraction of vertices observed, in (0, 1] (default 0.8)\n"
-            "  --seed S            random seed (default 1)\n"
-            "  --out FILE          X: the truth with NaN in the unobserved slices\n"
-            "  --truth FILE        Z: the complete tensor\n"
-            "  --observed FILE     the observed vertex ids, one a line\n"
-            "  --dtype T           float32|float64 for X and Z (default: the precision's)\n"
-            "\n"
-            "rMSE = |G_est - G|_F / |G|_F over all slices, and over the missing entries only.\n"
-            "Exit status: 0 success, 1 runtime failure, 2 usage or input error (then no output\n"
-            "file is written). See docs/impute.md.\n");
-}
-
 typedef struct {
     const char *verb;
-    const char *graph, *graph_format, *cache, *device, *precision;
-    const char *tensor, *observed, *out, *truth, *log, *output, *dtype;
-    long long vertices, threads, m, n, rank, seed;
+    const char *graph, *cache, *device;
+    const char *tensor, *observed, *out, *truth, *log;
+    int64_t vertices, m, n, rank, seed;
+    int threads, no_cache, json, quiet;
+    int graph_format, precision, output, dtype;   /* indices into the lists below; dtype -1: the precision's */
     double ratio;
-    bool no_cache, json, quiet;
     lac_impute_params params;
 } impute_options;
 
 /* ------------------------------------------------------------------------ */
 /* Arguments                                                                 */
 /* ------------------------------------------------------------------------ */
-static const char *const valued[] = {"--graph", "--graph-format", "--vertices", "--precision", "--cache", "--device",
-                                     "--threads", "--tensor", "--observed", "--out", "--output", "--truth",
-                                     "--iters", "--inner", "--decay", "--tol", "--max-iters", "--lambda", "--log",
-                                     "--m", "--n", "--rank", "--observed-ratio", "--seed", "--dtype", NULL};
+/* Choices of the CLI_ENUM options, and what each index stands for. */
+static const char *const graph_formats[] = {"auto", "edges", "mtx", NULL};           /* lac_graph_format order */
+static const char *const outputs[] = {"completed", "estimate", NULL};                /* lac_impute_output order */
+static const char *const precisions[] = {"single", "double", NULL};
+static const char *const dtypes[] = {"float32", "float64", NULL};
+static const lac_dtype dtype_of[] = {LAC_FLOAT32, LAC_FLOAT64};                      /* for both lists */
 
-static bool takes_value(const char *a)
-{
-    for (int i = 0; valued[i]; i++)
-        if (strcmp(a, valued[i]) == 0) return true;
-    return false;
-}
+static const char about[] =
+    "Fills the missing slices (or entries) of a graph-tensor: an (N, m, n) array whose\n"
+    "slice v is vertex v's m x n matrix, by convolutional imputation (low-rank\n"
+    "spectral slices under the graph Fourier transform of the normalised Laplacian).\n";
+static const char footer[] =
+    "rMSE = |G_est - G|_F / |G|_F over all slices, and over the missing entries only.\n"
+    "Exit status: 0 success, 1 runtime failure, 2 usage or input error (then no output\n"
+    "file is written). See docs/impute.md.\n";
+#define RUN_USAGE "impute run --graph G --tensor X.npy --out Y.npy [options]"
+#define GEN_USAGE "impute gen --graph G --out X.npy --truth Z.npy --observed ids.txt [options]"
 
-static int parse_positive(const char *option, const char *v, long long *out)
-{
-    if (!cli_parse_int64(CMD, option, v, out)) return CLI_USAGE;
-    if (*out < 1) return cli_usage_error(CMD, "%s must be >= 1, got %lld", option, *out);
-    return CLI_OK;
-}
-
+/* Reads the verb and its options into o; CLI_HELP after printing the help. */
 static int parse_args(int argc, char **argv, impute_options *o)
 {
     memset(o, 0, sizeof *o);
     o->params = lac_impute_params_default();
     o->device = "auto";
-    o->precision = "single";
     o->m = o->n = 50;
     o->rank = 5;
     o->seed = 1;
     o->ratio = 0.8;
+    o->output = o->params.output;
+    o->dtype = -1;
+    cli_opt graph[] = {
+        {.kind = CLI_SECTION, .help = "graph (both verbs):"},
+        {"--graph", NULL, CLI_STRING, &o->graph, "FILE",
+         .help = "SNAP edge list ('u v' or 'u v w' lines, '#' comments) or Matrix Market (coordinate, "
+                 "pattern/real, general/symmetric)"},
+        {"--graph-format", NULL, CLI_ENUM, &o->graph_format, NULL,
+         .help = "auto tells them by the %%MatrixMarket banner", .choices = graph_formats, .show_default = 1},
+        {"--vertices", NULL, CLI_INT64, &o->vertices, "N",
+         .help = "edge lists: ids are vertex numbers in [0, N) (vertices with no edge are isolated); default: ids "
+                 "0..n-1 as they are, any other ids remapped in ascending order",
+         CLI_AT_LEAST(1)},
+        {"--precision", NULL, CLI_ENUM, &o->precision, NULL,
+         .help = "of the eigendecomposition and the iteration; single as in the paper", .choices = precisions,
+         .show_default = 1},
+        {"--cache", NULL, CLI_STRING, &o->cache, "FILE",
+         .help = "the graph Fourier basis cache (default: one file per graph and precision under "
+                 "$LACUNA_CACHE_DIR, $XDG_CACHE_HOME/lacuna or ~/.cache/lacuna); checked against the graph on load"},
+        {"--no-cache", NULL, CLI_FLAG, &o->no_cache, NULL, .help = "always compute the basis, write no cache"},
+        {"--device", NULL, CLI_STRING, &o->device, "D",
+         .help = "auto|cpu|cuda|cuda:N (default auto; impute runs on the CPU)"},
+        {"--threads", NULL, CLI_INT, &o->threads, "N", .help = "CPU threads (default: all)", CLI_AT_LEAST(1)},
+        {"--quiet", NULL, CLI_FLAG, &o->quiet, NULL, .help = "no progress or notes on stderr"},
+        {0},
+    };
+    cli_opt run_options[] = {
+        {.kind = CLI_SECTION, .help = "run:"},
+        {"--tensor", NULL, CLI_STRING, &o->tensor, "FILE",
+         .help = "X: (N, m, n) float32/float64 .npy, slice v = vertex v"},
+        {"--observed", NULL, CLI_STRING, &o->observed, "FILE",
+         .help = "the observed set: a text file of vertex ids (the graph's ids), a bool .npy of N (vertices) or of "
+                 "(N, m, n) (entries); default: the NaN entries of X are the missing ones"},
+        {"--out", NULL, CLI_STRING, &o->out, "FILE", .help = "the completed tensor (.npy, X's dtype)"},
+        {"--output", NULL, CLI_ENUM, &o->output, NULL,
+         .help = "observed entries as given and the estimate elsewhere, or the estimate everywhere",
+         .choices = outputs, .show_default = 1},
+        {"--truth", NULL, CLI_STRING, &o->truth, "FILE",
+         .help = "(N, m, n) ground truth: adds errors to the log and summary"},
+        {"--iters", NULL, CLI_INT64, &o->params.steps, "C", .help = "lambda values (outer iterations), the paper's C",
+         CLI_AT_LEAST(1), .show_default = 1},
+        {"--inner", NULL, CLI_INT64, &o->params.inner, "T", .help = "iterations per lambda at most, the paper's T",
+         CLI_AT_LEAST(1), .show_default = 1},
+        {"--decay", NULL, CLI_DOUBLE, &o->params.decay, "c", .help = "lambda^{j+1} = c lambda^j, in (0, 1)",
+         .show_default = 1},
+        {"--tol", NULL, CLI_DOUBLE, &o->params.tol, "EPS",
+         .help = "a lambda's iterations stop when |G_t - G_t-1|^2 <= EPS |G_t-1|^2", .show_default = 1},
+        {"--max-iters", NULL, CLI_INT64, &o->params.max_iterations, "N",
+         .help = "cap on all iterations (default C x T)", CLI_AT_LEAST(1)},
+        {"--lambda", NULL, CLI_DOUBLE, &o->params.lambda, "L",
+         .help = "lambda^1 for every frequency (default: each spectral slice's largest singular value)", CLI_ABOVE(0)},
+        {"--accelerate", NULL, CLI_FLAG, &o->params.accelerate, NULL,
+         .help = "impute the extrapolation X_t + theta (X_t - X_t-1) of the accelerated proximal gradient (the "
+                 "default)"},
+        {"--no-accelerate", NULL, CLI_FLAG, &o->params.accelerate, NULL,
+         .help = "the paper's iteration: impute X_t itself", .off = 1},
+        {"--log", NULL, CLI_STRING, &o->log, "FILE",
+         .help = "one line per iteration: iteration step lambda_max change mean_rank seconds rmse_all rmse_missing "
+                 "(NaN without --truth)"},
+        {"--json", NULL, CLI_FLAG, &o->json, NULL,
+         .help = "one line of JSON on stdout: iterations, seconds, rmse_all and rmse_missing (with --truth), and more"},
+        {0},
+    };
+    cli_opt gen_options[] = {
+        {.kind = CLI_SECTION, .help = "gen (the paper's synthetic data, Section 6.1.1):"},
+        {"--m", NULL, CLI_INT64, &o->m, "M", .help = "rows of a slice", CLI_AT_LEAST(1), .show_default = 1},
+        {"--n", NULL, CLI_INT64, &o->n, "N", .help = "columns of a slice", CLI_AT_LEAST(1), .show_default = 1},
+        {"--rank", NULL, CLI_INT64, &o->rank, "R", .help = "rank of each spectral slice, at most min(m, n)",
+         CLI_AT_LEAST(1), .show_default = 1},
+        {"--observed-ratio", NULL, CLI_DOUBLE, &o->ratio, "P", .help = "fraction of vertices observed", CLI_IN(0, 1),
+         .open = CLI_OPEN_MIN, .show_default = 1},
+        {"--seed", NULL, CLI_INT64, &o->seed, "S", .help = "random seed", .show_default = 1},
+        {"--out", NULL, CLI_STRING, &o->out, "FILE", .help = "X: the truth with NaN in the unobserved slices"},
+        {"--truth", NULL, CLI_STRING, &o->truth, "FILE", .help = "Z: the complete tensor"},
+        {"--observed", NULL, CLI_STRING, &o->observed, "FILE", .help = "the observed vertex ids, one a line"},
+        {"--dtype", NULL, CLI_ENUM, &o->dtype, NULL, .help = "for X and Z (default: the precision's)",
+         .choices = dtypes},
+        {0},
+    };
+    const cli_command both = {
+        .name = CMD,
+        .usage = RUN_USAGE "\n" GEN_USAGE,
+        .about = about,
+        .tables = {graph, run_options, gen_options},
+        .footer = footer,
+    };
     if (argc < 2) {
-        usage(stderr);
+        cli_help(stderr, &both);
         return CLI_USAGE;
     }
     o->verb = argv[1];
     if (strcmp(o->verb, "--help") == 0 || strcmp(o->verb, "-h") == 0 || strcmp(o->verb, "help") == 0) {
-        usage(stdout);
-        return -1;
+        cli_help(stdout, &both);
+        return CLI_HELP;
     }
-    if (strcmp(o->verb, "run") != 0 && strcmp(o->verb, "gen") != 0)
+    bool is_run = strcmp(o->verb, "run") == 0;
+    if (!is_run && strcmp(o->verb, "gen") != 0)
         return cli_usage_error(CMD, "unknown verb '%s' (run, gen; --help for the options)", o->verb);
-    for (int i = 2; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (takes_value(a)) {
-            if (!v) return cli_usage_error(CMD, "%s needs a value", a);
-            i++;
-        }
-        int rc = CLI_OK;
-        double d;
-        long long count = 0;
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            usage(stdout);
-            return -1;
-        } else if (strcmp(a, "--graph") == 0) o->graph = v;
-        else if (strcmp(a, "--graph-format") == 0) o->graph_format = v;
-        else if (strcmp(a, "--vertices") == 0) rc = parse_positive(a, v, &o->vertices);
-        else if (strcmp(a, "--precision") == 0) o->precision = v;
-        else if (strcmp(a, "--cache") == 0) o->cache = v;
-        else if (strcmp(a, "--no-cache") == 0) o->no_cache = true;
-        else if (strcmp(a, "--device") == 0) o->device = v;
-        else if (strcmp(a, "--threads") == 0) rc = parse_positive(a, v, &o->threads);
-        else if (strcmp(a, "--quiet") == 0) o->quiet = true;
-        else if (strcmp(a, "--tensor") == 0) o->tensor = v;
-        else if (strcmp(a, "--observed") == 0) o->observed = v;
-        else if (strcmp(a, "--out") == 0) o->out = v;
-        else if (strcmp(a, "--output") == 0) o->output = v;
-        else if (strcmp(a, "--truth") == 0) o->truth = v;
-        else if (strcmp(a, "--log") == 0) o->log = v;
-        else if (strcmp(a, "--json") == 0) o->json = true;
-        else if (strcmp(a, "--accelerate") == 0) o->params.accelerate = 1;
-        else if (strcmp(a, "--no-accelerate") == 0) o->params.accelerate = 0;
-        else if (strcmp(a, "--iters") == 0) {
-            rc = parse_positive(a, v, &count);
-            o->params.steps = count;
-        } else if (strcmp(a, "--inner") == 0) {
-            rc = parse_positive(a, v, &count);
-            o->params.inner = count;
-        } else if (strcmp(a, "--max-iters") == 0) {
-            rc = parse_positive(a, v, &count);
-            o->params.max_iterations = count;
-        }
-        else if (strcmp(a, "--decay") == 0) {
-            if (!cli_parse_double(CMD, a, v, &o->params.decay)) return CLI_USAGE;
-        } else if (strcmp(a, "--tol") == 0) {
-            if (!cli_parse_double(CMD, a, v, &o->params.tol)) return CLI_USAGE;
-        } else if (strcmp(a, "--lambda") == 0) {
-            if (!cli_parse_double(CMD, a, v, &d)) return CLI_USAGE;
-            if (d <= 0) return cli_usage_error(CMD, "--lambda must be > 0, got %g", d);
-            o->params.lambda = d;
-        } else if (strcmp(a, "--m") == 0) rc = parse_positive(a, v, &o->m);
-        else if (strcmp(a, "--n") == 0) rc = parse_positive(a, v, &o->n);
-        else if (strcmp(a, "--rank") == 0) rc = parse_positive(a, v, &o->rank);
-        else if (strcmp(a, "--seed") == 0) {
-            if (!cli_parse_int64(CMD, a, v, &o->seed)) return CLI_USAGE;
-        } else if (strcmp(a, "--observed-ratio") == 0) {
-            if (!cli_parse_double(CMD, a, v, &o->ratio)) return CLI_USAGE;
-        } else if (strcmp(a, "--dtype") == 0) o->dtype = v;
-        else return cli_usage_error(CMD, "unknown option '%s' (--help lists them)", a);
-        if (rc != CLI_OK) return rc;
-    }
+    const cli_command verb = {
+        .name = is_run ? CMD " run" : CMD " gen",
+        .usage = is_run ? RUN_USAGE : GEN_USAGE,
+        .about = about,
+        .tables = {graph, is_run ? run_options : gen_options},
+        .footer = footer,
+    };
+    int rc = cli_parse(&verb, argc - 1, argv + 1, NULL, NULL);
+    if (rc != CLI_OK) return rc;
+    o->params.output = (lac_impute_output)o->output;
     const char *why = lac_impute_params_check(&o->params);
     if (why) return cli_usage_error(CMD, "%s", why);
-    if (strcmp(o->precision, "single") != 0 && strcmp(o->precision, "double") != 0)
-        return cli_usage_error(CMD, "--precision must be single or double, not '%s'", o->precision);
-    if (o->output) {
-        if (strcmp(o->output, "completed") == 0) o->params.output = LAC_IMPUTE_COMPLETED;
-        else if (strcmp(o->output, "estimate") == 0) o->params.output = LAC_IMPUTE_ESTIMATE;
-        else return cli_usage_error(CMD, "--output must be completed or estimate, not '%s'", o->output);
-    }
-    if (o->dtype && strcmp(o->dtype, "float32") != 0 && strcmp(o->dtype, "float64") != 0)
-        return cli_usage_error(CMD, "--dtype must be float32 or float64, not '%s'", o->dtype);
-    if (o->graph_format && strcmp(o->graph_format, "auto") != 0 && strcmp(o->graph_format, "edges") != 0 &&
-        strcmp(o->graph_format, "mtx") != 0)
-        return cli_usage_error(CMD, "--graph-format must be auto, edges or mtx, not '%s'", o->graph_format);
     if (!o->graph) return cli_usage_error(CMD, "--graph is required");
     if (!o->out) return cli_usage_error(CMD, "--out is required");
-    if (strcmp(o->verb, "run") == 0) {
+    if (is_run) {
         if (!o->tensor) return cli_usage_error(CMD, "run needs --tensor");
     } else {
         if (!o->truth || !o->observed) return cli_usage_error(CMD, "gen needs --truth and --observed besides --out");
-        if (!(o->ratio > 0 && o->ratio <= 1)) return cli_usage_error(CMD, "--observed-ratio must be in (0, 1], got %g", o->ratio);
         if (o->rank > (o->m < o->n ? o->m : o->n))
-            return cli_usage_error(CMD, "--rank %lld exceeds min(m, n) = %lld", o->rank, o->m < o->n ? o->m : o->n);
+            return cli_usage_error(CMD, "--rank %lld exceeds min(m, n) = %lld", (long long)o->rank,
+                                   (long long)(o->m < o->n ? o->m : o->n));
     }
     return CLI_OK;
 }
@@ -227,15 +183,14 @@ static int parse_args(int argc, char **argv, impute_options *o)
 /* ------------------------------------------------------------------------ */
 static lac_dtype precision_of(const impute_options *o)
 {
-    return strcmp(o->precision, "double") == 0 ? LAC_FLOAT64 : LAC_FLOAT32;
+    return dtype_of[o->precision];
 }
 
 static int load_graph(lac_ctx_t ctx, const impute_options *o, lac_graph_t *graph)
 {
     lac_graph_params gp = lac_graph_params_default();
     gp.num_vertices = o->vertices;
-    if (o->graph_format && strcmp(o->graph_format, "edges") == 0) gp.format = LAC_GRAPH_EDGE_LIST;
-    if (o->graph_format && strcmp(o->graph_format, "mtx") == 0) gp.format = LAC_GRAPH_MATRIX_MARKET;
+    gp.format = (lac_graph_format)o->graph_format;
     lac_status st = lac_graph_load(ctx, o->graph, &gp, graph);
     if (st < 0) return cli_status_error(CMD, ctx, st);
     lac_graph_info info = lac_graph_get_info(*graph);
@@ -430,7 +385,7 @@ static int run(lac_ctx_t ctx, impute_options *o)
         printf("\"basis_cached\":%s,\"converged\":%s,\"observed_vertices\":%lld,\"partial_vertices\":%lld,"
                "\"missing_vertices\":%lld,\"precision\":\"%s\",\"device\":\"%s\"}\n",
                cached ? "true" : "false", res.converged ? "true" : "false", (long long)res.observed_vertices,
-               (long long)res.partial_vertices, (long long)res.missing_vertices, o->precision, cli_backend_name(ctx));
+               (long long)res.partial_vertices, (long long)res.missing_vertices, precisions[o->precision], cli_backend_name(ctx));
     }
     goto done;
 fail:
@@ -462,7 +417,7 @@ static int gen(lac_ctx_t ctx, impute_options *o)
     int cached = 0;
     if ((rc = make_basis(ctx, o, graph, &gft, &cached)) != CLI_OK) goto done;
     const int64_t N = lac_graph_num_vertices(graph);
-    lac_dtype dtype = o->dtype ? (strcmp(o->dtype, "float64") == 0 ? LAC_FLOAT64 : LAC_FLOAT32) : precision_of(o);
+    lac_dtype dtype = o->dtype < 0 ? precision_of(o) : dtype_of[o->dtype];
     int64_t shape[3] = {N, o->m, o->n};
     if ((st = lac_array_alloc(ctx, dtype, 3, shape, &truth)) < 0) goto fail;
     if ((st = lac_array_alloc(ctx, LAC_BOOL, 1, shape, &observed)) < 0) goto fail;
@@ -496,7 +451,7 @@ static int gen(lac_ctx_t ctx, impute_options *o)
     written[0] = written[1] = NULL;
     if (!o->quiet)
         fprintf(stderr, "lacuna impute: %lld x %lld x %lld graph-tensor of rank %lld, %lld of %lld vertices observed\n",
-                (long long)N, o->m, o->n, o->rank, (long long)count, (long long)N);
+                (long long)N, (long long)o->m, (long long)o->n, (long long)o->rank, (long long)count, (long long)N);
     goto done;
 fail:
     rc = cli_status_error(CMD, ctx, st);
@@ -515,11 +470,10 @@ int cmd_impute(int argc, char **argv)
 {
     impute_options o;
     int rc = parse_args(argc, argv, &o);
-    if (rc == -1) return CLI_OK;   /* --help */
-    if (rc != CLI_OK) return rc;
+    if (rc != CLI_OK) return rc == CLI_HELP ? CLI_OK : rc;
     cli_progress_enable(!o.quiet);
     lac_ctx_t ctx = NULL;
-    rc = cli_make_context(CMD, o.device, (int)o.threads, &ctx);
+    rc = cli_make_context(CMD, o.device, o.threads, &ctx);
     if (rc != CLI_OK) return rc;
     rc = strcmp(o.verb, "run") == 0 ? run(ctx, &o) : gen(ctx, &o);
     lac_ctx_destroy(&ctx);

@@ -1,17 +1,15 @@
 /* lacuna info: version, build information and the devices this build sees. */
 #include "cli.h"
 
-#include <string.h>
-
 int cmd_info(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            printf("usage: lacuna info\n\nPrints the version, what the build contains and the CUDA devices it sees.\n");
-            return CLI_OK;
-        }
-        return cli_usage_error("info", "unexpected argument '%s'", argv[i]);
-    }
+    const cli_command cmd = {
+        .name = "info",
+        .usage = "info",
+        .about = "Prints the version, what the build contains and the CUDA devices it sees.\n",
+    };
+    int rc = cli_parse(&cmd, argc, argv, NULL, NULL);
+    if (rc != CLI_OK) return rc == CLI_HELP ? CLI_OK : rc;
     printf("lacuna %s\n%s", lac_version(), lac_build_info());
     lac_ctx_t ctx = NULL;
     lac_ctx_params p = lac_ctx_params_default();

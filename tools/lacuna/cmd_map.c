@@ -9,68 +9,26 @@
 #include <strings.h>
 
 #define CMD "map"
-#define MAX_SOURCES 64
+#define MAX_SOURCES CLI_MAX_REPEATS
 /* Without --out, T is printed whole up to this many rows, else summarised. */
 #define PRINT_ALL_ROWS 50
-
-static void usage(FILE *out)
-{
-    fprintf(out,
-            "usage: lacuna map --source S --bridge R [options]\n"
-            "       lacuna map --plan --bridge R --source S1 --source S2 ... [--out T1 --out T2 ...]\n"
-            "\n"
-            "Maps values from a source to a target through a bridge: for each row i,\n"
-            "T[R[i]] op= w[i] * S[i]. S is a vector (m) or a matrix (m x b, b columns\n"
-            "sharing the bridge); R holds m target indices in [0, n).\n"
-            "\n"
-            "  --source FILE     S: float32/float64 .npy, or text columns (.txt/.csv/.tsv, read\n"
-            "                    as float64); repeat it with --plan\n"
-            "  --bridge FILE     R: int32/int64 .npy, or one text column of integers\n"
-            "  --weights FILE    w: one weight per source row, S's dtype\n"
-            "  --targets N       n, the number of targets (default: max(R) + 1, or the rows\n"
-            "                    of the --out file with --accumulate)\n"
-            "  --op OP           sum|mean|min|max|count (default sum); mean = sum(w S)/sum(w),\n"
-            "                    count = sum(w) (the number of rows without weights)\n"
-            "  --out FILE        write T (.npy, or text by extension); without it T is printed\n"
-            "                    (whole up to %d rows, else a summary). With --plan give one\n"
-            "                    --out per --source, in the same order\n"
-            "  --accumulate      fold into the T already in the --out file (sum/count add,\n"
-            "                    min/max compare; not with mean)\n"
-            "  --empty VALUE     value of targets nothing maps to (default 0)\n"
-            "  --nan POLICY      propagate|skip|error for NaN in S or w (default propagate)\n"
-            "  --deterministic   bit-identical T across runs and thread counts (each target's\n"
-            "                    rows added in row order in float64; on the CPU about the\n"
-            "                    cost of one serial pass)\n"
-            "  --plan            check the bridge once, then map every --source with it\n"
-            "                    (deterministic); the build is timed apart\n"
-            "  --device D        auto|cpu|cuda|cuda:N (default auto)\n"
-            "  --threads N       CPU threads (default: all)\n"
-            "  --repeat N        run the mapping N times; report the median (default 1)\n"
-            "  --json            one line of JSON on stdout: {\"m\", \"n\", \"op\", \"device\",\n"
-            "                    \"median_ms\"} (the mapping alone, no file I/O); with --plan one\n"
-            "                    line per source, adding \"source\" and \"plan_build_ms\"\n"
-            "  --quiet           no notes on stderr\n"
-            "\n"
-            "Exit status: 0 success, 1 runtime failure, 2 usage or input error (then no\n"
-            "output file is written). See docs/map.md.\n",
-            PRINT_ALL_ROWS);
-}
+#define TEXT_OF(x) #x
+#define TEXT(x) TEXT_OF(x)
 
 typedef struct {
-    const char *sources[MAX_SOURCES];
-    int num_sources;
-    const char *outs[MAX_SOURCES];
-    int num_outs;
+    cli_strings sources, outs;
     const char *bridge, *weights, *device;
-    long long targets;   /* -1: from the data */
+    int64_t targets;   /* -1: from the data */
     lac_map_params params;
-    bool plan, json, quiet;
-    long long threads, repeat;
+    int plan, json, quiet, threads;
+    int64_t repeat;
 } map_options;
 
 /* ------------------------------------------------------------------------ */
 /* Arguments                                                                 */
 /* ------------------------------------------------------------------------ */
+static const char *const nan_policies[] = {"propagate", "skip", "error", NULL};   /* LAC_NAN_* order */
+
 static int parse_args(int argc, char **argv, map_options *o)
 {
     memset(o, 0, sizeof *o);
@@ -78,73 +36,68 @@ static int parse_args(int argc, char **argv, map_options *o)
     o->targets = -1;
     o->repeat = 1;
     o->device = "auto";
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        bool takes_value = strcmp(a, "--source") == 0 || strcmp(a, "--bridge") == 0 || strcmp(a, "--weights") == 0 ||
-                           strcmp(a, "--targets") == 0 || strcmp(a, "--op") == 0 || strcmp(a, "--out") == 0 ||
-                           strcmp(a, "--device") == 0 || strcmp(a, "--nan") == 0 || strcmp(a, "--empty") == 0 ||
-                           strcmp(a, "--threads") == 0 || strcmp(a, "--repeat") == 0;
-        if (takes_value) {
-            if (!v) return cli_usage_error(CMD, "%s needs a value", a);
-            i++;
-        }
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            usage(stdout);
-            return -1;
-        } else if (strcmp(a, "--source") == 0) {
-            if (o->num_sources == MAX_SOURCES) return cli_usage_error(CMD, "at most %d --source files", MAX_SOURCES);
-            o->sources[o->num_sources++] = v;
-        } else if (strcmp(a, "--out") == 0) {
-            if (o->num_outs == MAX_SOURCES) return cli_usage_error(CMD, "at most %d --out files", MAX_SOURCES);
-            o->outs[o->num_outs++] = v;
-        } else if (strcmp(a, "--bridge") == 0) {
-            o->bridge = v;
-        } else if (strcmp(a, "--weights") == 0) {
-            o->weights = v;
-        } else if (strcmp(a, "--targets") == 0) {
-            if (!cli_parse_int64(CMD, a, v, &o->targets)) return CLI_USAGE;
-            if (o->targets < 0) return cli_usage_error(CMD, "--targets must be >= 0, got %lld", o->targets);
-        } else if (strcmp(a, "--op") == 0) {
-            if (lac_map_op_parse(v, &o->params.op) < 0)
-                return cli_usage_error(CMD, "unknown --op '%s' (sum, mean, min, max, count)", v);
-        } else if (strcmp(a, "--device") == 0) {
-            o->device = v;
-        } else if (strcmp(a, "--nan") == 0) {
-            if (strcmp(v, "propagate") == 0) o->params.nan_policy = LAC_NAN_PROPAGATE;
-            else if (strcmp(v, "skip") == 0) o->params.nan_policy = LAC_NAN_SKIP;
-            else if (strcmp(v, "error") == 0) o->params.nan_policy = LAC_NAN_ERROR;
-            else return cli_usage_error(CMD, "unknown --nan '%s' (propagate, skip, error)", v);
-        } else if (strcmp(a, "--empty") == 0) {
-            char *end;
-            o->params.empty_value = strtod(v, &end);   /* nan and inf are fine here */
-            if (end == v || *end) return cli_usage_error(CMD, "--empty needs a number, got '%s'", v);
-        } else if (strcmp(a, "--threads") == 0) {
-            if (!cli_parse_int64(CMD, a, v, &o->threads)) return CLI_USAGE;
-            if (o->threads < 0 || o->threads > 4096) return cli_usage_error(CMD, "--threads must be in [0, 4096]");
-        } else if (strcmp(a, "--repeat") == 0) {
-            if (!cli_parse_int64(CMD, a, v, &o->repeat)) return CLI_USAGE;
-            if (o->repeat < 1 || o->repeat > 1000000) return cli_usage_error(CMD, "--repeat must be in [1, 1000000]");
-        } else if (strcmp(a, "--deterministic") == 0) {
-            o->params.deterministic = 1;
-        } else if (strcmp(a, "--accumulate") == 0) {
-            o->params.accumulate = 1;
-        } else if (strcmp(a, "--plan") == 0) {
-            o->plan = true;
-        } else if (strcmp(a, "--json") == 0) {
-            o->json = true;
-        } else if (strcmp(a, "--quiet") == 0) {
-            o->quiet = true;
-        } else {
-            return cli_usage_error(CMD, "unexpected argument '%s' (see lacuna map --help)", a);
-        }
-    }
+    const char *ops[LAC_MAP_COUNT + 2] = {NULL};
+    for (int i = 0; i <= LAC_MAP_COUNT; i++) ops[i] = lac_map_op_name((lac_map_op)i);
+    int op = o->params.op, nan = o->params.nan_policy;
+    cli_opt options[] = {
+        {"--source", NULL, CLI_STRINGS, &o->sources, "FILE",
+         .help = "S: float32/float64 .npy, or text columns (.txt/.csv/.tsv, read as float64); repeat it with --plan"},
+        {"--bridge", NULL, CLI_STRING, &o->bridge, "FILE",
+         .help = "R: int32/int64 .npy, or one text column of integers"},
+        {"--weights", NULL, CLI_STRING, &o->weights, "FILE", .help = "w: one weight per source row, S's dtype"},
+        {"--targets", NULL, CLI_INT64, &o->targets, "N",
+         .help = "n, the number of targets (default: max(R) + 1, or the rows of the --out file with --accumulate)",
+         CLI_AT_LEAST(0)},
+        {"--op", NULL, CLI_ENUM, &op, NULL,
+         .help = "mean = sum(w S)/sum(w), count = sum(w) (the number of rows without weights)", .choices = ops,
+         .show_default = 1},
+        {"--out", NULL, CLI_STRINGS, &o->outs, "FILE",
+         .help = "write T (.npy, or text by extension); without it T is printed (whole up to " TEXT(PRINT_ALL_ROWS)
+         " rows, else a summary). With --plan give one --out per --source, in the same order"},
+        {"--accumulate", NULL, CLI_FLAG, &o->params.accumulate, NULL,
+         .help = "fold into the T already in the --out file (sum/count add, min/max compare; not with mean)"},
+        {"--empty", NULL, CLI_NUMBER, &o->params.empty_value, "VALUE",
+         .help = "value of targets nothing maps to, nan and inf included (default 0)"},
+        {"--nan", NULL, CLI_ENUM, &nan, NULL, .help = "what NaN in S or w does", .choices = nan_policies,
+         .show_default = 1},
+        {"--deterministic", NULL, CLI_FLAG, &o->params.deterministic, NULL,
+         .help = "bit-identical T across runs and thread counts (each target's rows added in row order in float64; "
+         "on the CPU about the cost of one serial pass)"},
+        {"--plan", NULL, CLI_FLAG, &o->plan, NULL,
+         .help = "check the bridge once, then map every --source with it (deterministic); the build is timed apart"},
+        {"--device", NULL, CLI_STRING, &o->device, "D", .help = "auto|cpu|cuda|cuda:N", .show_default = 1},
+        {"--threads", NULL, CLI_INT, &o->threads, "N", .help = "CPU threads (default: all)", CLI_IN(0, 4096)},
+        {"--repeat", NULL, CLI_INT64, &o->repeat, "N", .help = "run the mapping N times; report the median",
+         CLI_IN(1, 1000000), .show_default = 1},
+        {"--json", NULL, CLI_FLAG, &o->json, NULL,
+         .help = "one line of JSON on stdout: {\"m\", \"n\", \"op\", \"device\", \"median_ms\"} (the mapping alone, no "
+         "file I/O); with --plan one line per source, adding \"source\" and \"plan_build_ms\""},
+        {"--quiet", NULL, CLI_FLAG, &o->quiet, NULL, .help = "no notes on stderr"},
+        {0},
+    };
+    const cli_command cmd = {
+        .name = CMD,
+        .usage = "map --source S --bridge R [options]\n"
+                 "map --plan --bridge R --source S1 --source S2 ... [--out T1 --out T2 ...]",
+        .about = "Maps values from a source to a target through a bridge: for each row i,\n"
+                 "T[R[i]] op= w[i] * S[i]. S is a vector (m) or a matrix (m x b, b columns\n"
+                 "sharing the bridge); R holds m target indices in [0, n).\n",
+        .tables = {options},
+        .footer = "Exit status: 0 success, 1 runtime failure, 2 usage or input error (then no\n"
+                  "output file is written). See docs/map.md.\n",
+    };
+    int rc = cli_parse(&cmd, argc, argv, NULL, NULL);
+    if (rc != CLI_OK) return rc;
+    o->params.op = (lac_map_op)op;
+    o->params.nan_policy = (lac_nan_policy)nan;
     if (!o->bridge) return cli_usage_error(CMD, "--bridge is required (see lacuna map --help)");
-    if (o->num_sources == 0) return cli_usage_error(CMD, "--source is required (see lacuna map --help)");
-    if (!o->plan && o->num_sources > 1) return cli_usage_error(CMD, "several --source files need --plan");
-    if (o->num_outs > 0 && o->num_outs != o->num_sources)
-        return cli_usage_error(CMD, "%d --out for %d --source: give one per source, in order", o->num_outs, o->num_sources);
-    if (o->params.accumulate && o->num_outs == 0) return cli_usage_error(CMD, "--accumulate needs --out (the T to fold into)");
+    if (o->sources.count == 0) return cli_usage_error(CMD, "--source is required (see lacuna map --help)");
+    if (!o->plan && o->sources.count > 1) return cli_usage_error(CMD, "several --source files need --plan");
+    if (o->outs.count > 0 && o->outs.count != o->sources.count)
+        return cli_usage_error(CMD, "%d --out for %d --source: give one per source, in order", o->outs.count,
+                               o->sources.count);
+    if (o->params.accumulate && o->outs.count == 0)
+        return cli_usage_error(CMD, "--accumulate needs --out (the T to fold into)");
     const char *why = lac_map_params_check(&o->params);
     if (why) return cli_usage_error(CMD, "%s", why);
     return CLI_OK;
@@ -323,7 +276,7 @@ static lac_status timed_map(lac_ctx_t ctx, const map_options *o, lac_map_plan_t 
                   : lac_map(ctx, &o->params, &s.a, &r.a, W ? &w.a : NULL, &t.a);
         if (st == LAC_SUCCESS) st = lac_ctx_synchronize(ctx);
         times[rep] = 1e3 * (cli_now() - t0);
-        if (o->repeat > 1) cli_progress("map: run %lld of %lld, %.3f ms", rep + 1, o->repeat, times[rep]);
+        if (o->repeat > 1) cli_progress("map: run %lld of %lld, %.3f ms", rep + 1, (long long)o->repeat, times[rep]);
     }
     cli_progress_done();
     if (st == LAC_SUCCESS && on_device && t_bytes)
@@ -351,7 +304,7 @@ int cmd_map(int argc, char **argv)
 {
     map_options o;
     int rc = parse_args(argc, argv, &o);
-    if (rc != CLI_OK) return rc < 0 ? CLI_OK : rc;
+    if (rc != CLI_OK) return rc == CLI_HELP ? CLI_OK : rc;
     cli_progress_enable(!o.quiet && !o.json);
 
     lac_ctx_t ctx = NULL;
@@ -361,7 +314,7 @@ int cmd_map(int argc, char **argv)
     int64_t rows[MAX_SOURCES] = {0};
     memset(results, 0, sizeof results);
     lac_map_plan_t plan = NULL;
-    if ((rc = cli_make_context(CMD, o.device, (int)o.threads, &ctx)) != CLI_OK) return rc;
+    if ((rc = cli_make_context(CMD, o.device, o.threads, &ctx)) != CLI_OK) return rc;
 
     if ((rc = load_input(ctx, "bridge", o.bridge, LAC_INT64, &R)) != CLI_OK) goto done;
     if (R.ndim != 1) {
@@ -372,10 +325,11 @@ int cmd_map(int argc, char **argv)
     if (n < 0 && o.params.accumulate) {
         /* The existing T says how many targets there are. */
         lac_array old;
-        lac_status st = is_text_path(o.outs[0]) ? lac_text_load(ctx, o.outs[0], LAC_FLOAT64, &old)
-                                                : lac_npy_load(ctx, o.outs[0], LAC_NPY_MMAP, &old);
+        const char *path = o.outs.values[0];
+        lac_status st = is_text_path(path) ? lac_text_load(ctx, path, LAC_FLOAT64, &old)
+                                           : lac_npy_load(ctx, path, LAC_NPY_MMAP, &old);
         if (st < 0) {
-            fprintf(stderr, "lacuna %s: --accumulate: cannot read '%s': %s: %s\n", CMD, o.outs[0], lac_status_string(st),
+            fprintf(stderr, "lacuna %s: --accumulate: cannot read '%s': %s: %s\n", CMD, path, lac_status_string(st),
                     lac_last_error(ctx));
             rc = CLI_USAGE;
             goto done;
@@ -402,9 +356,9 @@ int cmd_map(int argc, char **argv)
 
     /* Map every source first and write the outputs only when all succeeded,
      * so that a failure leaves no output file. */
-    for (int k = 0; k < o.num_sources; k++) {
-        const char *out = o.num_outs ? o.outs[k] : NULL;
-        if ((rc = load_input(ctx, "source", o.sources[k], LAC_FLOAT64, &S)) != CLI_OK) goto done;
+    for (int k = 0; k < o.sources.count; k++) {
+        const char *out = o.outs.count ? o.outs.values[k] : NULL;
+        if ((rc = load_input(ctx, "source", o.sources.values[k], LAC_FLOAT64, &S)) != CLI_OK) goto done;
         if (o.weights && (rc = load_input(ctx, "weights", o.weights, S.dtype, &W)) != CLI_OK) goto done;
         if ((rc = make_target(ctx, &o, out, &S, n, &results[k])) != CLI_OK) goto done;
         lac_status st = timed_map(ctx, &o, plan, &S, plan ? NULL : &R, o.weights ? &W : NULL, &results[k], &times_ms[k]);
@@ -416,24 +370,24 @@ int cmd_map(int argc, char **argv)
         lac_array_release(&S);
         lac_array_release(&W);
     }
-    for (int k = 0; k < o.num_outs; k++) {
-        lac_status st = save_output(ctx, o.outs[k], &results[k]);
+    for (int k = 0; k < o.outs.count; k++) {
+        lac_status st = save_output(ctx, o.outs.values[k], &results[k]);
         if (st < 0) {
-            for (int j = 0; j < k; j++) remove(o.outs[j]);   /* all or nothing */
+            for (int j = 0; j < k; j++) remove(o.outs.values[j]);   /* all or nothing */
             rc = cli_status_error(CMD, ctx, st);
             goto done;
         }
     }
-    for (int k = 0; k < o.num_sources; k++) {
+    for (int k = 0; k < o.sources.count; k++) {
         if (o.json) {
             printf("{\"m\":%lld,\"n\":%lld,\"op\":\"%s\",\"device\":\"%s\",\"median_ms\":%.6f", (long long)rows[k],
                    (long long)n, lac_map_op_name(o.params.op), cli_backend_name(ctx), times_ms[k]);
             if (o.plan) printf(",\"source\":%d,\"plan_build_ms\":%.6f", k, plan_build_ms);
             printf("}\n");
-        } else if (!o.num_outs) {
-            print_target(&results[k], o.num_sources > 1 ? o.sources[k] : NULL);
+        } else if (!o.outs.count) {
+            print_target(&results[k], o.sources.count > 1 ? o.sources.values[k] : NULL);
         }
-        note_done(&o, ctx, rows[k], n, o.sources[k], o.num_outs ? o.outs[k] : NULL, times_ms[k]);
+        note_done(&o, ctx, rows[k], n, o.sources.values[k], o.outs.count ? o.outs.values[k] : NULL, times_ms[k]);
     }
     if (o.plan && !o.quiet)
         fprintf(stderr, "lacuna map: plan for %lld rows -> %lld targets built in %.3f ms\n", (long long)R.shape[0],
@@ -443,7 +397,7 @@ done:
     lac_map_plan_destroy(&plan);
     lac_array_release(&S);
     lac_array_release(&W);
-    for (int k = 0; k < o.num_sources; k++) lac_array_release(&results[k]);
+    for (int k = 0; k < o.sources.count; k++) lac_array_release(&results[k]);
     lac_array_release(&R);
     lac_ctx_destroy(&ctx);
     return rc;

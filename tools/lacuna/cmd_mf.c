@@ -29,103 +29,67 @@ static void usage(FILE *out)
             "Market; see docs/mf.md.\n");
 }
 
-static void gen_usage(FILE *out)
-{
-    fprintf(out,
-            "usage: lacuna mf gen [options] OUT\n"
-            "  --shape small|ml10m|netflix  preset sizes (default small: 1000 x 500, 50000)\n"
-            "                               ml10m: 69878 x 10677, 10M ratings, 0.5-5 stars\n"
-            "                               netflix: 480189 x 17770, 100M ratings, 1-5 stars\n"
-            "  --users N --items N --ratings N   override the preset\n"
-            "  --rank R        true rank of the signal (default 10)\n"
-            "  --noise S       noise std. dev. (default 0.5)\n"
-            "  --stars half|whole   0.5-5 in halves or 1-5 (default from the shape)\n"
-            "  --seed S        (default 1)\n"
-            "  --format F      triples|movielens|udata|csv|mm (default triples)\n"
-            "  --threads N\n");
-}
-
-static int parse_format(const char *cmd, const char *text, lac_ratings_format *f)
-{
-    if (lac_ratings_format_parse(text, f) < 0)
-        return cli_usage_error(cmd, "unknown format '%s' (auto, triples, movielens, udata, csv, mm)", text);
-    return CLI_OK;
-}
+static const char *const shapes[] = {"small", "ml10m", "netflix", NULL};
+enum { SHAPE_SMALL, SHAPE_ML10M, SHAPE_NETFLIX };   /* small: the library's defaults */
+static const char *const star_kinds[] = {"whole", "half", NULL};   /* index = half_stars */
 
 static int mf_gen(int argc, char **argv)
 {
     const char *cmd = "mf gen", *out = NULL;
     lac_mf_gen_params p = lac_mf_gen_params_default();
-    lac_ratings_format format = LAC_RATINGS_TRIPLES;
-    long long users = -1, items = -1, ratings = -1, rank = -1, seed = 1, threads = 0;
+    const char *formats[CLI_RATINGS_FORMATS + 1];
+    cli_ratings_format_names(formats);
+    int format = LAC_RATINGS_TRIPLES - 1;   /* an index into formats + 1: no "auto" when writing */
+    int shape = SHAPE_SMALL, stars = -1, rank = -1, threads = 0;
+    int64_t users = -1, items = -1, ratings = -1, seed = 1;
     double noise = -1;
-    const char *stars = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            gen_usage(stdout);
-            return CLI_OK;
-        }
-        if (a[0] != '-' || !a[1]) {
-            if (out) return cli_usage_error(cmd, "one output file, got '%s' and '%s'", out, a);
-            out = a;
-            continue;
-        }
-        if (!v) return cli_usage_error(cmd, "%s needs a value", a);
-        i++;
-        if (!strcmp(a, "--shape")) {
-            if (!strcmp(v, "small")) {
-                p = lac_mf_gen_params_default();
-            } else if (!strcmp(v, "ml10m")) {
-                p.users = 69878, p.items = 10677, p.ratings = 10000054, p.half_stars = 1;
-            } else if (!strcmp(v, "netflix")) {
-                p.users = 480189, p.items = 17770, p.ratings = 100480507, p.half_stars = 0;
-            } else {
-                return cli_usage_error(cmd, "unknown --shape '%s' (small, ml10m, netflix)", v);
-            }
-        } else if (!strcmp(a, "--users")) {
-            if (!cli_parse_int64(cmd, a, v, &users)) return CLI_USAGE;
-        } else if (!strcmp(a, "--items")) {
-            if (!cli_parse_int64(cmd, a, v, &items)) return CLI_USAGE;
-        } else if (!strcmp(a, "--ratings")) {
-            if (!cli_parse_int64(cmd, a, v, &ratings)) return CLI_USAGE;
-        } else if (!strcmp(a, "--rank")) {
-            if (!cli_parse_int64(cmd, a, v, &rank)) return CLI_USAGE;
-        } else if (!strcmp(a, "--noise")) {
-            if (!cli_parse_double(cmd, a, v, &noise)) return CLI_USAGE;
-        } else if (!strcmp(a, "--stars")) {
-            stars = v;
-        } else if (!strcmp(a, "--seed")) {
-            if (!cli_parse_int64(cmd, a, v, &seed)) return CLI_USAGE;
-        } else if (!strcmp(a, "--threads")) {
-            if (!cli_parse_int64(cmd, a, v, &threads) || threads < 0) return cli_usage_error(cmd, "bad --threads");
-        } else if (!strcmp(a, "--format")) {
-            if (parse_format(cmd, v, &format)) return CLI_USAGE;
-        } else {
-            return cli_usage_error(cmd, "unknown option '%s' (see --help)", a);
-        }
-    }
-    if (!out) return cli_usage_error(cmd, "missing the output file (see --help)");
+    cli_opt options[] = {
+        {"--shape", NULL, CLI_ENUM, &shape, NULL,
+         .help = "preset sizes: small 1000 x 500, 50000 ratings; ml10m 69878 x 10677, 10M ratings, 0.5-5 stars; "
+                 "netflix 480189 x 17770, 100M ratings, 1-5 stars",
+         .choices = shapes, .show_default = 1},
+        {"--users", NULL, CLI_INT64, &users, "N", .help = "override the preset's users"},
+        {"--items", NULL, CLI_INT64, &items, "N", .help = "override the preset's items"},
+        {"--ratings", NULL, CLI_INT64, &ratings, "N", .help = "override the preset's ratings"},
+        {"--rank", NULL, CLI_INT, &rank, "R", .help = "true rank of the signal (default 10)"},
+        {"--noise", NULL, CLI_DOUBLE, &noise, "S", .help = "noise std. dev. (default 0.5)"},
+        {"--stars", NULL, CLI_ENUM, &stars, NULL, .help = "1-5, or 0.5-5 in halves (default from the shape)",
+         .choices = star_kinds},
+        {"--seed", NULL, CLI_INT64, &seed, "S", .help = "random seed", .show_default = 1},
+        {"--format", NULL, CLI_ENUM, &format, NULL, .help = "how OUT is written", .choices = formats + 1,
+         .show_default = 1},
+        {"--threads", NULL, CLI_INT, &threads, "N", .help = "CPU threads (default: all)", CLI_AT_LEAST(0)},
+        {0},
+    };
+    const cli_command command = {
+        .name = cmd,
+        .usage = "mf gen [options] OUT",
+        .about = "Writes generated ratings with the shape and skew of MovieLens or Netflix to OUT.\n",
+        .tables = {options},
+        .args = "OUT",
+        .min_args = 1,
+        .max_args = 1,
+    };
+    int rc = cli_parse(&command, argc, argv, &out, NULL);
+    if (rc != CLI_OK) return rc == CLI_HELP ? CLI_OK : rc;
+    if (shape == SHAPE_ML10M) p.users = 69878, p.items = 10677, p.ratings = 10000054, p.half_stars = 1;
+    if (shape == SHAPE_NETFLIX) p.users = 480189, p.items = 17770, p.ratings = 100480507, p.half_stars = 0;
+    /* Negative sizes, rank and noise leave the preset's (as they always have). */
     if (users >= 0) p.users = users;
     if (items >= 0) p.items = items;
     if (ratings >= 0) p.ratings = ratings;
-    if (rank >= 0) p.rank = (int)rank;
+    if (rank >= 0) p.rank = rank;
     if (noise >= 0) p.noise = noise;
     p.seed = (uint64_t)seed;
-    if (stars) {
-        if (!strcmp(stars, "half")) p.half_stars = 1;
-        else if (!strcmp(stars, "whole")) p.half_stars = 0;
-        else return cli_usage_error(cmd, "--stars is half or whole, not '%s'", stars);
-    }
+    if (stars >= 0) p.half_stars = stars;
     const char *why = lac_mf_gen_params_check(&p);
     if (why) return cli_usage_error(cmd, "%s", why);
     lac_ctx_t ctx;
-    int rc = cli_make_context(cmd, "cpu", (int)threads, &ctx);
+    rc = cli_make_context(cmd, "cpu", threads, &ctx);
     if (rc) return rc;
     lac_ratings_t r = NULL;
     lac_status st = lac_mf_generate(ctx, &p, &r);
-    if (st == LAC_SUCCESS) st = lac_ratings_write(ctx, out, format, r);
+    if (st == LAC_SUCCESS) st = lac_ratings_write(ctx, out, (lac_ratings_format)(format + 1), r);
     if (st < 0) rc = cli_status_error(cmd, ctx, st);
     else fprintf(stderr, "lacuna mf gen: %lld ratings of %lld users x %lld items to %s\n",
                  (long long)lac_ratings_count(r), (long long)p.users, (long long)p.items, out);
@@ -134,72 +98,50 @@ static int mf_gen(int argc, char **argv)
     return rc;
 }
 
-static void split_usage(FILE *out)
-{
-    fprintf(out,
-            "usage: lacuna mf split [options] IN TRAIN TEST\n"
-            "  --fraction F    share of the ratings for TEST (default 0.1)\n"
-            "  --per-user      that share of every user's ratings (users keep >= 1 in TRAIN)\n"
-            "  --seed S        (default 1)\n"
-            "  --format F      input format (default auto)\n"
-            "  --out-format F  triples|movielens|udata|csv|mm (default triples)\n"
-            "  --skip-bad      skip malformed input lines (counted) instead of failing\n");
-}
-
 static int mf_split(int argc, char **argv)
 {
     const char *cmd = "mf split", *files[3];
-    int nfiles = 0;
     lac_mf_split_params sp = lac_mf_split_params_default();
     lac_ratings_read_params rp = lac_ratings_read_params_default();
-    lac_ratings_format out_format = LAC_RATINGS_TRIPLES;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            split_usage(stdout);
-            return CLI_OK;
-        }
-        if (a[0] != '-' || !a[1]) {
-            if (nfiles == 3) return cli_usage_error(cmd, "too many files ('%s'): IN TRAIN TEST", a);
-            files[nfiles++] = a;
-            continue;
-        }
-        if (!strcmp(a, "--per-user")) {
-            sp.per_user = 1;
-            continue;
-        }
-        if (!strcmp(a, "--skip-bad")) {
-            rp.skip_bad = 1;
-            continue;
-        }
-        if (!v) return cli_usage_error(cmd, "%s needs a value", a);
-        i++;
-        if (!strcmp(a, "--fraction")) {
-            if (!cli_parse_double(cmd, a, v, &sp.fraction)) return CLI_USAGE;
-            if (!(sp.fraction > 0 && sp.fraction < 1)) return cli_usage_error(cmd, "--fraction must be in (0, 1)");
-        } else if (!strcmp(a, "--seed")) {
-            long long s;
-            if (!cli_parse_int64(cmd, a, v, &s)) return CLI_USAGE;
-            sp.seed = (uint64_t)s;
-        } else if (!strcmp(a, "--format")) {
-            if (parse_format(cmd, v, &rp.format)) return CLI_USAGE;
-        } else if (!strcmp(a, "--out-format")) {
-            if (parse_format(cmd, v, &out_format) || out_format == LAC_RATINGS_AUTO)
-                return cli_usage_error(cmd, "--out-format must be a concrete format");
-        } else {
-            return cli_usage_error(cmd, "unknown option '%s' (see --help)", a);
-        }
-    }
-    if (nfiles != 3) return cli_usage_error(cmd, "needs IN TRAIN TEST (see --help)");
+    const char *formats[CLI_RATINGS_FORMATS + 1];
+    cli_ratings_format_names(formats);
+    int format = rp.format, out_format = LAC_RATINGS_TRIPLES - 1;   /* out_format: an index into formats + 1 */
+    int64_t seed = (int64_t)sp.seed;
+    cli_opt options[] = {
+        {"--fraction", NULL, CLI_DOUBLE, &sp.fraction, "F", .help = "share of the ratings for TEST", CLI_IN(0, 1),
+         .open = CLI_OPEN_MIN | CLI_OPEN_MAX, .show_default = 1},
+        {"--per-user", NULL, CLI_FLAG, &sp.per_user, NULL,
+         .help = "that share of every user's ratings (users keep >= 1 in TRAIN)"},
+        {"--seed", NULL, CLI_INT64, &seed, "S", .help = "random seed", .show_default = 1},
+        {"--format", NULL, CLI_ENUM, &format, NULL, .help = "IN's format", .choices = formats, .show_default = 1},
+        {"--out-format", NULL, CLI_ENUM, &out_format, NULL, .help = "TRAIN's and TEST's format", .choices = formats + 1,
+         .show_default = 1},
+        {"--skip-bad", NULL, CLI_FLAG, &rp.skip_bad, NULL,
+         .help = "skip malformed input lines (counted) instead of failing"},
+        {0},
+    };
+    const cli_command command = {
+        .name = cmd,
+        .usage = "mf split [options] IN TRAIN TEST",
+        .about = "Splits the ratings of IN into TRAIN and TEST, seeded.\n",
+        .tables = {options},
+        .args = "IN TRAIN TEST",
+        .min_args = 3,
+        .max_args = 3,
+    };
+    int rc = cli_parse(&command, argc, argv, files, NULL);
+    if (rc != CLI_OK) return rc == CLI_HELP ? CLI_OK : rc;
+    sp.seed = (uint64_t)seed;
+    rp.format = (lac_ratings_format)format;
+    lac_ratings_format out = (lac_ratings_format)(out_format + 1);
     lac_ctx_t ctx;
-    int rc = cli_make_context(cmd, "cpu", 0, &ctx);
+    rc = cli_make_context(cmd, "cpu", 0, &ctx);
     if (rc) return rc;
     lac_ratings_t all = NULL, train = NULL, test = NULL;
     lac_status st = lac_ratings_read(ctx, files[0], &rp, &all);
     if (st == LAC_SUCCESS) st = lac_mf_split(ctx, &sp, all, &train, &test);
-    if (st == LAC_SUCCESS) st = lac_ratings_write(ctx, files[1], out_format, train);
-    if (st == LAC_SUCCESS) st = lac_ratings_write(ctx, files[2], out_format, test);
+    if (st == LAC_SUCCESS) st = lac_ratings_write(ctx, files[1], out, train);
+    if (st == LAC_SUCCESS) st = lac_ratings_write(ctx, files[2], out, test);
     if (st < 0) rc = cli_status_error(cmd, ctx, st);
     else fprintf(stderr, "lacuna mf split: %lld ratings to %s, %lld to %s%s\n", (long long)lac_ratings_count(train),
                  files[1], (long long)lac_ratings_count(test), files[2],

@@ -6,53 +6,38 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void predict_usage(FILE *out)
-{
-    fprintf(out,
-            "usage: lacuna mf predict [options] MODEL TEST [OUT]\n"
-            "  OUT gets one predicted rating per line, in TEST's order.\n"
-            "  Users or items the model has not seen get mu plus the biases known.\n"
-            "  --format F   TEST's format (default auto)\n"
-            "  --skip-bad   skip malformed lines (counted) instead of failing\n"
-            "  --threads N\n"
-            "  --json       {\"rmse\":..., \"mae\":..., \"count\":...} on stdout\n");
-}
-
 int cmd_mf_predict(int argc, char **argv)
 {
     const char *cmd = "mf predict", *files[3];
-    int nfiles = 0, json = 0;
-    long long threads = 0;
+    int nfiles = 0, json = 0, threads = 0;
     lac_ratings_read_params rp = lac_ratings_read_params_default();
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            predict_usage(stdout);
-            return CLI_OK;
-        }
-        if (a[0] != '-' || !a[1]) {
-            if (nfiles == 3) return cli_usage_error(cmd, "too many files ('%s'): MODEL TEST [OUT]", a);
-            files[nfiles++] = a;
-            continue;
-        }
-        if (!strcmp(a, "--json")) { json = 1; continue; }
-        if (!strcmp(a, "--skip-bad")) { rp.skip_bad = 1; continue; }
-        if (!v) return cli_usage_error(cmd, "%s needs a value", a);
-        i++;
-        if (!strcmp(a, "--format")) {
-            if (lac_ratings_format_parse(v, &rp.format) < 0)
-                return cli_usage_error(cmd, "unknown --format '%s' (auto, triples, movielens, udata, csv, mm)", v);
-        } else if (!strcmp(a, "--threads")) {
-            if (!cli_parse_int64(cmd, a, v, &threads) || threads < 0 || threads > 4096)
-                return cli_usage_error(cmd, "--threads must be in [0, 4096]");
-        } else {
-            return cli_usage_error(cmd, "unknown option '%s' (see --help)", a);
-        }
-    }
-    if (nfiles < 2) return cli_usage_error(cmd, "needs MODEL TEST [OUT] (see --help)");
+    const char *formats[CLI_RATINGS_FORMATS + 1];
+    cli_ratings_format_names(formats);
+    int format = rp.format;
+    cli_opt options[] = {
+        {"--format", NULL, CLI_ENUM, &format, NULL, .help = "TEST's format", .choices = formats, .show_default = 1},
+        {"--skip-bad", NULL, CLI_FLAG, &rp.skip_bad, NULL, .help = "skip malformed lines (counted) instead of failing"},
+        {"--threads", NULL, CLI_INT, &threads, "N", .help = "CPU threads (default: all)", CLI_IN(0, 4096)},
+        {"--json", NULL, CLI_FLAG, &json, NULL,
+         .help = "{\"rmse\":..., \"mae\":..., \"count\":..., \"unknown\":..., \"skipped\":...} on stdout"},
+        {0},
+    };
+    const cli_command command = {
+        .name = cmd,
+        .usage = "mf predict [options] MODEL TEST [OUT]",
+        .about = "RMSE and MAE of MODEL on the ratings in TEST. OUT gets one predicted rating per\n"
+                 "line, in TEST's order. Users or items the model has not seen get mu plus the\n"
+                 "biases known.\n",
+        .tables = {options},
+        .args = "MODEL TEST [OUT]",
+        .min_args = 2,
+        .max_args = 3,
+    };
+    int rc = cli_parse(&command, argc, argv, files, &nfiles);
+    if (rc != CLI_OK) return rc == CLI_HELP ? CLI_OK : rc;
+    rp.format = (lac_ratings_format)format;
     lac_ctx_t ctx;
-    int rc = cli_make_context(cmd, "cpu", (int)threads, &ctx);
+    rc = cli_make_context(cmd, "cpu", threads, &ctx);
     if (rc) return rc;
     lac_mf_model_t model = NULL;
     lac_ratings_t test = NULL;
@@ -92,54 +77,35 @@ done:
     return rc;
 }
 
-static void recommend_usage(FILE *out)
-{
-    fprintf(out,
-            "usage: lacuna mf recommend [options] MODEL\n"
-            "  Top-N items per user by predicted rating, leaving out what the user\n"
-            "  rated in training. One line per recommendation: user item score.\n"
-            "  --users ID,ID,...  these users (default: --all)\n"
-            "  --all              every user of the model\n"
-            "  -n N               items per user (default 10)\n"
-            "  --threads N\n"
-            "  --json             one JSON object per user\n");
-}
-
 int cmd_mf_recommend(int argc, char **argv)
 {
     const char *cmd = "mf recommend", *model_path = NULL, *user_list = NULL;
-    int json = 0;
-    long long n = 10, threads = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            recommend_usage(stdout);
-            return CLI_OK;
-        }
-        if (a[0] != '-' || !a[1]) {
-            if (model_path) return cli_usage_error(cmd, "one MODEL, got '%s' and '%s'", model_path, a);
-            model_path = a;
-            continue;
-        }
-        if (!strcmp(a, "--json")) { json = 1; continue; }
-        if (!strcmp(a, "--all")) { user_list = NULL; continue; }
-        if (!v) return cli_usage_error(cmd, "%s needs a value", a);
-        i++;
-        if (!strcmp(a, "--users")) {
-            user_list = v;
-        } else if (!strcmp(a, "-n")) {
-            if (!cli_parse_int64(cmd, a, v, &n) || n < 1 || n > 1000000) return cli_usage_error(cmd, "-n must be in [1, 1000000]");
-        } else if (!strcmp(a, "--threads")) {
-            if (!cli_parse_int64(cmd, a, v, &threads) || threads < 0 || threads > 4096)
-                return cli_usage_error(cmd, "--threads must be in [0, 4096]");
-        } else {
-            return cli_usage_error(cmd, "unknown option '%s' (see --help)", a);
-        }
-    }
-    if (!model_path) return cli_usage_error(cmd, "needs MODEL (see --help)");
+    int json = 0, all = 0, threads = 0;
+    int64_t n = 10;
+    cli_opt options[] = {
+        {"--users", NULL, CLI_STRING, &user_list, "ID,ID,...", .help = "these users (default: --all)"},
+        {"--all", NULL, CLI_FLAG, &all, NULL, .help = "every user of the model"},
+        {"-n", NULL, CLI_INT64, &n, "N", .help = "items per user", CLI_IN(1, 1000000), .show_default = 1},
+        {"--threads", NULL, CLI_INT, &threads, "N", .help = "CPU threads (default: all)", CLI_IN(0, 4096)},
+        {"--json", NULL, CLI_FLAG, &json, NULL, .help = "one JSON object per user"},
+        {0},
+    };
+    const cli_command command = {
+        .name = cmd,
+        .usage = "mf recommend [options] MODEL",
+        .about = "Top-N items per user by predicted rating, leaving out what the user rated in\n"
+                 "training. One line per recommendation: user item score.\n",
+        .tables = {options},
+        .args = "MODEL",
+        .min_args = 1,
+        .max_args = 1,
+    };
+    int rc = cli_parse(&command, argc, argv, &model_path, NULL);
+    if (rc != CLI_OK) return rc == CLI_HELP ? CLI_OK : rc;
+    /* Of --users and --all, the one given last counts. */
+    if (all && cli_find(&command, "--all")->seen > cli_find(&command, "--users")->seen) user_list = NULL;
     lac_ctx_t ctx;
-    int rc = cli_make_context(cmd, "cpu", (int)threads, &ctx);
+    rc = cli_make_context(cmd, "cpu", threads, &ctx);
     if (rc) return rc;
     lac_mf_model_t model = NULL;
     int64_t *users = NULL, *items = NULL, count = 0;
@@ -177,7 +143,7 @@ int cmd_mf_recommend(int argc, char **argv)
     items = malloc((size_t)(count ? count : 1) * (size_t)n * sizeof *items);
     scores = malloc((size_t)(count ? count : 1) * (size_t)n * sizeof *scores);
     if (!items || !scores) {
-        rc = cli_usage_error(cmd, "out of memory for %lld x %lld recommendations", (long long)count, n);
+        rc = cli_usage_error(cmd, "out of memory for %lld x %lld recommendations", (long long)count, (long long)n);
         goto done;
     }
     st = lac_mf_recommend(ctx, model, count, users, n, items, scores);

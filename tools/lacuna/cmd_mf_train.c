@@ -6,31 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void train_usage(FILE *out)
-{
-    lac_mf_params d = lac_mf_params_default();
-    fprintf(out,
-            "usage: lacuna mf train [options] TRAIN MODEL\n"
-            "  -k K             factors (default %d)\n"
-            "  -l2 L            L2 regularisation of the factors (default %g)\n"
-            "  --l2-bias L      of the biases (default %g)\n"
-            "  -a ALPHA         initial learning rate, eq. (7) (default %g)\n"
-            "  -b BETA          learning-rate decay alpha / (1 + beta t^1.5) (default %g)\n"
-            "  -t, --epochs N   at most N epochs (default %d)\n"
-            "  -v, --valid FILE validation ratings: RMSE each epoch, early stop, best kept\n"
-            "  --patience N     epochs without gain before stopping (default %d)\n"
-            "  --no-bias        plain u_i . v_j, no mu + b_i + bhat_j\n"
-            "  --deterministic  identical models for a seed and thread count (CPU)\n"
-            "  --seed S         (default %llu)\n"
-            "  --threads N      CPU threads (default: all)\n"
-            "  --device D       auto|cpu|cuda|cuda:N (default auto)\n"
-            "  --format F       input format (default auto)\n"
-            "  --skip-bad       skip malformed lines (counted) instead of failing\n"
-            "  --json           one line of JSON on stdout\n"
-            "  --quiet          no progress\n",
-            d.k, d.lambda, d.lambda_bias, d.alpha, d.beta, d.epochs, d.patience, (unsigned long long)d.seed);
-}
-
 typedef struct {
     int epochs_max;
     int quiet;
@@ -57,75 +32,59 @@ static void json_number(const char *key, double v, int last)
 int cmd_mf_train(int argc, char **argv)
 {
     const char *cmd = "mf train", *files[2], *valid_path = NULL, *device = "auto";
-    int nfiles = 0, json = 0, quiet = 0;
-    long long threads = 0;
+    int json = 0, quiet = 0, threads = 0;
     lac_mf_params p = lac_mf_params_default();
     lac_ratings_read_params rp = lac_ratings_read_params_default();
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            train_usage(stdout);
-            return CLI_OK;
-        }
-        if (a[0] != '-' || !a[1]) {
-            if (nfiles == 2) return cli_usage_error(cmd, "too many files ('%s'): TRAIN MODEL", a);
-            files[nfiles++] = a;
-            continue;
-        }
-        if (!strcmp(a, "--no-bias")) { p.use_bias = 0; continue; }
-        if (!strcmp(a, "--deterministic")) { p.deterministic = 1; continue; }
-        if (!strcmp(a, "--json")) { json = 1; continue; }
-        if (!strcmp(a, "--quiet")) { quiet = 1; continue; }
-        if (!strcmp(a, "--skip-bad")) { rp.skip_bad = 1; continue; }
-        if (!v) return cli_usage_error(cmd, "%s needs a value", a);
-        i++;
-        long long n;
-        if (!strcmp(a, "-k")) {
-            if (!cli_parse_int64(cmd, a, v, &n)) return CLI_USAGE;
-            if (n < 1 || n > 4096) return cli_usage_error(cmd, "-k must be in [1, 4096]");
-            p.k = (int)n;
-        } else if (!strcmp(a, "-l2") || !strcmp(a, "--l2")) {
-            if (!cli_parse_double(cmd, a, v, &p.lambda)) return CLI_USAGE;
-        } else if (!strcmp(a, "--l2-bias")) {
-            if (!cli_parse_double(cmd, a, v, &p.lambda_bias)) return CLI_USAGE;
-        } else if (!strcmp(a, "-a") || !strcmp(a, "--alpha")) {
-            if (!cli_parse_double(cmd, a, v, &p.alpha)) return CLI_USAGE;
-        } else if (!strcmp(a, "-b") || !strcmp(a, "--beta")) {
-            if (!cli_parse_double(cmd, a, v, &p.beta)) return CLI_USAGE;
-        } else if (!strcmp(a, "-t") || !strcmp(a, "--epochs")) {
-            if (!cli_parse_int64(cmd, a, v, &n)) return CLI_USAGE;
-            if (n < 1 || n > 1000000) return cli_usage_error(cmd, "%s must be in [1, 1000000]", a);
-            p.epochs = (int)n;
-        } else if (!strcmp(a, "-v") || !strcmp(a, "--valid")) {
-            valid_path = v;
-        } else if (!strcmp(a, "--patience")) {
-            if (!cli_parse_int64(cmd, a, v, &n)) return CLI_USAGE;
-            if (n < 1 || n > 1000000) return cli_usage_error(cmd, "--patience must be >= 1");
-            p.patience = (int)n;
-        } else if (!strcmp(a, "--seed")) {
-            if (!cli_parse_int64(cmd, a, v, &n)) return CLI_USAGE;
-            p.seed = (uint64_t)n;
-        } else if (!strcmp(a, "--threads")) {
-            if (!cli_parse_int64(cmd, a, v, &threads) || threads < 0 || threads > 4096)
-                return cli_usage_error(cmd, "--threads must be in [0, 4096]");
-        } else if (!strcmp(a, "--device")) {
-            device = v;
-        } else if (!strcmp(a, "--format")) {
-            if (lac_ratings_format_parse(v, &rp.format) < 0)
-                return cli_usage_error(cmd, "unknown --format '%s' (auto, triples, movielens, udata, csv, mm)", v);
-        } else {
-            return cli_usage_error(cmd, "unknown option '%s' (see --help)", a);
-        }
-    }
-    if (nfiles != 2) return cli_usage_error(cmd, "needs TRAIN MODEL (see --help)");
+    const char *formats[CLI_RATINGS_FORMATS + 1];
+    cli_ratings_format_names(formats);
+    int format = rp.format;
+    int64_t seed = (int64_t)p.seed;
+    /* LIBMF's spellings (-k, -l2, -a, -b, -t, -v), with long ones beside them. */
+    cli_opt options[] = {
+        {"-k", NULL, CLI_INT, &p.k, "K", .help = "factors", CLI_IN(1, 4096), .show_default = 1},
+        {"-l2", "--l2", CLI_DOUBLE, &p.lambda, "L", .help = "L2 regularisation of the factors", .show_default = 1},
+        {"--l2-bias", NULL, CLI_DOUBLE, &p.lambda_bias, "L", .help = "of the biases", .show_default = 1},
+        {"--alpha", "-a", CLI_DOUBLE, &p.alpha, "ALPHA", .help = "initial learning rate, eq. (7)", .show_default = 1},
+        {"--beta", "-b", CLI_DOUBLE, &p.beta, "BETA", .help = "learning-rate decay alpha / (1 + beta t^1.5)",
+         .show_default = 1},
+        {"--epochs", "-t", CLI_INT, &p.epochs, "N", .help = "at most N epochs", CLI_IN(1, 1000000), .show_default = 1},
+        {"--valid", "-v", CLI_STRING, &valid_path, "FILE",
+         .help = "validation ratings: RMSE each epoch, early stop, best kept"},
+        {"--patience", NULL, CLI_INT, &p.patience, "N", .help = "epochs without gain before stopping",
+         CLI_IN(1, 1000000), .show_default = 1},
+        {"--no-bias", NULL, CLI_FLAG, &p.use_bias, NULL, .help = "plain u_i . v_j, no mu + b_i + bhat_j", .off = 1},
+        {"--deterministic", NULL, CLI_FLAG, &p.deterministic, NULL,
+         .help = "identical models for a seed and thread count (CPU)"},
+        {"--seed", NULL, CLI_INT64, &seed, "S", .help = "random seed", .show_default = 1},
+        {"--threads", NULL, CLI_INT, &threads, "N", .help = "CPU threads (default: all)", CLI_IN(0, 4096)},
+        {"--device", NULL, CLI_STRING, &device, "D", .help = "auto|cpu|cuda|cuda:N", .show_default = 1},
+        {"--format", NULL, CLI_ENUM, &format, NULL, .help = "the input's format", .choices = formats,
+         .show_default = 1},
+        {"--skip-bad", NULL, CLI_FLAG, &rp.skip_bad, NULL, .help = "skip malformed lines (counted) instead of failing"},
+        {"--json", NULL, CLI_FLAG, &json, NULL, .help = "one line of JSON on stdout"},
+        {"--quiet", NULL, CLI_FLAG, &quiet, NULL, .help = "no progress"},
+        {0},
+    };
+    const cli_command command = {
+        .name = cmd,
+        .usage = "mf train [options] TRAIN MODEL",
+        .about = "Fits a factor model to the ratings in TRAIN by SGD and writes it to MODEL.\n",
+        .tables = {options},
+        .args = "TRAIN MODEL",
+        .min_args = 2,
+        .max_args = 2,
+    };
+    int rc = cli_parse(&command, argc, argv, files, NULL);
+    if (rc != CLI_OK) return rc == CLI_HELP ? CLI_OK : rc;
+    p.seed = (uint64_t)seed;
+    rp.format = (lac_ratings_format)format;
     const char *why = lac_mf_params_check(&p);
     if (why) return cli_usage_error(cmd, "%s", why);
     cli_progress_enable(!quiet);
     if (p.deterministic && !strcmp(device, "auto")) device = "cpu";   /* CUDA training is never bit-reproducible */
 
     lac_ctx_t ctx;
-    int rc = cli_make_context(cmd, device, (int)threads, &ctx);
+    rc = cli_make_context(cmd, device, threads, &ctx);
     if (rc) return rc;
     lac_ratings_t train = NULL, valid = NULL;
     lac_mf_model_t model = NULL;
