@@ -64,6 +64,28 @@ void cli_ratings_format_names(const char *names[CLI_RATINGS_FORMATS + 1])
     names[CLI_RATINGS_FORMATS] = NULL;
 }
 
+void cli_ratings_input_init(cli_ratings_input *in, const char *format_help)
+{
+    cli_ratings_format_names(in->formats);
+    in->params = lac_ratings_read_params_default();
+    in->format = in->params.format;
+    cli_opt options[] = {
+        {"--format", NULL, CLI_ENUM, &in->format, NULL, .help = format_help, .choices = in->formats,
+         .show_default = 1},
+        {"--skip-bad", NULL, CLI_FLAG, &in->params.skip_bad, NULL,
+         .help = "skip malformed lines (counted) instead of failing"},
+        {0},
+    };
+    memcpy(in->options, options, sizeof options);
+}
+
+lac_ratings_read_params cli_ratings_input_params(const cli_ratings_input *in)
+{
+    lac_ratings_read_params p = in->params;
+    p.format = (lac_ratings_format)in->format;
+    return p;
+}
+
 static bool progress_on;
 static bool progress_open;
 

@@ -29,6 +29,19 @@ const char *cli_backend_name(lac_ctx_t ctx);
 #define CLI_RATINGS_FORMATS (LAC_RATINGS_MATRIX_MARKET + 1)
 void cli_ratings_format_names(const char *names[CLI_RATINGS_FORMATS + 1]);
 
+/* The ratings reader's options, --format and --skip-bad, for every verb that
+ * reads ratings: a table of their own beside the verb's, .tables = {options,
+ * in.options}; after cli_parse, cli_ratings_input_params gives the reader's
+ * parameters. The table points into in, which stays where it was made. */
+typedef struct {
+    const char *formats[CLI_RATINGS_FORMATS + 1];
+    int format;
+    lac_ratings_read_params params;
+    cli_opt options[3];
+} cli_ratings_input;
+void cli_ratings_input_init(cli_ratings_input *in, const char *format_help);
+lac_ratings_read_params cli_ratings_input_params(const cli_ratings_input *in);
+
 /* Progress lines on stderr, only when it is a terminal and not --quiet:
  * cli_progress overwrites the line, cli_progress_done ends it. */
 void cli_progress_enable(bool enabled);

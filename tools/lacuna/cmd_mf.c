@@ -102,10 +102,9 @@ static int mf_split(int argc, char **argv)
 {
     const char *cmd = "mf split", *files[3];
     lac_mf_split_params sp = lac_mf_split_params_default();
-    lac_ratings_read_params rp = lac_ratings_read_params_default();
-    const char *formats[CLI_RATINGS_FORMATS + 1];
-    cli_ratings_format_names(formats);
-    int format = rp.format, out_format = LAC_RATINGS_TRIPLES - 1;   /* out_format: an index into formats + 1 */
+    cli_ratings_input in;
+    cli_ratings_input_init(&in, "IN's format");
+    int out_format = LAC_RATINGS_TRIPLES - 1;   /* an index into in.formats + 1: no "auto" when writing */
     int64_t seed = (int64_t)sp.seed;
     cli_opt options[] = {
         {"--fraction", NULL, CLI_DOUBLE, &sp.fraction, "F", .help = "share of the ratings for TEST", CLI_IN(0, 1),
@@ -113,18 +112,15 @@ static int mf_split(int argc, char **argv)
         {"--per-user", NULL, CLI_FLAG, &sp.per_user, NULL,
          .help = "that share of every user's ratings (users keep >= 1 in TRAIN)"},
         {"--seed", NULL, CLI_INT64, &seed, "S", .help = "random seed", .show_default = 1},
-        {"--format", NULL, CLI_ENUM, &format, NULL, .help = "IN's format", .choices = formats, .show_default = 1},
-        {"--out-format", NULL, CLI_ENUM, &out_format, NULL, .help = "TRAIN's and TEST's format", .choices = formats + 1,
-         .show_default = 1},
-        {"--skip-bad", NULL, CLI_FLAG, &rp.skip_bad, NULL,
-         .help = "skip malformed input lines (counted) instead of failing"},
+        {"--out-format", NULL, CLI_ENUM, &out_format, NULL, .help = "TRAIN's and TEST's format",
+         .choices = in.formats + 1, .show_default = 1},
         {0},
     };
     const cli_command command = {
         .name = cmd,
         .usage = "mf split [options] IN TRAIN TEST",
         .about = "Splits the ratings of IN into TRAIN and TEST, seeded.\n",
-        .tables = {options},
+        .tables = {options, in.options},
         .args = "IN TRAIN TEST",
         .min_args = 3,
         .max_args = 3,
@@ -132,7 +128,7 @@ static int mf_split(int argc, char **argv)
     int rc = cli_parse(&command, argc, argv, files, NULL);
     if (rc != CLI_OK) return rc == CLI_HELP ? CLI_OK : rc;
     sp.seed = (uint64_t)seed;
-    rp.format = (lac_ratings_format)format;
+    lac_ratings_read_params rp = cli_ratings_input_params(&in);
     lac_ratings_format out = (lac_ratings_format)(out_format + 1);
     lac_ctx_t ctx;
     rc = cli_make_context(cmd, "cpu", 0, &ctx);

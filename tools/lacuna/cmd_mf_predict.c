@@ -10,13 +10,9 @@ int cmd_mf_predict(int argc, char **argv)
 {
     const char *cmd = "mf predict", *files[3];
     int nfiles = 0, json = 0, threads = 0;
-    lac_ratings_read_params rp = lac_ratings_read_params_default();
-    const char *formats[CLI_RATINGS_FORMATS + 1];
-    cli_ratings_format_names(formats);
-    int format = rp.format;
+    cli_ratings_input in;
+    cli_ratings_input_init(&in, "TEST's format");
     cli_opt options[] = {
-        {"--format", NULL, CLI_ENUM, &format, NULL, .help = "TEST's format", .choices = formats, .show_default = 1},
-        {"--skip-bad", NULL, CLI_FLAG, &rp.skip_bad, NULL, .help = "skip malformed lines (counted) instead of failing"},
         {"--threads", NULL, CLI_INT, &threads, "N", .help = "CPU threads (default: all)", CLI_IN(0, 4096)},
         {"--json", NULL, CLI_FLAG, &json, NULL,
          .help = "{\"rmse\":..., \"mae\":..., \"count\":..., \"unknown\":..., \"skipped\":...} on stdout"},
@@ -28,14 +24,14 @@ int cmd_mf_predict(int argc, char **argv)
         .about = "RMSE and MAE of MODEL on the ratings in TEST. OUT gets one predicted rating per\n"
                  "line, in TEST's order. Users or items the model has not seen get mu plus the\n"
                  "biases known.\n",
-        .tables = {options},
+        .tables = {options, in.options},
         .args = "MODEL TEST [OUT]",
         .min_args = 2,
         .max_args = 3,
     };
     int rc = cli_parse(&command, argc, argv, files, &nfiles);
     if (rc != CLI_OK) return rc == CLI_HELP ? CLI_OK : rc;
-    rp.format = (lac_ratings_format)format;
+    lac_ratings_read_params rp = cli_ratings_input_params(&in);
     lac_ctx_t ctx;
     rc = cli_make_context(cmd, "cpu", threads, &ctx);
     if (rc) return rc;

@@ -34,10 +34,8 @@ int cmd_mf_train(int argc, char **argv)
     const char *cmd = "mf train", *files[2], *valid_path = NULL, *device = "auto";
     int json = 0, quiet = 0, threads = 0;
     lac_mf_params p = lac_mf_params_default();
-    lac_ratings_read_params rp = lac_ratings_read_params_default();
-    const char *formats[CLI_RATINGS_FORMATS + 1];
-    cli_ratings_format_names(formats);
-    int format = rp.format;
+    cli_ratings_input in;
+    cli_ratings_input_init(&in, "the format of TRAIN and of --valid");
     int64_t seed = (int64_t)p.seed;
     /* LIBMF's spellings (-k, -l2, -a, -b, -t, -v), with long ones beside them. */
     cli_opt options[] = {
@@ -58,9 +56,6 @@ int cmd_mf_train(int argc, char **argv)
         {"--seed", NULL, CLI_INT64, &seed, "S", .help = "random seed", .show_default = 1},
         {"--threads", NULL, CLI_INT, &threads, "N", .help = "CPU threads (default: all)", CLI_IN(0, 4096)},
         {"--device", NULL, CLI_STRING, &device, "D", .help = "auto|cpu|cuda|cuda:N", .show_default = 1},
-        {"--format", NULL, CLI_ENUM, &format, NULL, .help = "the input's format", .choices = formats,
-         .show_default = 1},
-        {"--skip-bad", NULL, CLI_FLAG, &rp.skip_bad, NULL, .help = "skip malformed lines (counted) instead of failing"},
         {"--json", NULL, CLI_FLAG, &json, NULL, .help = "one line of JSON on stdout"},
         {"--quiet", NULL, CLI_FLAG, &quiet, NULL, .help = "no progress"},
         {0},
@@ -69,7 +64,7 @@ int cmd_mf_train(int argc, char **argv)
         .name = cmd,
         .usage = "mf train [options] TRAIN MODEL",
         .about = "Fits a factor model to the ratings in TRAIN by SGD and writes it to MODEL.\n",
-        .tables = {options},
+        .tables = {options, in.options},
         .args = "TRAIN MODEL",
         .min_args = 2,
         .max_args = 2,
@@ -77,7 +72,7 @@ int cmd_mf_train(int argc, char **argv)
     int rc = cli_parse(&command, argc, argv, files, NULL);
     if (rc != CLI_OK) return rc == CLI_HELP ? CLI_OK : rc;
     p.seed = (uint64_t)seed;
-    rp.format = (lac_ratings_format)format;
+    lac_ratings_read_params rp = cli_ratings_input_params(&in);
     const char *why = lac_mf_params_check(&p);
     if (why) return cli_usage_error(cmd, "%s", why);
     cli_progress_enable(!quiet);
