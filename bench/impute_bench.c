@@ -22,7 +22,7 @@
  * 4m²n + 8mn² + 9n³ (Golub & Van Loan, R-SVD); syevd with vectors
  * (4/3 + 2)·N³ (tridiagonal reduction and back-transformation). */
 #include "lacuna/lacuna.h"
-#include "impute/impute_internal.h"
+#include "impute/cpu/impute_cpu.h"
 
 #include <math.h>
 #include <stdio.h>

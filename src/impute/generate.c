@@ -2,7 +2,7 @@
  * Ĝ(k) = A_k B_k^T with i.i.d. standard normal factors, the iGFT G = U Ĝ, and
  * a uniform sample of observed vertices. Every random stream is derived from
  * (seed, purpose, index), so the data do not depend on the thread count. */
-#include "impute/impute_internal.h"
+#include "impute/impute_front.h"
 #include "core/random.h"
 
 #include <math.h>
@@ -45,11 +45,7 @@ static lac_impute_gen_params gen_defaults(void)
     return p;
 }
 
-void lac_impute_gen_params_init(lac_impute_gen_params *params, size_t struct_size)
-{
-    lac_impute_gen_params d = gen_defaults();
-    lac_params_fill(params, struct_size, &d, sizeof d);
-}
+LAC_PARAMS_INIT(lac_impute_gen_params, gen_defaults())
 
 lac_status lac_impute_generate(lac_ctx_t ctx, const lac_impute_gen_params *params, lac_gft_t gft, lac_array *truth,
                                lac_array *observed)
@@ -73,8 +69,8 @@ lac_status lac_impute_generate(lac_ctx_t ctx, const lac_impute_gen_params *param
     if (observed && (observed->dtype != LAC_BOOL || observed->ndim != 1 || observed->shape[0] != N ||
                      observed->memory != LAC_MEM_HOST || !observed->data))
         return lac_error(ctx, LAC_ERR_SHAPE, "observed must be a host bool vector of %lld", (long long)N);
-    if (ctx->backend == LAC_BACKEND_CUDA && ctx->params.backend == LAC_BACKEND_CUDA)
-        return lac_error(ctx, LAC_ERR_UNSUPPORTED, "impute has no CUDA backend yet: use the CPU");
+    const lac_impute_backend *backend;
+    LAC_CHECK(lac_impute_backend_for(ctx, "impute has no CUDA backend yet: use the CPU", NULL, &backend));
 
     size_t esize = lac_dtype_size(gft->precision);
     void *spectral = lac_malloc(ctx, (size_t)(mn * N) * esize);
@@ -110,11 +106,11 @@ lac_status lac_impute_generate(lac_ctx_t ctx, const lac_impute_gen_params *param
         free(spatial);
         return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "out of memory generating spectral slices");
     }
-    lac_status st = lac_impute_cpu_transform(ctx, gft, mn, spectral, spatial, 1);   /* G = U Ĝ */
+    lac_status st = backend->transform(ctx, gft, mn, spectral, spatial, 1);   /* G = U Ĝ */
     if (st >= 0) {
 #pragma omp parallel for num_threads(lac_threads(ctx)) schedule(static)
         for (int64_t i = 0; i < mn * N; i++) {
-            double x = gft->precision == LAC_FLOAT32 ? (double)((float *)spatial)[i] : ((double *)spatial)[i];
+            double x = lac_load_real(spatial, gft->precision, i);
             if (truth->dtype == LAC_FLOAT32) ((float *)truth->data)[i] = (float)x;
             else ((double *)truth->data)[i] = x;
         }

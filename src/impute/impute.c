@@ -1,7 +1,8 @@
-/* impute front end: parameters, argument checks, the observed set, and
- * Algorithm 1's outer loops (the λ schedule, convergence, progress, timing).
- * The arithmetic of each phase is the backend's (impute_internal.h). */
-#include "impute/impute_internal.h"
+/* impute front end: parameters, argument checks, the observed set, the one
+ * place a backend table is picked, and Algorithm 1's outer loops (the λ
+ * schedule, convergence, progress, timing). The arithmetic of each phase is
+ * the backend's (impute_backend.h). */
+#include "impute/impute_front.h"
 
 #include <math.h>
 #include <omp.h>
@@ -29,18 +30,11 @@ static lac_impute_params impute_defaults(void)
     return p;
 }
 
-void lac_impute_params_init(lac_impute_params *params, size_t struct_size)
-{
-    lac_impute_params d = impute_defaults();
-    lac_params_fill(params, struct_size, &d, sizeof d);
-}
+LAC_PARAMS_INIT(lac_impute_params, impute_defaults())
 
 const char *lac_impute_params_check(const lac_impute_params *given)
 {
-    lac_impute_params d = impute_defaults(), adopted;
-    const char *why = lac_params_adopt(given, &d, sizeof d, &adopted);
-    if (why) return why;
-    const lac_impute_params *p = &adopted;
+    LAC_PARAMS_CHECK_BEGIN(lac_impute_params, given, impute_defaults());
     if (!(p->decay > 0 && p->decay < 1)) return "decay c must be in (0, 1)";
     if (p->steps < 1) return "steps C must be >= 1";
     if (p->inner < 1) return "inner T must be >= 1";
@@ -50,11 +44,6 @@ const char *lac_impute_params_check(const lac_impute_params *given)
     if (p->accelerate != 0 && p->accelerate != 1) return "accelerate must be 0 or 1";
     if (p->output != LAC_IMPUTE_COMPLETED && p->output != LAC_IMPUTE_ESTIMATE) return "output must be completed or estimate";
     return NULL;
-}
-
-static double value_at(const void *data, lac_dtype dtype, int64_t i)
-{
-    return dtype == LAC_FLOAT32 ? (double)((const float *)data)[i] : ((const double *)data)[i];
 }
 
 static lac_status check_tensor(lac_ctx_t ctx, const char *what, const lac_array *a, int64_t N)
@@ -126,7 +115,7 @@ static lac_status classify(lac_ctx_t ctx, const lac_array *tensor, const lac_arr
         int64_t seen = 0;
         for (int64_t e = 0; e < mn; e++) {
             int64_t i = v * mn + e;
-            double x = value_at(tensor->data, tensor->dtype, i);
+            double x = lac_load_real(tensor->data, tensor->dtype, i);
             int obs = slice_mask ? mask[v] : entry_mask ? mask[i] : !isnan(x);
             if (!obs) continue;
             seen++;
@@ -139,7 +128,7 @@ static lac_status classify(lac_ctx_t ctx, const lac_array *tensor, const lac_arr
         total_observed += seen;
     }
     if (bad >= 0) {
-        double x = value_at(tensor->data, tensor->dtype, bad);
+        double x = lac_load_real(tensor->data, tensor->dtype, bad);
         return report_entry(ctx, LAC_ERR_VALUE, "tensor", bad, m, n,
                             isnan(x) ? "is NaN but marked observed" : "is infinite (observed data must be finite)");
     }
@@ -164,25 +153,27 @@ static lac_status classify(lac_ctx_t ctx, const lac_array *tensor, const lac_arr
             o->entry_mask = lac_malloc(ctx, (size_t)(N * mn));
             if (!o->entry_mask) return LAC_ERR_OUT_OF_MEMORY;
 #pragma omp parallel for num_threads(lac_threads(ctx)) schedule(static)
-            for (int64_t i = 0; i < N * mn; i++) o->entry_mask[i] = !isnan(value_at(tensor->data, tensor->dtype, i));
+            for (int64_t i = 0; i < N * mn; i++) o->entry_mask[i] = !isnan(lac_load_real(tensor->data, tensor->dtype, i));
             o->entries = o->entry_mask;
         }
     }
     return LAC_SUCCESS;
 }
 
-/* The backend that runs this context's impute calls; NULL with the error set. */
-static const lac_impute_backend *pick_backend(lac_ctx_t ctx)
+/* The one place an impute table is picked (impute_front.h). */
+lac_status lac_impute_backend_for(lac_ctx_t ctx, const char *refusal, const char *note, const lac_impute_backend **out)
 {
-    if (ctx->backend == LAC_BACKEND_CUDA) {
-        if (ctx->params.backend != LAC_BACKEND_AUTO) {
-            lac_error(ctx, LAC_ERR_UNSUPPORTED, "impute has no CUDA backend yet: use the CPU (--device cpu)");
-            return NULL;
-        }
-        lac_log(ctx, LAC_LOG_INFO, "impute: no CUDA backend yet, running on the CPU");
-    }
-    return &lac_impute_cpu_backend;
+    *out = ctx->backend == LAC_BACKEND_CUDA ? lac_impute_backend_cuda() : &lac_impute_cpu_backend;
+    if (*out) return LAC_SUCCESS;
+    if (refusal && ctx->params.backend != LAC_BACKEND_AUTO) return lac_error(ctx, LAC_ERR_UNSUPPORTED, "%s", refusal);
+    if (note) lac_log(ctx, LAC_LOG_INFO, "%s", note);
+    *out = &lac_impute_cpu_backend;
+    return LAC_SUCCESS;
 }
+
+/* What lac_impute and lac_impute_check say when a CUDA context gets no table. */
+static const char no_cuda_refusal[] = "impute has no CUDA backend yet: use the CPU (--device cpu)";
+static const char no_cuda_note[] = "impute: no CUDA backend yet, running on the CPU";
 
 /* Everything lac_impute checks before it computes; obs is filled on success. */
 static lac_status check_inputs(lac_ctx_t ctx, int64_t N, const lac_array *tensor, const lac_array *observed,
@@ -198,7 +189,7 @@ static lac_status check_inputs(lac_ctx_t ctx, int64_t N, const lac_array *tensor
                              (long long)truth->shape[0], (long long)truth->shape[1], (long long)truth->shape[2],
                              (long long)N, (long long)m, (long long)n);
         for (int64_t i = 0; i < N * m * n; i++)
-            if (!isfinite(value_at(truth->data, truth->dtype, i)))
+            if (!isfinite(lac_load_real(truth->data, truth->dtype, i)))
                 return report_entry(ctx, LAC_ERR_VALUE, "truth", i, m, n, "is not finite");
     }
     lac_status st = classify(ctx, tensor, observed, obs);
@@ -211,7 +202,8 @@ lac_status lac_impute_check(lac_ctx_t ctx, int64_t num_vertices, const lac_array
 {
     LAC_ARG_NOT_NULL(ctx, ctx);
     LAC_ARG_NOT_NULL(ctx, tensor);
-    if (!pick_backend(ctx)) return LAC_ERR_UNSUPPORTED;
+    const lac_impute_backend *backend;
+    LAC_CHECK(lac_impute_backend_for(ctx, no_cuda_refusal, no_cuda_note, &backend));
     observed_set obs;
     LAC_CHECK(check_inputs(ctx, num_vertices, tensor, observed, truth, &obs));
     observed_release(&obs);
@@ -230,8 +222,8 @@ lac_status lac_impute(lac_ctx_t ctx, const lac_impute_params *params, lac_gft_t 
     LAC_ADOPT_PARAMS(ctx, "impute", lac_impute_params, params, impute_defaults());
     const char *why = lac_impute_params_check(params);
     if (why) return lac_error(ctx, LAC_ERR_ARGUMENT, "impute parameters: %s", why);
-    const lac_impute_backend *backend = pick_backend(ctx);
-    if (!backend) return LAC_ERR_UNSUPPORTED;
+    const lac_impute_backend *backend;
+    LAC_CHECK(lac_impute_backend_for(ctx, no_cuda_refusal, no_cuda_note, &backend));
 
     const int64_t N = gft->n;
     LAC_CHECK(check_tensor(ctx, "out", out, N));

@@ -1,9 +1,7 @@
 /* SNAP-style edge lists: "u v" or "u v w" a line, separated by any whitespace
  * (or commas), '#' and '%' comments, non-negative integer ids that are remapped
- * to 0..n-1 when they are not already exactly that. Also the format dispatch
- * of lac_graph_load. */
-#include "io/graph_internal.h"
-#include "io/io_internal.h"
+ * to 0..n-1 when they are not already exactly that. */
+#include "io/graph_readers.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -57,8 +55,8 @@ static int says_directed(const char *comment)
     return strstr(lower, "directed graph") && !strstr(lower, "undirected graph");
 }
 
-static lac_status read_edge_list(lac_ctx_t ctx, const char *path, FILE *fp, const lac_graph_params *params,
-                                 lac_graph_t *out)
+lac_status lac_graph_read_edge_list(lac_ctx_t ctx, const char *path, FILE *fp, const lac_graph_params *params,
+                                    lac_graph_t *out)
 {
     lac_status st = LAC_SUCCESS;
     char *line = NULL;
@@ -112,12 +110,11 @@ static lac_status read_edge_list(lac_ctx_t ctx, const char *path, FILE *fp, cons
                            (long long)params->num_vertices);
             goto done;
         }
-        input.lines++;
-        /* Every id makes a vertex, even one only on a dropped line. */
+        /* Every id makes a vertex, even one only on a dropped line: the line
+         * is kept until the ids are known. */
+        lac_graph_input_count(&input, u, v, w);
         if (u > max_id) max_id = u;
         if (v > max_id) max_id = v;
-        if (u == v) input.self_loops++;
-        else if (w == 0) input.zero_weight++;
         if (count == cap) {
             int64_t ncap = cap ? 2 * cap : 4096;
             lac_graph_edge *grown = realloc(edges, (size_t)ncap * sizeof *grown);
@@ -184,38 +181,5 @@ done:
     free(ids);
     free(edges);
     free(line);
-    return st;
-}
-
-lac_status lac_graph_load(lac_ctx_t ctx, const char *path, const lac_graph_params *params, lac_graph_t *out)
-{
-    LAC_ARG_NOT_NULL(ctx, path);
-    LAC_ARG_NOT_NULL(ctx, out);
-    lac_graph_params p = lac_graph_params_default();
-    if (params) LAC_CHECK(lac_params_read(ctx, "graph", params, &p, sizeof p, &p));
-    if (p.format < LAC_GRAPH_AUTO || p.format > LAC_GRAPH_MATRIX_MARKET)
-        return lac_error(ctx, LAC_ERR_ARGUMENT, "graph format must be auto, edge list or Matrix Market");
-    if (p.num_vertices < 0)
-        return lac_error(ctx, LAC_ERR_ARGUMENT, "num_vertices = %lld is negative", (long long)p.num_vertices);
-    FILE *fp = fopen(path, "r");
-    if (!fp) return lac_error(ctx, LAC_ERR_IO, "cannot open %s: %s", path, strerror(errno));
-    lac_graph_format format = p.format;
-    if (format == LAC_GRAPH_AUTO) {
-        char head[15] = {0};
-        size_t got = fread(head, 1, 14, fp);
-        format = got == 14 && strncmp(head, "%%MatrixMarket", 14) == 0 ? LAC_GRAPH_MATRIX_MARKET : LAC_GRAPH_EDGE_LIST;
-        rewind(fp);
-    }
-    lac_status st;
-    if (format == LAC_GRAPH_MATRIX_MARKET) {
-        if (p.num_vertices > 0) {
-            fclose(fp);
-            return lac_error(ctx, LAC_ERR_ARGUMENT, "%s: a Matrix Market file gives its own size; do not pass num_vertices", path);
-        }
-        st = lac_graph_read_matrix_market(ctx, path, fp, out);
-    } else {
-        st = read_edge_list(ctx, path, fp, &p, out);
-    }
-    fclose(fp);
     return st;
 }

@@ -1,7 +1,7 @@
 /* Matrix Market graphs: "%%MatrixMarket matrix coordinate F S" with field F
  * pattern, real, integer or double and symmetry S general or symmetric; the
  * square matrix is the adjacency matrix (1-based indices). */
-#include "io/graph_internal.h"
+#include "io/graph_readers.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -130,15 +130,7 @@ lac_status lac_graph_read_matrix_market(lac_ctx_t ctx, const char *path, FILE *f
             goto done;
         }
         entries++;
-        input.lines++;
-        if (i == j) {
-            input.self_loops++;
-            continue;
-        }
-        if (w == 0) {
-            input.zero_weight++;
-            continue;
-        }
+        if (!lac_graph_input_count(&input, i, j, w)) continue;
         edges[count].u = i - 1;
         edges[count].v = j - 1;
         edges[count++].w = w;

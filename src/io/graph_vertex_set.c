@@ -1,10 +1,11 @@
 /* Vertex sets from text files of ids (e.g. the observed vertices of an
  * imputation): the graph's own ids, separated by whitespace or commas, '#'
  * comments; errors name the line. */
-#include "io/graph_internal.h"
+#include "data/graph.h"
+#include "io/io_internal.h"
 
-#include <ctype.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,14 +29,18 @@ lac_status lac_graph_load_vertex_set(lac_ctx_t ctx, lac_graph_t graph, const cha
         return lac_error(ctx, LAC_ERR_IO, "cannot open %s: %s", path, strerror(errno));
     }
     lac_status st = LAC_SUCCESS;
-    char *line = NULL;
-    size_t cap = 0;
+    char *line = NULL, **tokens = NULL;
+    size_t cap = 0, tok_cap = 0;
     int64_t lineno = 0, named = 0;
     while (getline(&line, &cap, fp) >= 0) {
         lineno++;
-        char *hash = strchr(line, '#');
-        if (hash) *hash = '\0';
-        for (char *tok = strtok(line, " \t\r\n,"); tok; tok = strtok(NULL, " \t\r\n,")) {
+        int64_t count = lac_text_tokens(line, &tokens, &tok_cap);
+        if (count < 0) {
+            st = lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "out of memory reading %s", path);
+            goto done;
+        }
+        for (int64_t t = 0; t < count; t++) {
+            const char *tok = tokens[t];
             char *end;
             errno = 0;
             long long id = strtoll(tok, &end, 10);
@@ -64,6 +69,7 @@ lac_status lac_graph_load_vertex_set(lac_ctx_t ctx, lac_graph_t graph, const cha
     memcpy(mask->data, set, (size_t)n);
 done:
     fclose(fp);
+    free(tokens);
     free(line);
     free(set);
     return st;

@@ -25,6 +25,12 @@ lac_status lac_atomic_commit(lac_ctx_t ctx, lac_atomic_file *af);
 /* Closes and removes the temporary; safe on a zeroed or committed handle. */
 void lac_atomic_abort(lac_atomic_file *af);
 
+/* The token rule of plain text files (text columns, vertex sets): splits a
+ * line in place at whitespace and commas, a '#' ending it; *tokens (grown as
+ * needed, *cap entries) points into line. Returns the count, or -1 when out
+ * of memory. */
+int64_t lac_text_tokens(char *line, char ***tokens, size_t *cap);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,7 +1,7 @@
 /* Rating readers: whitespace triples (LIBMF), MovieLens "::", u.data (tab +
  * timestamp), CSV with a header, Matrix Market coordinate. Every malformed
  * line is an error naming file and line, or is counted and skipped. */
-#include "io/ratings_internal.h"
+#include "data/ratings.h"
 
 #include <errno.h>
 #include <math.h>
@@ -18,11 +18,7 @@ static lac_ratings_read_params ratings_read_defaults(void)
     return p;
 }
 
-void lac_ratings_read_params_init(lac_ratings_read_params *params, size_t struct_size)
-{
-    lac_ratings_read_params d = ratings_read_defaults();
-    lac_params_fill(params, struct_size, &d, sizeof d);
-}
+LAC_PARAMS_INIT(lac_ratings_read_params, ratings_read_defaults())
 
 typedef struct {
     const char *start;
@@ -65,12 +61,19 @@ static int split_fields(const char *line, lac_ratings_format format, field *f)
     return n;
 }
 
+/* The field as a C string in buf; 0 when it is empty or does not fit. */
+static int field_text(field f, char *buf, size_t cap)
+{
+    if (f.len == 0 || f.len >= cap) return 0;
+    memcpy(buf, f.start, f.len);
+    buf[f.len] = '\0';
+    return 1;
+}
+
 static int parse_rating(field f, float *out)
 {
     char buf[64];
-    if (f.len == 0 || f.len >= sizeof buf) return 0;
-    memcpy(buf, f.start, f.len);
-    buf[f.len] = '\0';
+    if (!field_text(f, buf, sizeof buf)) return 0;
     char *end;
     errno = 0;
     double v = strtod(buf, &end);
@@ -82,9 +85,7 @@ static int parse_rating(field f, float *out)
 static int parse_index(field f, long long *out)
 {
     char buf[32];
-    if (f.len == 0 || f.len >= sizeof buf) return 0;
-    memcpy(buf, f.start, f.len);
-    buf[f.len] = '\0';
+    if (!field_text(f, buf, sizeof buf)) return 0;
     char *end;
     errno = 0;
     long long v = strtoll(buf, &end, 10);

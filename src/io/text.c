@@ -8,8 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Splits a line in place into tokens; returns the count (comments dropped). */
-static int64_t tokenize(char *line, char ***tokens, size_t *cap)
+int64_t lac_text_tokens(char *line, char ***tokens, size_t *cap)
 {
     char *hash = strchr(line, '#');
     if (hash) *hash = '\0';
@@ -46,7 +45,7 @@ lac_status lac_text_load(lac_ctx_t ctx, const char *path, lac_dtype dtype, lac_a
     int64_t cols = -1, rows = 0, lineno = 0;
     while (getline(&line, &line_cap, fp) >= 0) {
         lineno++;
-        int64_t count = tokenize(line, &tokens, &tok_cap);
+        int64_t count = lac_text_tokens(line, &tokens, &tok_cap);
         if (count < 0) {
             st = lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "out of memory reading %s", path);
             goto done;

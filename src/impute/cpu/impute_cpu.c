@@ -1,8 +1,9 @@
 /* CPU backend of impute: OpenBLAS GEMMs for the GFT and iGFT (all threads),
  * LAPACK gesdd per frequency in an OpenMP loop for the SVT (one BLAS thread
- * each), syevd for the basis. The arithmetic is impute_cpu_template.h,
- * instantiated here for float and double. */
-#include "impute/impute_internal.h"
+ * each), syevd for the basis. The arithmetic is impute_cpu_body.inc,
+ * included below once for float and once for double; this file holds the
+ * table, which dispatches on the precision fixed at setup. */
+#include "impute/cpu/impute_cpu.h"
 
 #include <cblas.h>
 #include <lapacke.h>
@@ -35,24 +36,14 @@ static void blas_threads_end(blas_threads_scope scope)
 #define GEMM cblas_sgemm
 #define GESDD LAPACKE_sgesdd_work
 #define SYEVD LAPACKE_ssyevd_work
-#include "impute/impute_cpu_template.h"
-#undef REAL
-#undef F
-#undef GEMM
-#undef GESDD
-#undef SYEVD
+#include "impute/cpu/impute_cpu_body.inc"
 
 #define REAL double
 #define F(name) name##_f64
 #define GEMM cblas_dgemm
 #define GESDD LAPACKE_dgesdd_work
 #define SYEVD LAPACKE_dsyevd_work
-#include "impute/impute_cpu_template.h"
-#undef REAL
-#undef F
-#undef GEMM
-#undef GESDD
-#undef SYEVD
+#include "impute/cpu/impute_cpu_body.inc"
 
 /* The precision is fixed at setup; every later phase follows the state. The
  * state's first member records it so that one table serves both. */
@@ -117,7 +108,15 @@ static void cpu_release(void *state)
 }
 
 const lac_impute_backend lac_impute_cpu_backend = {
-    "cpu", cpu_setup, cpu_gft, cpu_svt, cpu_igft, cpu_finish, cpu_release,
+    .name = "cpu",
+    .setup = cpu_setup,
+    .gft = cpu_gft,
+    .svt = cpu_svt,
+    .igft = cpu_igft,
+    .finish = cpu_finish,
+    .release = cpu_release,
+    .eigen = lac_impute_cpu_eigen,
+    .transform = lac_impute_cpu_transform,
 };
 
 lac_status lac_impute_cpu_eigen(lac_ctx_t ctx, lac_dtype precision, int64_t n, void *a, int vectors,

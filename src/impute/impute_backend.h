@@ -1,10 +1,10 @@
 /* The contract between the impute front end (src/impute/impute.c: argument
- * checks, the λ schedule, convergence, progress) and its backends: the CPU one
- * (src/impute/impute_cpu.c) and, later, a CUDA one behind gateway entries
- * (src/backend/cuda/gateway.h) that fills the same table. A backend sees only
- * checked problems and does the arithmetic of one phase per call. */
-#ifndef LACUNA_IMPUTE_INTERNAL_H
-#define LACUNA_IMPUTE_INTERNAL_H
+ * checks, the λ schedule, convergence, progress; gft.c and generate.c) and its
+ * backends: the CPU one (src/impute/cpu/) and, later, a CUDA one handed out by
+ * src/backend/cuda/gateway.cu. A backend sees only what is here: checked
+ * problems on host memory, one phase per call. */
+#ifndef LACUNA_IMPUTE_BACKEND_H
+#define LACUNA_IMPUTE_BACKEND_H
 
 #include "core/internal.h"
 
@@ -52,7 +52,8 @@ typedef struct {
     int64_t rank_sum;        /* Σ_k rank of Ĝest_new(k) */
 } lac_impute_svt_stats;
 
-/* One backend: a state made by setup, then one call per phase. */
+/* One backend: the basis (eigen), the generator's transform, and an
+ * imputation as a state made by setup, then one call per phase. */
 typedef struct {
     const char *name;
     /* Buffers; C = U^T P_Ω(G) once (the constant part of every GFT); with
@@ -78,24 +79,24 @@ typedef struct {
     lac_status (*finish)(lac_ctx_t ctx, void *state, lac_impute_output output, void *out, lac_dtype out_dtype,
                          double *error_sq);
     void (*release)(void *state);
+    /* Dense symmetric eigendecomposition (syevd) of the N x N host matrix a
+     * (precision), in place: on return a holds the eigenvectors column-major
+     * when vectors is set; eigenvalues (double, N) ascending. */
+    lac_status (*eigen)(lac_ctx_t ctx, lac_dtype precision, int64_t n, void *a, int vectors, double *eigenvalues);
+    /* out (mn x N) = in (mn x N) · U^T (inverse = 1: the iGFT) or in · U (the
+     * GFT), host, column-major, in the basis' precision. */
+    lac_status (*transform)(lac_ctx_t ctx, const struct lac_gft *gft, int64_t mn, const void *in, void *out,
+                            int inverse);
 } lac_impute_backend;
 
+/* The CPU backend (src/impute/cpu/), always there. */
 extern const lac_impute_backend lac_impute_cpu_backend;
-
-/* Dense symmetric eigendecomposition (LAPACK syevd) of the N x N matrix in a
- * (precision), in place: on return a holds the eigenvectors column-major when
- * vectors is set; eigenvalues (double, N) ascending. */
-lac_status lac_impute_cpu_eigen(lac_ctx_t ctx, lac_dtype precision, int64_t n, void *a, int vectors,
-                                double *eigenvalues);
-
-/* out (mn x N) = in (mn x N) · U^T (inverse = 1: the iGFT) or in · U (the
- * GFT), column-major, in the basis' precision. */
-lac_status lac_impute_cpu_transform(lac_ctx_t ctx, const struct lac_gft *gft, int64_t mn, const void *in, void *out,
-                                    int inverse);
-
-/* Seconds one GEMM C(m x n) = A(m x k) B(k x n) takes in dtype with the
- * context's threads (random data, one warm-up): the bench's rate for floors. */
-double lac_impute_cpu_gemm_seconds(lac_ctx_t ctx, lac_dtype dtype, int64_t m, int64_t n, int64_t k);
+/* The CUDA backend's table. */
+#ifdef LACUNA_HAVE_CUDA
+const lac_impute_backend *lac_impute_backend_cuda(void);   /* src/backend/cuda/gateway.cu; NULL until impute runs on GPUs */
+#else
+static inline const lac_impute_backend *lac_impute_backend_cuda(void) { return NULL; }
+#endif
 
 #ifdef __cplusplus
 }

@@ -1,26 +1,12 @@
-/* The graph object: building it from raw edge lines (merge, symmetrise, count),
- * its facts (components, isolated vertices, fingerprint), id lookups and the
- * normalised Laplacian. The file readers are graph_edgelist.c and graph_mtx.c. */
-#include "io/graph_internal.h"
+/* Building a graph from raw edge lines: merge repeated lines, symmetrise
+ * directed input, count what was dropped, lay the pairs out in compressed
+ * rows. Every source of edges ends here: the file readers (src/io/graph_*.c)
+ * and caller arrays (lac_graph_from_edges). */
+#include "data/graph.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-static lac_graph_params graph_defaults(void)
-{
-    lac_graph_params p;
-    memset(&p, 0, sizeof p);
-    p.struct_size = sizeof p;
-    p.format = LAC_GRAPH_AUTO;
-    return p;
-}
-
-void lac_graph_params_init(lac_graph_params *params, size_t struct_size)
-{
-    lac_graph_params d = graph_defaults();
-    lac_params_fill(params, struct_size, &d, sizeof d);
-}
 
 const char *lac_graph_check_weight(double w)
 {
@@ -45,56 +31,6 @@ static int cmp_pair_line(const void *x, const void *y)
     if (p->b != q->b) return p->b < q->b ? -1 : 1;
     if (p->forward != q->forward) return p->forward > q->forward ? -1 : 1;
     return 0;
-}
-
-/* splitmix64 finaliser: the fingerprint's mixing step. */
-static uint64_t mix64(uint64_t h, uint64_t v)
-{
-    uint64_t z = h ^ (v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2));
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-static uint64_t fingerprint(const struct lac_graph *g)
-{
-    uint64_t h = mix64(0x6c6163756e61ull, (uint64_t)g->n);
-    int64_t entries = g->offsets[g->n];
-    for (int64_t v = 0; v <= g->n; v++) h = mix64(h, (uint64_t)g->offsets[v]);
-    for (int64_t e = 0; e < entries; e++) {
-        uint64_t bits;
-        memcpy(&bits, &g->weights[e], sizeof bits);
-        h = mix64(mix64(h, (uint64_t)g->neighbors[e]), bits);
-    }
-    return h;
-}
-
-static int64_t find_root(int64_t *parent, int64_t v)
-{
-    while (parent[v] != v) {
-        parent[v] = parent[parent[v]];
-        v = parent[v];
-    }
-    return v;
-}
-
-static lac_status count_components(lac_ctx_t ctx, struct lac_graph *g)
-{
-    int64_t *parent = lac_malloc(ctx, (size_t)(g->n > 0 ? g->n : 1) * sizeof *parent);
-    if (!parent) return LAC_ERR_OUT_OF_MEMORY;
-    for (int64_t v = 0; v < g->n; v++) parent[v] = v;
-    int64_t components = g->n;
-    for (int64_t v = 0; v < g->n; v++)
-        for (int64_t e = g->offsets[v]; e < g->offsets[v + 1]; e++) {
-            int64_t a = find_root(parent, v), b = find_root(parent, g->neighbors[e]);
-            if (a != b) {
-                parent[a < b ? b : a] = a < b ? a : b;
-                components--;
-            }
-        }
-    free(parent);
-    g->info.components = components;
-    return LAC_SUCCESS;
 }
 
 lac_status lac_graph_build(lac_ctx_t ctx, int64_t n, lac_graph_edge *edges, int64_t count,
@@ -196,8 +132,8 @@ lac_status lac_graph_build(lac_ctx_t ctx, int64_t n, lac_graph_edge *edges, int6
 
     for (int64_t v = 0; v < n; v++)
         if (g->offsets[v + 1] == g->offsets[v]) g->info.isolated_vertices++;
-    LAC_CHECK_GOTO(count_components(ctx, g), st, fail);
-    g->info.fingerprint = fingerprint(g);
+    LAC_CHECK_GOTO(lac_graph_count_components(ctx, g), st, fail);
+    g->info.fingerprint = lac_graph_fingerprint(g);
 
     const char *src = input->source ? input->source : "graph";
     if (g->info.directed)
@@ -266,15 +202,7 @@ lac_status lac_graph_from_edges(lac_ctx_t ctx, int64_t num_vertices, const lac_a
             free(edges);
             return lac_error(ctx, LAC_ERR_VALUE, "edge %lld: %s", (long long)i, why);
         }
-        input.lines++;
-        if (u == v) {
-            input.self_loops++;
-            continue;
-        }
-        if (w == 0) {
-            input.zero_weight++;
-            continue;
-        }
+        if (!lac_graph_input_count(&input, u, v, w)) continue;
         edges[kept].u = u;
         edges[kept].v = v;
         edges[kept++].w = w;
@@ -282,97 +210,4 @@ lac_status lac_graph_from_edges(lac_ctx_t ctx, int64_t num_vertices, const lac_a
     lac_status st = lac_graph_build(ctx, num_vertices, edges, kept, &input, NULL, out);
     free(edges);
     return st;
-}
-
-void lac_graph_destroy(lac_graph_t *graph)
-{
-    if (!graph || !*graph) return;
-    free((*graph)->offsets);
-    free((*graph)->neighbors);
-    free((*graph)->weights);
-    free((*graph)->ids);
-    free(*graph);
-    *graph = NULL;
-}
-
-lac_graph_info lac_graph_get_info(lac_graph_t graph)
-{
-    lac_graph_info info;
-    memset(&info, 0, sizeof info);
-    return graph ? graph->info : info;
-}
-
-int64_t lac_graph_num_vertices(lac_graph_t graph) { return graph ? graph->n : 0; }
-
-lac_status lac_graph_id_of_vertex(lac_ctx_t ctx, lac_graph_t graph, int64_t vertex, int64_t *id)
-{
-    LAC_ARG_NOT_NULL(ctx, graph);
-    LAC_ARG_NOT_NULL(ctx, id);
-    if (vertex < 0 || vertex >= graph->n)
-        return lac_error(ctx, LAC_ERR_RANGE, "vertex %lld is outside [0, %lld)", (long long)vertex, (long long)graph->n);
-    *id = graph->ids ? graph->ids[vertex] : vertex;
-    return LAC_SUCCESS;
-}
-
-lac_status lac_graph_vertex_of_id(lac_ctx_t ctx, lac_graph_t graph, int64_t id, int64_t *vertex)
-{
-    LAC_ARG_NOT_NULL(ctx, graph);
-    LAC_ARG_NOT_NULL(ctx, vertex);
-    if (!graph->ids) {
-        if (id < 0 || id >= graph->n)
-            return lac_error(ctx, LAC_ERR_RANGE, "id %lld is not a vertex (ids are 0..%lld)", (long long)id,
-                             (long long)graph->n - 1);
-        *vertex = id;
-        return LAC_SUCCESS;
-    }
-    int64_t lo = 0, hi = graph->n;
-    while (lo < hi) {
-        int64_t mid = lo + (hi - lo) / 2;
-        if (graph->ids[mid] < id) lo = mid + 1;
-        else hi = mid;
-    }
-    if (lo == graph->n || graph->ids[lo] != id)
-        return lac_error(ctx, LAC_ERR_RANGE, "id %lld is not a vertex of the graph", (long long)id);
-    *vertex = lo;
-    return LAC_SUCCESS;
-}
-
-lac_status lac_graph_laplacian(lac_ctx_t ctx, lac_graph_t graph, lac_array *laplacian)
-{
-    LAC_ARG_NOT_NULL(ctx, graph);
-    LAC_ARG_NOT_NULL(ctx, laplacian);
-    int64_t n = graph->n;
-    if (laplacian->dtype != LAC_FLOAT32 && laplacian->dtype != LAC_FLOAT64)
-        return lac_error(ctx, LAC_ERR_DTYPE, "the Laplacian is float32 or float64, not %s", lac_dtype_name(laplacian->dtype));
-    if (laplacian->ndim != 2 || laplacian->shape[0] != n || laplacian->shape[1] != n)
-        return lac_error(ctx, LAC_ERR_SHAPE, "the Laplacian must be %lld x %lld", (long long)n, (long long)n);
-    if (laplacian->memory != LAC_MEM_HOST) return lac_error(ctx, LAC_ERR_ARGUMENT, "the Laplacian must be a host array");
-    if (n > 0 && !laplacian->data) return lac_error(ctx, LAC_ERR_ARGUMENT, "the Laplacian's data is NULL");
-
-    double *scale = lac_malloc(ctx, (size_t)(n > 0 ? n : 1) * sizeof *scale);
-    if (!scale) return LAC_ERR_OUT_OF_MEMORY;
-    for (int64_t v = 0; v < n; v++) {
-        double degree = 0;
-        for (int64_t e = graph->offsets[v]; e < graph->offsets[v + 1]; e++) degree += graph->weights[e];
-        scale[v] = degree > 0 ? 1.0 / sqrt(degree) : 0.0;   /* D^-1/2, 0 at isolated vertices */
-    }
-    int single = laplacian->dtype == LAC_FLOAT32;
-#pragma omp parallel for num_threads(lac_threads(ctx)) schedule(static)
-    for (int64_t v = 0; v < n; v++) {
-        if (single) {
-            float *row = (float *)laplacian->data + v * n;
-            memset(row, 0, (size_t)n * sizeof *row);
-            row[v] = 1.0f;
-            for (int64_t e = graph->offsets[v]; e < graph->offsets[v + 1]; e++)
-                row[graph->neighbors[e]] = (float)(-scale[v] * graph->weights[e] * scale[graph->neighbors[e]]);
-        } else {
-            double *row = (double *)laplacian->data + v * n;
-            memset(row, 0, (size_t)n * sizeof *row);
-            row[v] = 1.0;
-            for (int64_t e = graph->offsets[v]; e < graph->offsets[v + 1]; e++)
-                row[graph->neighbors[e]] = -scale[v] * graph->weights[e] * scale[graph->neighbors[e]];
-        }
-    }
-    free(scale);
-    return LAC_SUCCESS;
 }

@@ -1,12 +1,11 @@
-/* Internal contract of the graph readers (src/io/graph_*.c): the graph object's
- * layout and the one builder every reader hands its raw edge lines to, so that
- * the merge, symmetrisation and counting rules live once (src/io/graph.c). */
-#ifndef LACUNA_IO_GRAPH_INTERNAL_H
-#define LACUNA_IO_GRAPH_INTERNAL_H
+/* The graph type (lac_graph_t): its layout, and the one builder that every
+ * source of edges (the file readers in src/io, caller arrays) hands its raw
+ * lines to, so that the merge, symmetrisation and counting rules live once
+ * (data/graph_build.c). No file formats here. */
+#ifndef LACUNA_DATA_GRAPH_H
+#define LACUNA_DATA_GRAPH_H
 
 #include "core/internal.h"
-
-#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -31,7 +30,7 @@ typedef struct {
     double w;
 } lac_graph_edge;
 
-/* What a reader knows beyond the edges. */
+/* What a source knows beyond the edges. */
 typedef struct {
     int64_t lines;          /* edge lines read, self-loops and zero weights included */
     int64_t self_loops;
@@ -42,21 +41,39 @@ typedef struct {
     const char *source;     /* file name for messages */
 } lac_graph_input;
 
-/* Builds the graph from lines without self-loops or zero weights (the reader
+/* Builds the graph from lines without self-loops or zero weights (the source
  * drops and counts those). Rules: the pair {u, v} gets the largest weight
  * among the lines that join u and v in either direction; input is taken as
  * directed, and symmetrised with a warning, when some pairs are listed in both
  * directions and others in one only, or the two directions' weights differ,
- * or the reader says so. Takes ownership of `ids` (may be NULL); `edges` is
+ * or the source says so. Takes ownership of `ids` (may be NULL); `edges` is
  * reordered. */
 lac_status lac_graph_build(lac_ctx_t ctx, int64_t n, lac_graph_edge *edges, int64_t count,
                            const lac_graph_input *input, int64_t *ids, lac_graph_t *out);
 
-/* Weight parsing shared by the readers: finite and >= 0, else a message. */
+/* Counts one line of input (lines, self-loops, zero weights) and says whether
+ * it is an edge the builder takes: u != v and w > 0. */
+static inline int lac_graph_input_count(lac_graph_input *input, int64_t u, int64_t v, double w)
+{
+    input->lines++;
+    if (u == v) {
+        input->self_loops++;
+        return 0;
+    }
+    if (w == 0) {
+        input->zero_weight++;
+        return 0;
+    }
+    return 1;
+}
+
+/* The weight rule every source applies: finite and >= 0, else a message. */
 const char *lac_graph_check_weight(double w);
 
-/* The Matrix Market reader (graph_mtx.c); fp is open at the file's start. */
-lac_status lac_graph_read_matrix_market(lac_ctx_t ctx, const char *path, FILE *fp, lac_graph_t *out);
+/* Facts of a built graph (data/graph_facts.c), filled in by the builder:
+ * info.components, and the hash of n, the pairs and their weights. */
+lac_status lac_graph_count_components(lac_ctx_t ctx, struct lac_graph *g);
+uint64_t lac_graph_fingerprint(const struct lac_graph *g);
 
 #ifdef __cplusplus
 }

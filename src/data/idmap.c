@@ -1,5 +1,5 @@
-/* Id maps of ratings: user/item id text -> dense index, first-seen order. */
-#include "io/ratings_internal.h"
+/* Id maps (user/item id text -> dense index, first-seen order). */
+#include "data/idmap.h"
 
 #include <stdio.h>
 #include <stdlib.h>

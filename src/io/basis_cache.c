@@ -1,0 +1,139 @@
+/* The graph Fourier basis cache file (io/basis_cache.h): validated on read
+ * against the graph and precision it must belong to, written atomically. */
+#include "io/basis_cache.h"
+#include "io/io_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* Cache file layout, little-endian:
+ *   0  "LACGFT" 0 1        magic and format version 1
+ *   8  u64 N
+ *  16  u32 element bytes (4 or 8), u32 zero
+ *  24  u64 the graph's fingerprint
+ *  32  u64 checksum of everything after the header
+ *  40  N float64 eigenvalues, then N*N elements of U column-major */
+static const unsigned char cache_magic[8] = {'L', 'A', 'C', 'G', 'F', 'T', 0, 1};
+enum { CACHE_HEADER = 40 };
+
+static void put_u64(unsigned char *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint64_t get_u64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++) v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+/* A fast 64-bit checksum over whole words (and the tail bytes). */
+static uint64_t checksum_update(uint64_t h, const void *data, size_t bytes)
+{
+    const unsigned char *p = data;
+    size_t words = bytes / 8;
+    for (size_t i = 0; i < words; i++) {
+        uint64_t w;
+        memcpy(&w, p + 8 * i, 8);
+        h = (h ^ w) * 0x100000001B3ull;
+        h ^= h >> 29;
+    }
+    for (size_t i = words * 8; i < bytes; i++) h = (h ^ p[i]) * 0x100000001B3ull;
+    return h;
+}
+
+lac_status lac_basis_cache_write(lac_ctx_t ctx, const char *path, const lac_basis_cache_key *key,
+                                 const double *eigenvalues, const void *vectors)
+{
+    size_t esize = lac_dtype_size(key->precision);
+    size_t vec_bytes = (size_t)key->n * (size_t)key->n * esize, val_bytes = (size_t)key->n * sizeof(double);
+    unsigned char header[CACHE_HEADER];
+    memset(header, 0, sizeof header);
+    memcpy(header, cache_magic, 8);
+    put_u64(header + 8, (uint64_t)key->n);
+    put_u64(header + 16, (uint64_t)esize);
+    put_u64(header + 24, key->fingerprint);
+    uint64_t sum = checksum_update(0xcbf29ce484222325ull, eigenvalues, val_bytes);
+    put_u64(header + 32, checksum_update(sum, vectors, vec_bytes));
+
+    lac_atomic_file af;
+    LAC_CHECK(lac_atomic_open(ctx, path, &af));
+    if (fwrite(header, 1, sizeof header, af.fp) != sizeof header ||
+        fwrite(eigenvalues, 1, val_bytes, af.fp) != val_bytes ||
+        fwrite(vectors, 1, vec_bytes, af.fp) != vec_bytes) {
+        lac_atomic_abort(&af);
+        return lac_error(ctx, LAC_ERR_IO, "writing %s failed", path);
+    }
+    return lac_atomic_commit(ctx, &af);
+}
+
+lac_status lac_basis_cache_read(lac_ctx_t ctx, const char *path, const lac_basis_cache_key *key, double **eigenvalues,
+                                void **vectors)
+{
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return lac_error(ctx, LAC_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    lac_status st = LAC_SUCCESS;
+    double *values = NULL;
+    void *basis = NULL;
+    unsigned char header[CACHE_HEADER];
+    struct stat sb;
+    if (fstat(fileno(fp), &sb) != 0 || fread(header, 1, sizeof header, fp) != sizeof header ||
+        memcmp(header, cache_magic, 8) != 0) {
+        st = lac_error(ctx, LAC_ERR_FORMAT, "%s is not a graph Fourier basis cache (bad header)", path);
+        goto done;
+    }
+    uint64_t n = get_u64(header + 8), esize = get_u64(header + 16), fp64 = get_u64(header + 24);
+    if (esize != 4 && esize != 8) {
+        st = lac_error(ctx, LAC_ERR_FORMAT, "%s: element size %llu is neither 4 nor 8", path, (unsigned long long)esize);
+        goto done;
+    }
+    if (n != (uint64_t)key->n) {
+        st = lac_error(ctx, LAC_ERR_VALUE, "%s holds a basis of %llu vertices; the graph has %lld", path,
+                       (unsigned long long)n, (long long)key->n);
+        goto done;
+    }
+    if (fp64 != key->fingerprint) {
+        st = lac_error(ctx, LAC_ERR_VALUE, "%s was made from another graph (fingerprint %016llx, this graph %016llx)", path,
+                       (unsigned long long)fp64, (unsigned long long)key->fingerprint);
+        goto done;
+    }
+    if (esize != lac_dtype_size(key->precision)) {
+        st = lac_error(ctx, LAC_ERR_VALUE, "%s holds a %s basis; %s was asked for", path, esize == 4 ? "float32" : "float64",
+                       lac_dtype_name(key->precision));
+        goto done;
+    }
+    size_t vec_bytes = (size_t)n * (size_t)n * esize, val_bytes = (size_t)n * sizeof(double);
+    if ((uint64_t)sb.st_size != CACHE_HEADER + val_bytes + vec_bytes) {
+        st = lac_error(ctx, LAC_ERR_FORMAT, "%s has %lld bytes; a basis of N = %llu needs %zu", path, (long long)sb.st_size,
+                       (unsigned long long)n, (size_t)CACHE_HEADER + val_bytes + vec_bytes);
+        goto done;
+    }
+    basis = lac_malloc(ctx, vec_bytes > 0 ? vec_bytes : 1);
+    values = lac_malloc(ctx, val_bytes > 0 ? val_bytes : sizeof(double));
+    if (!basis || !values) {
+        st = LAC_ERR_OUT_OF_MEMORY;
+        goto done;
+    }
+    if (fread(values, 1, val_bytes, fp) != val_bytes || fread(basis, 1, vec_bytes, fp) != vec_bytes) {
+        st = lac_error(ctx, LAC_ERR_IO, "reading %s failed", path);
+        goto done;
+    }
+    uint64_t sum = checksum_update(0xcbf29ce484222325ull, values, val_bytes);
+    if (checksum_update(sum, basis, vec_bytes) != get_u64(header + 32)) {
+        st = lac_error(ctx, LAC_ERR_FORMAT, "%s is damaged (checksum mismatch)", path);
+        goto done;
+    }
+    *eigenvalues = values;
+    *vectors = basis;
+    values = NULL;
+    basis = NULL;
+done:
+    free(values);
+    free(basis);
+    fclose(fp);
+    return st;
+}

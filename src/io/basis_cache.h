@@ -1,0 +1,35 @@
+/* The graph Fourier basis cache file: a graph's eigenvalues and eigenvectors
+ * with what ties them to the graph (its fingerprint, N, the precision) and a
+ * checksum. The format only; src/impute/gft.c decides when to use it. */
+#ifndef LACUNA_IO_BASIS_CACHE_H
+#define LACUNA_IO_BASIS_CACHE_H
+
+#include "core/internal.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What a cache file must match to be used. */
+typedef struct {
+    int64_t n;               /* vertices: eigenvalues hold n, vectors n * n */
+    lac_dtype precision;     /* LAC_FLOAT32 or LAC_FLOAT64: the vectors' element type */
+    uint64_t fingerprint;    /* the graph's (lac_graph_info.fingerprint) */
+} lac_basis_cache_key;
+
+/* Writes n float64 eigenvalues and the n x n vectors (column-major, in the
+ * key's precision) atomically. */
+lac_status lac_basis_cache_write(lac_ctx_t ctx, const char *path, const lac_basis_cache_key *key,
+                                 const double *eigenvalues, const void *vectors);
+
+/* Reads a file made for `key`: on success *eigenvalues (n doubles) and
+ * *vectors (n * n elements) are the caller's to free. A file for another N,
+ * graph or precision is LAC_ERR_VALUE saying which; a damaged one
+ * LAC_ERR_FORMAT; an unreadable one LAC_ERR_IO. */
+lac_status lac_basis_cache_read(lac_ctx_t ctx, const char *path, const lac_basis_cache_key *key, double **eigenvalues,
+                                void **vectors);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
