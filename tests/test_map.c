@@ -6,7 +6,7 @@
  * was; m = 0; targets nothing maps to. */
 #include "harness.h"
 #include "lacuna/lacuna.h"
-#include "map/map_internal.h"   /* the plan's layout, checked below */
+#include "map/cpu/map_cpu.h"   /* the CPU plan's layout, checked below */
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -410,7 +410,7 @@ TEST(deterministic_with_few_targets)
     lac_ctx_destroy(&seven);
 }
 
-/* The plan's layout (map_internal.h): a host copy of the bridge, equal to R
+/* The CPU plan's layout (map/cpu/map_cpu.h): a host copy of the bridge, equal to R
  * entry by entry, narrowed to int32 (n fits) whatever R's index type, for 1
  * and 2 threads. Its executes equal the deterministic one-shot call bit for
  * bit, also under nan policy "error" (which the plan runs as a NaN scan then
@@ -429,11 +429,13 @@ TEST(plan_keeps_a_narrow_copy_of_the_bridge)
                 data_free(&d);
                 continue;
             }
-            CHECK(plan->bridge != NULL);
-            CHECK_INT(plan->bridge_dtype, LAC_INT32);
+            const lac_map_cpu_plan *kept = plan->state;
+            CHECK(plan->table == &lac_map_cpu_backend);
+            CHECK(kept != NULL && kept->bridge != NULL);
+            CHECK_INT(kept ? (int)kept->bridge_dtype : -1, (int)LAC_INT32);
             int bad = 0;
-            for (int64_t i = 0; i < d.m && plan->bridge && plan->bridge_dtype == LAC_INT32; i++) {
-                int64_t got = ((const int32_t *)plan->bridge)[i];
+            for (int64_t i = 0; i < d.m && kept && kept->bridge && kept->bridge_dtype == LAC_INT32; i++) {
+                int64_t got = ((const int32_t *)kept->bridge)[i];
                 if (got != d.Rd[i] && bad++ < 3)
                     HARNESS_FAIL("n=%lld %s bridge, threads=%d: copy[%lld] = %lld, bridge %lld", (long long)d.n,
                                  lac_dtype_name(d.it), lac_ctx_threads(cs[ic]), (long long)i, (long long)got,

@@ -20,18 +20,11 @@ static lac_ctx_params ctx_defaults(void)
     return p;
 }
 
-void lac_ctx_params_init(lac_ctx_params *params, size_t struct_size)
-{
-    lac_ctx_params d = ctx_defaults();
-    lac_params_fill(params, struct_size, &d, sizeof d);
-}
+LAC_PARAMS_INIT(lac_ctx_params, ctx_defaults())
 
 const char *lac_ctx_params_check(const lac_ctx_params *given)
 {
-    lac_ctx_params d = ctx_defaults(), adopted;
-    const char *why = lac_params_adopt(given, &d, sizeof d, &adopted);
-    if (why) return why;
-    const lac_ctx_params *p = &adopted;
+    LAC_PARAMS_CHECK_BEGIN(lac_ctx_params, given, ctx_defaults());
     if (p->backend < LAC_BACKEND_AUTO || p->backend > LAC_BACKEND_CUDA)
         return "backend must be auto, cpu or cuda";
     if (p->num_devices < 0 || p->num_devices > LAC_MAX_DEVICES)

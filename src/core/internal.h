@@ -84,6 +84,23 @@ const char *lac_params_adopt(const void *given, const void *defaults, size_t ful
 lac_status lac_params_read(lac_ctx_t ctx, const char *what, const void *given, const void *defaults, size_t full_size,
                            void *out);
 
+/* The body of lac_T_init for params type T (e.g. LAC_PARAMS_INIT(lac_map_params,
+ * map_defaults())): the defaults, cut to the caller's struct_size. */
+#define LAC_PARAMS_INIT(T, defaults)                                 \
+    void T##_init(T *params, size_t struct_size)                     \
+    {                                                                \
+        T lac_d_ = (defaults);                                       \
+        lac_params_fill(params, struct_size, &lac_d_, sizeof lac_d_); \
+    }
+
+/* The start of every lac_T_check(const T *given): `p` then points at a
+ * full-size copy of the caller's struct, or the check returns why it cannot. */
+#define LAC_PARAMS_CHECK_BEGIN(T, given, defaults)                                   \
+    T lac_d_ = (defaults), lac_adopted_;                                             \
+    const char *lac_why_ = lac_params_adopt((given), &lac_d_, sizeof lac_d_, &lac_adopted_); \
+    if (lac_why_) return lac_why_;                                                   \
+    const T *p = &lac_adopted_
+
 /* In a public function taking `const T *name`: points name at a full-size
  * copy of the caller's struct (defaults where the caller's is shorter), or
  * returns LAC_ERR_ARGUMENT when its struct_size is unusable. */
@@ -104,6 +121,18 @@ void *lac_calloc(lac_ctx_t ctx, size_t count, size_t size);
  * once and LAC_ERR_OUT_OF_MEMORY returned. */
 lac_status lac_array_own_malloc(lac_ctx_t ctx, lac_array *a, void *block, size_t bytes);
 lac_status lac_array_own_mmap(lac_ctx_t ctx, lac_array *a, void *mapping, size_t bytes);
+
+/* Element k of a float32 or float64 array, as a double. */
+static inline double lac_load_real(const void *p, lac_dtype dtype, int64_t k)
+{
+    return dtype == LAC_FLOAT32 ? (double)((const float *)p)[k] : ((const double *)p)[k];
+}
+
+/* Start of part `part` of `parts` near-equal parts of [0, count). */
+static inline int64_t lac_range_start(int64_t count, int part, int parts)
+{
+    return (int64_t)((double)count * part / parts);
+}
 
 /* Number of CPU threads a context uses, 1 for a NULL context. */
 static inline int lac_threads(lac_ctx_t ctx) { return ctx ? ctx->threads : 1; }

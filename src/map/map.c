@@ -1,8 +1,7 @@
 /* map front end: parameters, argument checks and backend dispatch for
  * T[R[i]] op= w[i] * S[i] (one-shot and planned). Backends get a checked
- * lac_map_call (map_internal.h). */
-#include "map/map_internal.h"
-#include "backend/cuda/gateway.h"
+ * lac_map_call through their table (map_backend.h). */
+#include "map/map_backend.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -21,18 +20,11 @@ static lac_map_params map_defaults(void)
     return p;
 }
 
-void lac_map_params_init(lac_map_params *params, size_t struct_size)
-{
-    lac_map_params d = map_defaults();
-    lac_params_fill(params, struct_size, &d, sizeof d);
-}
+LAC_PARAMS_INIT(lac_map_params, map_defaults())
 
 const char *lac_map_params_check(const lac_map_params *given)
 {
-    lac_map_params d = map_defaults(), adopted;
-    const char *why = lac_params_adopt(given, &d, sizeof d, &adopted);
-    if (why) return why;
-    const lac_map_params *p = &adopted;
+    LAC_PARAMS_CHECK_BEGIN(lac_map_params, given, map_defaults());
     if (p->op < LAC_MAP_SUM || p->op > LAC_MAP_COUNT) return "op must be sum, mean, min, max or count";
     if (p->nan_policy < LAC_NAN_PROPAGATE || p->nan_policy > LAC_NAN_ERROR)
         return "nan_policy must be propagate, skip or error";
@@ -58,40 +50,11 @@ lac_status lac_map_op_parse(const char *name, lac_map_op *op)
     return lac_error(NULL, LAC_ERR_ARGUMENT, "unknown op '%s' (sum, mean, min, max, count)", name);
 }
 
-lac_status lac_map_report_bad_index(lac_ctx_t ctx, int64_t position, int64_t value, int64_t n)
+/* The one place a backend is picked: the context's. */
+static lac_status backend_for(lac_ctx_t ctx, const lac_map_backend **out)
 {
-    return lac_error(ctx, LAC_ERR_RANGE, "bridge[%lld] = %lld is outside [0, %lld)", (long long)position,
-                     (long long)value, (long long)n);
-}
-
-lac_status lac_map_report_nan(lac_ctx_t ctx, const char *what, int64_t row, int64_t col)
-{
-    if (col >= 0)
-        return lac_error(ctx, LAC_ERR_VALUE, "%s[%lld, %lld] is NaN (nan policy: error)", what, (long long)row,
-                         (long long)col);
-    return lac_error(ctx, LAC_ERR_VALUE, "%s[%lld] is NaN (nan policy: error)", what, (long long)row);
-}
-
-static inline double value_at(const void *p, lac_dtype dt, int64_t k)
-{
-    return dt == LAC_FLOAT32 ? (double)((const float *)p)[k] : ((const double *)p)[k];
-}
-
-lac_status lac_map_scan_host(lac_ctx_t ctx, const lac_map_call *c)
-{
-    if (!c->bridge) return LAC_SUCCESS;   /* planned calls: the bridge was checked at build */
-    /* Row by row so that the reported position is the smallest offending one,
-     * whatever kind of fault it is. */
-    int check_nan = c->params.nan_policy == LAC_NAN_ERROR;
-    for (int64_t i = 0; i < c->m; i++) {
-        int64_t r = lac_map_bridge_at(c, i);
-        if (r < 0 || r >= c->n) return lac_map_report_bad_index(ctx, i, r, c->n);
-        if (!check_nan) continue;
-        if (c->weights && isnan(value_at(c->weights, c->value_dtype, i))) return lac_map_report_nan(ctx, "weights", i, -1);
-        for (int64_t col = 0; col < c->b; col++)
-            if (isnan(value_at(c->source, c->value_dtype, i * c->b + col)))
-                return lac_map_report_nan(ctx, "source", i, c->b > 1 ? col : -1);
-    }
+    *out = ctx->backend == LAC_BACKEND_CUDA ? lac_map_backend_cuda() : &lac_map_cpu_backend;
+    if (!*out) return lac_error(ctx, LAC_ERR_NOT_COMPILED, "this build has no CUDA backend");
     return LAC_SUCCESS;
 }
 
@@ -181,8 +144,9 @@ lac_status lac_map(lac_ctx_t ctx, const lac_map_params *params, const lac_array 
     LAC_ARG_NOT_NULL(ctx, bridge);
     lac_map_call call;
     LAC_CHECK(check_call(ctx, params, source, bridge, weights, target, 0, 0, &call));
-    if (ctx->backend == LAC_BACKEND_CUDA) return lac_cuda_map(ctx, &call);
-    return lac_map_cpu(ctx, &call);
+    const lac_map_backend *backend;
+    LAC_CHECK(backend_for(ctx, &backend));
+    return backend->map(ctx, &call);
 }
 
 lac_status lac_map_plan_create(lac_ctx_t ctx, const lac_array *bridge, int64_t num_targets, lac_map_plan_t *out)
@@ -219,8 +183,8 @@ lac_status lac_map_plan_create(lac_ctx_t ctx, const lac_array *bridge, int64_t n
     call.memory = bridge->memory;
 
     lac_status st;
-    if (ctx->backend == LAC_BACKEND_CUDA) st = lac_cuda_map_plan_build(ctx, plan, &call);
-    else st = lac_map_plan_build_cpu(ctx, plan, &call);
+    st = backend_for(ctx, &plan->table);
+    if (st >= 0) st = plan->table->plan_build(ctx, plan, &call);
     if (st < 0) {
         lac_map_plan_destroy(&plan);
         return st;
@@ -232,8 +196,7 @@ lac_status lac_map_plan_create(lac_ctx_t ctx, const lac_array *bridge, int64_t n
 void lac_map_plan_destroy(lac_map_plan_t *plan)
 {
     if (!plan || !*plan) return;
-    if ((*plan)->device) lac_cuda_map_plan_release(*plan);
-    free((*plan)->bridge);
+    if ((*plan)->table && (*plan)->state) (*plan)->table->plan_release(*plan);
     free(*plan);
     *plan = NULL;
 }
@@ -253,6 +216,5 @@ lac_status lac_map_plan_execute(lac_ctx_t ctx, lac_map_plan_t plan, const lac_ma
     lac_map_call call;
     LAC_CHECK(check_call(ctx, params, source, NULL, weights, target, plan->m, plan->n, &call));
     call.params.deterministic = 1;
-    if (ctx->backend == LAC_BACKEND_CUDA) return lac_cuda_map_plan_execute(ctx, plan, &call);
-    return lac_map_plan_execute_cpu(ctx, plan, &call);
+    return plan->table->plan_execute(ctx, plan, &call);
 }

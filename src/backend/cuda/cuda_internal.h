@@ -5,7 +5,6 @@
 
 #include "core/internal.h"
 #include "core/device.h"
-#include "backend/cuda/gateway.h"
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>

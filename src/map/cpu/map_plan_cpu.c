@@ -13,23 +13,21 @@
  * them in parallel: gathering S in segment order misses the cache on nearly
  * every row (5-8x a serial loop on 40M rows, 3.6-5.8x this pass), and the
  * sort needs O(m + n) memory besides. */
-#include "map/map_cpu.h"
+#include "map/cpu/map_cpu.h"
 
 #include <omp.h>
 #include <stdlib.h>
 
 #define SERIAL_BELOW_ROWS (1 << 15)
 
-static int64_t range_start(int64_t count, int part, int parts) { return (int64_t)((double)count * part / parts); }
-
 /* ------------------------------------------------------------------------ */
 /* NaN scan (LAC_NAN_ERROR)                                                   */
 /* ------------------------------------------------------------------------ */
 static bool row_has_nan(const lac_map_call *c, int64_t i)
 {
-    if (c->weights && isnan(lac_map_value_at(c->weights, c->value_dtype, i))) return true;
+    if (c->weights && isnan(lac_load_real(c->weights, c->value_dtype, i))) return true;
     for (int64_t col = 0; col < c->b; col++)
-        if (isnan(lac_map_value_at(c->source, c->value_dtype, i * c->b + col))) return true;
+        if (isnan(lac_load_real(c->source, c->value_dtype, i * c->b + col))) return true;
     return false;
 }
 
@@ -40,8 +38,8 @@ lac_status lac_map_cpu_report_first_nan(lac_ctx_t ctx, const lac_map_call *c)
 #pragma omp parallel num_threads(threads)
     {
         int t = omp_get_thread_num(), nth = omp_get_num_threads();
-        int64_t hi = range_start(c->m, t + 1, nth), mine = -1;
-        for (int64_t i = range_start(c->m, t, nth); i < hi; i++)
+        int64_t hi = lac_range_start(c->m, t + 1, nth), mine = -1;
+        for (int64_t i = lac_range_start(c->m, t, nth); i < hi; i++)
             if (row_has_nan(c, i)) {
                 mine = i;
                 break;
@@ -52,10 +50,10 @@ lac_status lac_map_cpu_report_first_nan(lac_ctx_t ctx, const lac_map_call *c)
         }
     }
     if (first < 0) return LAC_SUCCESS;
-    if (c->weights && isnan(lac_map_value_at(c->weights, c->value_dtype, first)))
+    if (c->weights && isnan(lac_load_real(c->weights, c->value_dtype, first)))
         return lac_map_report_nan(ctx, "weights", first, -1);
     for (int64_t col = 0; col < c->b; col++)
-        if (isnan(lac_map_value_at(c->source, c->value_dtype, first * c->b + col)))
+        if (isnan(lac_load_real(c->source, c->value_dtype, first * c->b + col)))
             return lac_map_report_nan(ctx, "source", first, c->b > 1 ? col : -1);
     return lac_error(ctx, LAC_ERR_INTERNAL, "map: NaN scan lost row %lld", (long long)first);
 }
@@ -77,7 +75,7 @@ static int64_t copy_checked(const lac_map_call *c, int64_t lo, int64_t hi, void 
     return -1;
 }
 
-lac_status lac_map_plan_build_cpu(lac_ctx_t ctx, lac_map_plan_t plan, const lac_map_call *c)
+lac_status lac_map_cpu_plan_build(lac_ctx_t ctx, lac_map_plan_t plan, const lac_map_call *c)
 {
     const int64_t m = c->m;
     const bool narrow = c->n <= INT32_MAX;
@@ -90,7 +88,7 @@ lac_status lac_map_plan_build_cpu(lac_ctx_t ctx, lac_map_plan_t plan, const lac_
 #pragma omp parallel num_threads(threads)
     {
         int t = omp_get_thread_num(), nth = omp_get_num_threads();
-        int64_t bad = copy_checked(c, range_start(m, t, nth), range_start(m, t + 1, nth), copy, narrow);
+        int64_t bad = copy_checked(c, lac_range_start(m, t, nth), lac_range_start(m, t + 1, nth), copy, narrow);
         if (bad >= 0) {
 #pragma omp critical(lac_map_plan_first_bad)
             if (first_bad < 0 || bad < first_bad) first_bad = bad;
@@ -104,21 +102,26 @@ lac_status lac_map_plan_build_cpu(lac_ctx_t ctx, lac_map_plan_t plan, const lac_
                                     (long long)first_bad);
         return st;
     }
-    plan->bridge = copy;
-    plan->bridge_dtype = narrow ? LAC_INT32 : LAC_INT64;
+    lac_map_cpu_plan *kept = lac_malloc(ctx, sizeof *kept);
+    if (!kept) {
+        free(copy);
+        return LAC_ERR_OUT_OF_MEMORY;
+    }
+    kept->bridge = copy;
+    kept->bridge_dtype = narrow ? LAC_INT32 : LAC_INT64;
+    plan->state = kept;
     return LAC_SUCCESS;
 }
 
 /* ------------------------------------------------------------------------ */
 /* Execute                                                                   */
 /* ------------------------------------------------------------------------ */
-lac_status lac_map_plan_execute_cpu(lac_ctx_t ctx, lac_map_plan_t plan, const lac_map_call *c)
+lac_status lac_map_cpu_plan_execute(lac_ctx_t ctx, lac_map_plan_t plan, const lac_map_call *c)
 {
-    if (!plan->bridge && c->m > 0)
-        return lac_error(ctx, LAC_ERR_ARGUMENT, "the plan has no host bridge (was it built on the CPU backend?)");
+    const lac_map_cpu_plan *kept = plan->state;
     lac_map_call planned = *c;
-    planned.bridge = plan->bridge;
-    planned.index_dtype = plan->bridge_dtype;
+    planned.bridge = kept->bridge;
+    planned.index_dtype = kept->bridge_dtype;
     planned.bridge_checked = 1;
     if (c->params.nan_policy == LAC_NAN_ERROR) {
         /* Rule out NaNs in one parallel pass over the rows first. Without
@@ -130,3 +133,19 @@ lac_status lac_map_plan_execute_cpu(lac_ctx_t ctx, lac_map_plan_t plan, const la
     }
     return lac_map_cpu_deterministic(ctx, &planned);
 }
+
+void lac_map_cpu_plan_release(lac_map_plan_t plan)
+{
+    lac_map_cpu_plan *kept = plan->state;
+    if (kept) free(kept->bridge);
+    free(kept);
+    plan->state = NULL;
+}
+
+const lac_map_backend lac_map_cpu_backend = {
+    "cpu",
+    lac_map_cpu,
+    lac_map_cpu_plan_build,
+    lac_map_cpu_plan_execute,
+    lac_map_cpu_plan_release,
+};

@@ -12,7 +12,7 @@
  * piece order. G and PIECE depend on (m, n) only, so the summation order, and
  * hence every bit of T, is the same from run to run and between a plan and a
  * deterministic one-shot call. */
-#include "backend/cuda/map_cuda.cuh"
+#include "backend/cuda/map/map_cuda.cuh"
 
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
@@ -97,7 +97,7 @@ static unsigned int grid_for(lac_ctx_t ctx, int64_t work, int block)
     return (unsigned int)(want < cap ? want : cap);
 }
 
-extern "C" lac_status map_check_bridge_launch(lac_ctx_t ctx, const void *bridge, lac_dtype index_dtype, int64_t m,
+extern "C" lac_status lac_map_check_bridge_launch(lac_ctx_t ctx, const void *bridge, lac_dtype index_dtype, int64_t m,
                                               int64_t n, unsigned long long *fault)
 {
     if (m <= 0) return LAC_SUCCESS;
@@ -111,7 +111,6 @@ extern "C" lac_status map_check_bridge_launch(lac_ctx_t ctx, const void *bridge,
     return LAC_SUCCESS;
 }
 
-static size_t align_up(size_t x) { return (x + 255) & ~(size_t)255; }
 
 template <class O>
 static lac_status build_typed(lac_ctx_t ctx, const void *bridge, lac_dtype index_dtype, int64_t m, int64_t n,
@@ -133,10 +132,10 @@ static lac_status build_typed(lac_ctx_t ctx, const void *bridge, lac_dtype index
                                                             end_bit, st));
     size_t scan_bytes = 0;
     LAC_CUDA_CHECK(ctx, cub::DeviceScan::ExclusiveSum(NULL, scan_bytes, (const int64_t *)NULL, (int64_t *)NULL, n + 1, st));
-    size_t keys_bytes = align_up((size_t)(m > 0 ? m : 1) * sizeof(unsigned int));
-    size_t vals_bytes = align_up((size_t)(m > 0 ? m : 1) * sizeof(O));
-    size_t counts_bytes = align_up((size_t)(n + 1) * sizeof(int64_t));
-    size_t cub_bytes = align_up(temp_bytes > scan_bytes ? temp_bytes : scan_bytes);
+    size_t keys_bytes = lac_map_align256((size_t)(m > 0 ? m : 1) * sizeof(unsigned int));
+    size_t vals_bytes = lac_map_align256((size_t)(m > 0 ? m : 1) * sizeof(O));
+    size_t counts_bytes = lac_map_align256((size_t)(n + 1) * sizeof(int64_t));
+    size_t cub_bytes = lac_map_align256(temp_bytes > scan_bytes ? temp_bytes : scan_bytes);
     void *ws = NULL;
     LAC_CHECK(lac_cuda_workspace(ctx, 2 * keys_bytes + vals_bytes + counts_bytes + cub_bytes, &ws));
     unsigned char *p = (unsigned char *)ws;
@@ -186,7 +185,7 @@ static void plan_free(cuda_plan *p)
 {
     if (!p) return;
     cudaSetDevice(p->device);
-    map_local_plan_free(p->local);
+    lac_map_local_plan_free(p->local);
     cudaFree(p->base.order);
     cudaFree(p->base.offsets);
     cudaFree(p->piece_offsets);
@@ -208,11 +207,11 @@ static lac_status plan_build(lac_ctx_t ctx, const void *bridge, lac_dtype index_
     p->n = n;
     p->device = ctx->cuda->device;
     p->base.order_dtype = m <= INT32_MAX ? LAC_INT32 : LAC_INT64;
-    /* Few targets: the chunk-local plan (map_plan_local_cuda.cu), unless
+    /* Few targets: the chunk-local plan (map_plan_local.cu), unless
      * LACUNA_MAP_CUDA_PLAN=sorted (benchmarks and tests). */
-    const char *kind = getenv("LACUNA_MAP_CUDA_PLAN");
+    const char *kind = lac_knob_string(ctx, LAC_KNOB_MAP_CUDA_PLAN);
     lac_status st = LAC_SUCCESS;
-    if (!(kind && strcmp(kind, "sorted") == 0)) st = map_local_plan_build(ctx, bridge, index_dtype, m, n, &p->local);
+    if (!(kind && strcmp(kind, "sorted") == 0)) st = lac_map_local_plan_build(ctx, bridge, index_dtype, m, n, &p->local);
     if (st >= 0 && !p->local)
         st = p->base.order_dtype == LAC_INT32 ? build_typed<int32_t>(ctx, bridge, index_dtype, m, n, p)
                                               : build_typed<int64_t>(ctx, bridge, index_dtype, m, n, p);
@@ -383,7 +382,7 @@ static lac_status plan_sorted(lac_ctx_t ctx, cuda_plan *p)
     if (p->base.order) return LAC_SUCCESS;
     int32_t *bridge = NULL;
     LAC_CUDA_CHECK(ctx, cudaMalloc(&bridge, (size_t)(p->m > 0 ? p->m : 1) * sizeof(int32_t)));
-    lac_status st = map_local_plan_bridge(ctx, p->local, bridge);
+    lac_status st = lac_map_local_plan_bridge(ctx, p->local, bridge);
     if (st >= 0)
         st = p->base.order_dtype == LAC_INT32 ? build_typed<int32_t>(ctx, bridge, LAC_INT32, p->m, p->n, p)
                                               : build_typed<int64_t>(ctx, bridge, LAC_INT32, p->m, p->n, p);
@@ -397,7 +396,7 @@ static lac_status execute_device(lac_ctx_t ctx, const cuda_plan *plan, const lac
 {
     if (plan->local) {
         int taken = 0;
-        LAC_CHECK(map_local_plan_execute(ctx, plan->local, call, &taken));
+        LAC_CHECK(lac_map_local_plan_execute(ctx, plan->local, call, &taken));
         if (taken) return LAC_SUCCESS;   /* checked bridge, NaN propagated: nothing can fault */
         LAC_CHECK(plan_sorted(ctx, (cuda_plan *)plan));
     }
@@ -410,8 +409,8 @@ static lac_status execute_device(lac_ctx_t ctx, const cuda_plan *plan, const lac
 
     /* Workspace: partials, fault flag, and a result buffer when the call may
      * still fault (T must then stay untouched until the flag is read). */
-    size_t part_bytes = align_up((size_t)units * 3 * sizeof(double));
-    size_t result_bytes = may_fault ? align_up((size_t)slots * vsize) : 0;
+    size_t part_bytes = lac_map_align256((size_t)units * 3 * sizeof(double));
+    size_t result_bytes = may_fault ? lac_map_align256((size_t)slots * vsize) : 0;
     void *ws = NULL;
     LAC_CHECK(lac_cuda_workspace(ctx, part_bytes + result_bytes + 256, &ws));
     unsigned char *p = (unsigned char *)ws;
@@ -420,7 +419,7 @@ static lac_status execute_device(lac_ctx_t ctx, const cuda_plan *plan, const lac
     unsigned long long *fault = (unsigned long long *)(p + part_bytes + result_bytes);
     LAC_CUDA_CHECK(ctx, cudaMemsetAsync(fault, 0xFF, sizeof *fault, st));
 
-    map_layout L = map_layout_for(call);
+    map_layout L = lac_map_layout_for(call);
     seg_args a;
     memset(&a, 0, sizeof a);
     a.source = call->source;
@@ -463,7 +462,7 @@ static lac_status execute_device(lac_ctx_t ctx, const cuda_plan *plan, const lac
         if (f32) map_commit_kernel<float><<<g3, 256, 0, st>>>((const float *)result, (float *)call->target, slots, fault);
         else map_commit_kernel<double><<<g3, 256, 0, st>>>((const double *)result, (double *)call->target, slots, fault);
         LAC_CUDA_CHECK_LAUNCH(ctx);
-        return map_report_fault(ctx, call, fault);
+        return lac_map_report_fault(ctx, call, fault);
     }
     return LAC_SUCCESS;
 }
@@ -548,8 +547,8 @@ static lac_status deterministic_device(lac_ctx_t ctx, const lac_map_call *call)
     LAC_CHECK(lac_cuda_workspace(ctx, 256, &ws));
     unsigned long long *fault = (unsigned long long *)ws;
     LAC_CUDA_CHECK(ctx, cudaMemsetAsync(fault, 0xFF, sizeof *fault, ctx->cuda->stream));
-    LAC_CHECK(map_check_bridge_launch(ctx, call->bridge, call->index_dtype, call->m, call->n, fault));
-    LAC_CHECK(map_report_fault(ctx, call, fault));
+    LAC_CHECK(lac_map_check_bridge_launch(ctx, call->bridge, call->index_dtype, call->m, call->n, fault));
+    LAC_CHECK(lac_map_report_fault(ctx, call, fault));
     cuda_plan *plan = NULL;
     LAC_CHECK(plan_build(ctx, call->bridge, call->index_dtype, call->m, call->n, &plan));
     lac_status st = execute_device(ctx, plan, call);
@@ -558,7 +557,7 @@ static lac_status deterministic_device(lac_ctx_t ctx, const lac_map_call *call)
     return st;
 }
 
-extern "C" lac_status map_cuda_deterministic(lac_ctx_t ctx, const lac_map_call *call)
+extern "C" lac_status lac_map_cuda_deterministic(lac_ctx_t ctx, const lac_map_call *call)
 {
     if (call->memory == LAC_MEM_DEVICE) return deterministic_device(ctx, call);
     device_copies d;
@@ -570,7 +569,7 @@ extern "C" lac_status map_cuda_deterministic(lac_ctx_t ctx, const lac_map_call *
     return st;
 }
 
-extern "C" lac_status lac_cuda_map_plan_build(lac_ctx_t ctx, lac_map_plan_t plan, const lac_map_call *call)
+lac_status lac_map_cuda_plan_build(lac_ctx_t ctx, lac_map_plan_t plan, const lac_map_call *call)
 {
     LAC_CHECK(lac_cuda_use_device(ctx));
     cudaStream_t st = ctx->cuda->stream;
@@ -589,11 +588,10 @@ extern "C" lac_status lac_cuda_map_plan_build(lac_ctx_t ctx, lac_map_plan_t plan
     LAC_CHECK_GOTO(lac_cuda_workspace(ctx, 256, &ws), s, done);
     fault = (unsigned long long *)ws;
     LAC_CUDA_CHECK_GOTO(ctx, cudaMemsetAsync(fault, 0xFF, sizeof *fault, st), s, done);
-    LAC_CHECK_GOTO(map_check_bridge_launch(ctx, bridge, call->index_dtype, call->m, call->n, fault), s, done);
-    LAC_CHECK_GOTO(map_report_fault(ctx, call, fault), s, done);
+    LAC_CHECK_GOTO(lac_map_check_bridge_launch(ctx, bridge, call->index_dtype, call->m, call->n, fault), s, done);
+    LAC_CHECK_GOTO(lac_map_report_fault(ctx, call, fault), s, done);
     LAC_CHECK_GOTO(plan_build(ctx, bridge, call->index_dtype, call->m, call->n, &built), s, done);
-    plan->device = built;
-    plan->order_dtype = built->base.order_dtype;
+    plan->state = built;
 done:
     if (copy) {
         cudaStreamSynchronize(st);
@@ -603,10 +601,10 @@ done:
     return s;
 }
 
-extern "C" lac_status lac_cuda_map_plan_execute(lac_ctx_t ctx, lac_map_plan_t plan, const lac_map_call *call)
+lac_status lac_map_cuda_plan_execute(lac_ctx_t ctx, lac_map_plan_t plan, const lac_map_call *call)
 {
     LAC_CHECK(lac_cuda_use_device(ctx));
-    const cuda_plan *p = (const cuda_plan *)plan->device;
+    const cuda_plan *p = (const cuda_plan *)plan->state;
     if (!p) return lac_error(ctx, LAC_ERR_ARGUMENT, "the plan has no device part (was it built on the CUDA backend?)");
     if (call->memory == LAC_MEM_DEVICE) {
         LAC_CHECK(execute_device(ctx, p, call));
@@ -621,9 +619,9 @@ extern "C" lac_status lac_cuda_map_plan_execute(lac_ctx_t ctx, lac_map_plan_t pl
     return st;
 }
 
-extern "C" void lac_cuda_map_plan_release(lac_map_plan_t plan)
+void lac_map_cuda_plan_release(lac_map_plan_t plan)
 {
-    if (!plan || !plan->device) return;
-    plan_free((cuda_plan *)plan->device);
-    plan->device = NULL;
+    if (!plan || !plan->state) return;
+    plan_free((cuda_plan *)plan->state);
+    plan->state = NULL;
 }

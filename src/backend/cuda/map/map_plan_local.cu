@@ -1,6 +1,6 @@
 /* map plans on the CUDA backend, few targets: the chunk-local plan.
  *
- * The sorted plan (map_plan_cuda.cu) reads S through a global permutation, a
+ * The sorted plan (map_plan.cu) reads S through a global permutation, a
  * 32-byte sector for each 4-byte value. When the target fits a block's shared
  * memory in float32 (n < 2^16, see local_chunk_rows), the plan instead cuts
  * the rows into chunks of C consecutive rows (C = 2048 ... 16384) and
@@ -33,14 +33,13 @@
  * Calls this path does not serve (several columns, MIN/MAX/MEAN, NaN
  * skip/error, unaligned arrays, or too little shared memory for the dtype) run
  * on a sorted plan that the first such call builds from the words (and keeps). */
-#include "backend/cuda/map_cuda.cuh"
+#include "backend/cuda/map/map_cuda.cuh"
 
 #include <cooperative_groups.h>
 #include <cub/device/device_radix_sort.cuh>
 #include <cuda_pipeline.h>
 
 #include <math.h>
-#include <mutex>
 #include <stdlib.h>
 #include <string.h>
 
@@ -147,7 +146,6 @@ static unsigned int local_grid(lac_ctx_t ctx, int64_t work, int block)
     return (unsigned int)(want < cap ? want : cap);
 }
 
-static size_t align_up(size_t x) { return (x + 255) & ~(size_t)255; }
 
 template <class K>
 static lac_status local_build_typed(lac_ctx_t ctx, const void *bridge, lac_dtype index_dtype, map_local_plan *p)
@@ -159,9 +157,9 @@ static lac_status local_build_typed(lac_ctx_t ctx, const void *bridge, lac_dtype
     size_t temp_bytes = 0;
     LAC_CUDA_CHECK(ctx, cub::DeviceRadixSort::SortPairs(NULL, temp_bytes, (const K *)NULL, (K *)NULL,
                                                         (const uint16_t *)NULL, (uint16_t *)NULL, m, 0, end_bit, st));
-    size_t kb = align_up((size_t)m * sizeof(K)), rb = align_up((size_t)m * sizeof(uint16_t));
+    size_t kb = lac_map_align256((size_t)m * sizeof(K)), rb = lac_map_align256((size_t)m * sizeof(uint16_t));
     void *ws = NULL;
-    LAC_CHECK(lac_cuda_workspace(ctx, 2 * kb + 2 * rb + align_up(temp_bytes), &ws));
+    LAC_CHECK(lac_cuda_workspace(ctx, 2 * kb + 2 * rb + lac_map_align256(temp_bytes), &ws));
     unsigned char *q = (unsigned char *)ws;
     K *keys_in = (K *)q, *keys_out = (K *)(q + kb);
     uint16_t *rows_in = (uint16_t *)(q + 2 * kb), *rows_out = (uint16_t *)(q + 2 * kb + rb);
@@ -192,10 +190,10 @@ static lac_status local_build_typed(lac_ctx_t ctx, const void *bridge, lac_dtype
     return LAC_SUCCESS;
 }
 
-extern "C" void map_local_plan_free(map_local_plan *p)
+extern "C" void lac_map_local_plan_free(map_local_plan *p)
 {
     if (!p) return;
-    map_local_plan_free(p->narrow);
+    lac_map_local_plan_free(p->narrow);
     cudaFree(p->words);
     cudaFree(p->hits);
     cudaGetLastError();
@@ -205,7 +203,7 @@ extern "C" void map_local_plan_free(map_local_plan *p)
 static lac_status local_plan_make(lac_ctx_t ctx, const void *bridge, lac_dtype index_dtype, int64_t m, int64_t n,
                                   int64_t c, int acc32, map_local_plan **out);
 
-extern "C" lac_status map_local_plan_build(lac_ctx_t ctx, const void *bridge, lac_dtype index_dtype, int64_t m,
+extern "C" lac_status lac_map_local_plan_build(lac_ctx_t ctx, const void *bridge, lac_dtype index_dtype, int64_t m,
                                            int64_t n, map_local_plan **out)
 {
     *out = NULL;
@@ -216,13 +214,13 @@ extern "C" lac_status map_local_plan_build(lac_ctx_t ctx, const void *bridge, la
      * faster (0.163 against 0.173 ms at 40M -> 10k, 0.173 against 0.184 at
      * 20k), but a target of many rows then carries many float32 roundings,
      * which failed that bound in the plan test (~5k targets, 1.5M rows). */
-    const char *acc = getenv("LACUNA_MAP_CUDA_PLAN_ACC");
+    const char *acc = lac_knob_string(ctx, LAC_KNOB_MAP_CUDA_PLAN_ACC);
     const int acc32 = acc && strcmp(acc, "f32") == 0;
     int64_t c = local_chunk_rows(n, acc32 ? 4 : 8);
     /* LACUNA_MAP_CUDA_PLAN_CHUNK=2048|4096|8192|16384 (benchmarks) forces the
      * chunk rows; an execute whose ring then does not fit runs on the narrow
      * twin (16384) or the sorted plan. */
-    const char *chunk = getenv("LACUNA_MAP_CUDA_PLAN_CHUNK");
+    const char *chunk = lac_knob_string(ctx, LAC_KNOB_MAP_CUDA_PLAN_CHUNK);
     if (c > 0 && chunk && (atoi(chunk) == 2048 || atoi(chunk) == 4096 || atoi(chunk) == 8192 || atoi(chunk) == 16384))
         c = atoi(chunk);
     if (c == 0 || m < 1) return LAC_SUCCESS;   /* not this kind of plan */
@@ -252,11 +250,11 @@ static lac_status local_plan_make(lac_ctx_t ctx, const void *bridge, lac_dtype i
     *out = p;
     return LAC_SUCCESS;
 fail:
-    map_local_plan_free(p);
+    lac_map_local_plan_free(p);
     return s;
 }
 
-extern "C" lac_status map_local_plan_bridge(lac_ctx_t ctx, const map_local_plan *p, int32_t *bridge)
+extern "C" lac_status lac_map_local_plan_bridge(lac_ctx_t ctx, const map_local_plan *p, int32_t *bridge)
 {
     local_unpack_kernel<<<local_grid(ctx, p->m, 256), 256, 0, ctx->cuda->stream>>>(p->words, p->m, p->chunk_rows, bridge);
     LAC_CUDA_CHECK_LAUNCH(ctx);
@@ -479,7 +477,7 @@ __global__ void __launch_bounds__(LOCAL_BLOCK, 1) map_plan_local_kernel(local_ar
         if (group == 0 && k < s1) {
             double acc = 0.0;
             for (int g = 0; g < LOCAL_GROUPS; g++) acc = __dadd_rn(acc, red[g * TW + col]);
-            /* The rules of seg_finish (map_plan_cuda.cu) for SUM and COUNT. */
+            /* The rules of seg_finish (map_plan.cu) for SUM and COUNT. */
             V out;
             if (a.accumulate) {
                 out = (V)__dadd_rn((double)T[k], acc);
@@ -511,26 +509,14 @@ template <class V, class ACC> static const void *local_kernel_mode(int mode, int
     }
 }
 
-/* Kernels whose shared-memory limit was raised, per device. */
-static struct {
-    int device;
-    const void *kernel;
-    int per_sm;
-    size_t smem;
-} local_ready[64];
-static int local_ready_count;
-static std::mutex local_mutex;
-
+/* Raises the kernel's shared-memory limit and asks its blocks per SM, once
+ * per context and shared-memory size. */
 static lac_status local_prepare(lac_ctx_t ctx, const void *kernel, size_t smem, int *per_sm)
 {
-    int device = ctx->cuda->device;
-    {
-        std::lock_guard<std::mutex> lock(local_mutex);
-        for (int i = 0; i < local_ready_count; i++)
-            if (local_ready[i].device == device && local_ready[i].kernel == kernel && local_ready[i].smem == smem) {
-                *per_sm = local_ready[i].per_sm;
-                return LAC_SUCCESS;
-            }
+    int64_t known[2];
+    if (lac_map_fact_find(ctx, kernel, MAP_FACT_LOCAL, 0, smem, known)) {
+        *per_sm = (int)known[0];
+        return LAC_SUCCESS;
     }
     cudaFuncAttributes attr;
     LAC_CUDA_CHECK(ctx, cudaFuncGetAttributes(&attr, kernel));
@@ -538,13 +524,8 @@ static lac_status local_prepare(lac_ctx_t ctx, const void *kernel, size_t smem, 
                                              (int)(ctx->cuda->prop.sharedMemPerBlockOptin - attr.sharedSizeBytes)));
     int count = 0;
     LAC_CUDA_CHECK(ctx, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&count, kernel, LOCAL_BLOCK, smem));
-    std::lock_guard<std::mutex> lock(local_mutex);
-    if (local_ready_count == 64) local_ready_count = 0;
-    local_ready[local_ready_count].device = device;
-    local_ready[local_ready_count].kernel = kernel;
-    local_ready[local_ready_count].per_sm = count;
-    local_ready[local_ready_count].smem = smem;
-    local_ready_count++;
+    const int64_t fact[2] = {count, 0};
+    lac_map_fact_put(ctx, kernel, MAP_FACT_LOCAL, 0, smem, fact);
     *per_sm = count;
     return LAC_SUCCESS;
 }
@@ -556,7 +537,7 @@ static lac_status local_narrow(lac_ctx_t ctx, map_local_plan *p)
     if (p->narrow) return LAC_SUCCESS;
     int32_t *bridge = NULL;
     LAC_CUDA_CHECK(ctx, cudaMalloc(&bridge, (size_t)p->m * sizeof(int32_t)));
-    lac_status st = map_local_plan_bridge(ctx, p, bridge);
+    lac_status st = lac_map_local_plan_bridge(ctx, p, bridge);
     if (st >= 0) st = local_plan_make(ctx, bridge, LAC_INT32, p->m, p->n, LOCAL_NARROW_ROWS, p->acc32, &p->narrow);
     cudaStreamSynchronize(ctx->cuda->stream);
     cudaFree(bridge);
@@ -566,7 +547,7 @@ static lac_status local_narrow(lac_ctx_t ctx, map_local_plan *p)
 
 static int aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
 
-extern "C" lac_status map_local_plan_execute(lac_ctx_t ctx, const map_local_plan *p, const lac_map_call *call,
+extern "C" lac_status lac_map_local_plan_execute(lac_ctx_t ctx, const map_local_plan *p, const lac_map_call *call,
                                              int *taken)
 {
     *taken = 0;
@@ -589,7 +570,7 @@ extern "C" lac_status map_local_plan_execute(lac_ctx_t ctx, const map_local_plan
          * -> 10k took 0.202 ms on 8192-row chunks, 0.236 on 16384 with one
          * ring slot, 1.80 on the sorted plan. */
         LAC_CHECK(local_narrow(ctx, (map_local_plan *)p));
-        return map_local_plan_execute(ctx, p->narrow, call, taken);
+        return lac_map_local_plan_execute(ctx, p->narrow, call, taken);
     }
     if (!stages) return LAC_SUCCESS;
     const size_t smem = local_smem(p->n, p->chunk_rows, accb, vs, weighted, stages);
@@ -607,12 +588,12 @@ extern "C" lac_status map_local_plan_execute(lac_ctx_t ctx, const map_local_plan
      * fewer: the bits must not change. */
     int64_t grid = (int64_t)per_sm * ctx->cuda->prop.multiProcessorCount;
     if (grid > p->virtual_blocks) grid = p->virtual_blocks;
-    const char *force = getenv("LACUNA_MAP_CUDA_PLAN_GRID");
+    const char *force = lac_knob_string(ctx, LAC_KNOB_MAP_CUDA_PLAN_GRID);
     if (force && atoi(force) > 0 && atoi(force) < grid) grid = atoi(force);
 
     void *ws = NULL;
     LAC_CHECK(lac_cuda_workspace(ctx, (size_t)p->virtual_blocks * (size_t)p->n * sizeof(double), &ws));
-    map_layout L = map_layout_for(call);
+    map_layout L = lac_map_layout_for(call);
     local_args a;
     memset(&a, 0, sizeof a);
     a.source = call->source;
@@ -638,8 +619,8 @@ extern "C" lac_status map_local_plan_execute(lac_ctx_t ctx, const map_local_plan
     return LAC_SUCCESS;
 }
 
-extern "C" size_t map_local_plan_bytes(const map_local_plan *p)
+extern "C" size_t lac_map_local_plan_bytes(const map_local_plan *p)
 {
     return (size_t)(p->chunks * p->chunk_rows) * sizeof(uint32_t) + (size_t)p->n * sizeof(int32_t) +
-           (p->narrow ? map_local_plan_bytes(p->narrow) : 0);
+           (p->narrow ? lac_map_local_plan_bytes(p->narrow) : 0);
 }

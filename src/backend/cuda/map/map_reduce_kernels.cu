@@ -1,5 +1,6 @@
-/* map on the CUDA backend: the one-shot reduction T[R[i]] op= w[i] * S[i] and
- * its finalise pass.
+/* map on the CUDA backend: the kernels of the one-shot reduction
+ * T[R[i]] op= w[i] * S[i], its finalise pass, and their launches (the host's
+ * choice of strategy is map_strategy.cu's).
  *
  * Each call reduces into scratch accumulators first and checks the bridge and
  * the NaN policy in the same pass (the smallest offending row goes to a device
@@ -24,27 +25,18 @@
  * MIN/MAX use order-preserving integer keys (float bits flipped so that integer
  * order is float order) with a NaN code that always wins, so that they run on
  * integer atomicMin/atomicMax; an untouched slot keeps the sentinel. */
-#include "backend/cuda/map_cuda.cuh"
-#include "backend/cuda/map_device.cuh"
+#include "backend/cuda/map/map_cuda.cuh"
+#include "backend/cuda/map/map_device.cuh"
 
 #include <cooperative_groups.h>
 
 #include <math.h>
-#include <mutex>
 #include <type_traits>
 #include <stdlib.h>
 #include <string.h>
 
 namespace cg = cooperative_groups;
 
-/* Private copies per block for few targets: lanes of a warp that hit one hot
- * target spread over this many addresses (skewed bridges). */
-#define MAP_DEFAULT_COPIES 4
-/* Hot targets a block handles apart (see "Hot targets" below). */
-#define MAP_HOT_MAX 128
-/* Targets too large for one block: a pair of blocks up to this many slots,
- * a quad beyond (bench/RESULTS.md). */
-#define MAP_PAIR_SLOTS 600000
 
 /* ------------------------------------------------------------------------ */
 /* Accumulator types and order-preserving keys                               */
@@ -327,12 +319,6 @@ __global__ void __launch_bounds__(1024, 1) map_reduce_kernel(map_reduce_args a, 
  * that only a few lanes of one warp ever meet on one address), and folds them
  * in once at the end. A uniform bridge yields none: the sample costs a few
  * microseconds at the start of each block, in parallel. */
-#define MAP_HOT_SAMPLES 4096
-#define MAP_HOT_MIN 8        /* of MAP_HOT_SAMPLES: a share of ~0.2%; a uniform bridge over
-                                 10k targets reaches it with probability ~1e-8 per target */
-#define MAP_HOT_COUNT_SLOTS 8192   /* sample hash table (key, count) pairs */
-#define MAP_HOT_TABLE 256          /* lookup hash slots (power of two, 2 x MAP_HOT_MAX) */
-#define MAP_HOT_LANES 4            /* accumulators per warp and hot target */
 
 __device__ __forceinline__ unsigned int hot_hash(unsigned int key) { return key * 2654435761u; }
 
@@ -553,36 +539,14 @@ template <class V, int KIND> __global__ void map_finalize_kernel(map_finalize_ar
 }
 
 /* ------------------------------------------------------------------------ */
-/* Host side: layout, strategy, launches                                     */
+/* Launches                                                                  */
 /* ------------------------------------------------------------------------ */
-static size_t align_up(size_t x) { return (x + 255) & ~(size_t)255; }
-
-extern "C" map_layout map_layout_for(const lac_map_call *call)
-{
-    map_layout L;
-    memset(&L, 0, sizeof L);
-    const lac_map_params *p = &call->params;
-    bool empty_is_zero = p->empty_value == 0.0 && !signbit(p->empty_value);
-    L.kind = p->op == LAC_MAP_MIN ? MAP_KIND_MIN : p->op == LAC_MAP_MAX ? MAP_KIND_MAX : MAP_KIND_ADD;
-    if (L.kind == MAP_KIND_ADD) {
-        L.track_weight = p->op == LAC_MAP_MEAN;
-        /* As lac_map_needs_flags in the CPU backend: only where the sums
-         * cannot tell an empty target. */
-        if (p->op == LAC_MAP_SUM) L.track_hits = !p->accumulate && !empty_is_zero;
-        else if (p->op == LAC_MAP_COUNT) L.track_hits = call->weights && !p->accumulate && !empty_is_zero;
-        else L.track_hits = call->weights != NULL;
-    }
-    L.arrays = 1 + L.track_weight + L.track_hits;
-    L.acc_size = lac_dtype_size(call->value_dtype);
-    return L;
-}
-
 template <class V, class I, int KIND> static const void *reduce_kernel_for()
 {
     return reinterpret_cast<const void *>(&map_reduce_kernel<V, I, KIND>);
 }
 
-static const void *pick_reduce_kernel(lac_dtype value, lac_dtype index, map_kind kind)
+const void *lac_map_pick_reduce_kernel(lac_dtype value, lac_dtype index, map_kind kind)
 {
 #define LAC_PICK(V, I)                                                                                \
     switch (kind) {                                                                                   \
@@ -608,234 +572,13 @@ template <class V, class I> static const void *sum_kernel_for(int mode)
     }
 }
 
-static const void *pick_sum_kernel(lac_dtype value, lac_dtype index, int mode)
+const void *lac_map_pick_sum_kernel(lac_dtype value, lac_dtype index, int mode)
 {
     if (value == LAC_FLOAT32) return index == LAC_INT32 ? sum_kernel_for<float, int32_t>(mode) : sum_kernel_for<float, int64_t>(mode);
     return index == LAC_INT32 ? sum_kernel_for<double, int32_t>(mode) : sum_kernel_for<double, int64_t>(mode);
 }
 
-/* Kernel attributes and occupancy answers cost tens of microseconds a query,
- * as much as a whole small map: they are asked once per device and kept. */
-typedef struct {
-    int device;
-    const void *kernel;
-    int cluster_size;    /* 0: the "attributes set" entry of this kernel */
-    size_t smem;
-    int clusters;
-} occupancy_entry;
-
-#define OCCUPANCY_CACHE 128
-static occupancy_entry occupancy_cache[OCCUPANCY_CACHE];
-static int occupancy_count;
-static std::mutex occupancy_mutex;
-
-static int cache_find(int device, const void *kernel, int cluster_size, size_t smem, int *clusters)
-{
-    std::lock_guard<std::mutex> lock(occupancy_mutex);
-    for (int i = 0; i < occupancy_count; i++) {
-        const occupancy_entry *e = &occupancy_cache[i];
-        if (e->device == device && e->kernel == kernel && e->cluster_size == cluster_size && e->smem == smem) {
-            *clusters = e->clusters;
-            return 1;
-        }
-    }
-    return 0;
-}
-
-static void cache_put(int device, const void *kernel, int cluster_size, size_t smem, int clusters)
-{
-    std::lock_guard<std::mutex> lock(occupancy_mutex);
-    if (occupancy_count == OCCUPANCY_CACHE) occupancy_count = 0;   /* start over: a bounded table */
-    occupancy_entry e = {device, kernel, cluster_size, smem, clusters};
-    occupancy_cache[occupancy_count++] = e;
-}
-
-/* Lets the kernel take the device's whole shared memory and clusters of 16. */
-static lac_status prepare_kernel(lac_ctx_t ctx, const void *kernel)
-{
-    int device = ctx->cuda->device, unused;
-    if (cache_find(device, kernel, 0, 0, &unused)) return LAC_SUCCESS;
-    /* The opt-in limit covers static and dynamic shared memory together. */
-    cudaFuncAttributes attr;
-    LAC_CUDA_CHECK(ctx, cudaFuncGetAttributes(&attr, kernel));
-    LAC_CUDA_CHECK(ctx, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             (int)(ctx->cuda->prop.sharedMemPerBlockOptin - attr.sharedSizeBytes)));
-    LAC_CUDA_CHECK(ctx, cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
-    cache_put(device, kernel, 0, 0, 1);
-    return LAC_SUCCESS;
-}
-
-/* How many clusters of this shape can be resident at once (0: none). */
-static lac_status max_clusters(lac_ctx_t ctx, const void *kernel, int cluster_size, int block, size_t smem, int *out)
-{
-    LAC_CHECK(prepare_kernel(ctx, kernel));
-    if (cache_find(ctx->cuda->device, kernel, cluster_size, smem, out)) return LAC_SUCCESS;
-    cudaLaunchConfig_t cfg = {};
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = cluster_size;
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = 1;
-    cfg.gridDim = dim3(cluster_size * 64);
-    cfg.blockDim = dim3(block);
-    cfg.dynamicSmemBytes = smem;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-    int count = 0;
-    cudaError_t e = cudaOccupancyMaxActiveClusters(&count, kernel, &cfg);
-    if (e != cudaSuccess) {
-        cudaGetLastError();   /* an unsupported shape: treat as "does not fit" */
-        count = 0;
-    }
-    cache_put(ctx->cuda->device, kernel, cluster_size, smem, count);
-    *out = count;
-    return LAC_SUCCESS;
-}
-
-/* SUM or COUNT with NaN propagated over one column: the case the dedicated
- * kernel (map_sum_private_kernel) serves, with its hot-target handling. */
-static bool simple_sum(const map_layout *L, lac_map_op op, lac_nan_policy nan_policy, int64_t b)
-{
-    return L->kind == MAP_KIND_ADD && L->arrays == 1 && (op == LAC_MAP_SUM || op == LAC_MAP_COUNT) &&
-           nan_policy == LAC_NAN_PROPAGATE && b == 1;
-}
-
-/* Shared memory the dedicated kernel needs besides the private copies. */
-static size_t hot_bytes(size_t value_size, int block)
-{
-    size_t acc = (size_t)MAP_HOT_MAX * (block / 32) * MAP_HOT_LANES * value_size;
-    size_t counts = 2 * MAP_HOT_COUNT_SLOTS * sizeof(unsigned int);   /* the sample's table reuses acc */
-    /* + the lookup table, + 1 KB for the kernel's static shared memory. */
-    return (acc > counts ? acc : counts) + 2 * MAP_HOT_TABLE * sizeof(unsigned int) + 1024;
-}
-
-static int env_int(const char *name, int fallback)
-{
-    const char *v = getenv(name);
-    return v && *v ? atoi(v) : fallback;
-}
-
-/* Shared-memory words between two arrays/copies: a multiple of 32 plus one, so
- * that a slot's copies fall in different banks. */
-static int64_t pitch_for(int64_t slice) { return (slice + 31) / 32 * 32 + 1; }
-
-extern "C" lac_status map_strategy_choose(lac_ctx_t ctx, const lac_map_call *call, const map_layout *L,
-                                          map_strategy *out)
-{
-    const cudaDeviceProp *prop = &ctx->cuda->prop;
-    const int64_t slots = call->n * call->b;
-    const int64_t elements = call->m * call->b;
-    const size_t slot_bytes = (size_t)L->arrays * L->acc_size;
-    const int block = 1024;
-    const bool simple = simple_sum(L, call->params.op, call->params.nan_policy, call->b);
-    const size_t budget = prop->sharedMemPerBlockOptin - (simple ? hot_bytes(L->acc_size, block) : 0);
-    memset(out, 0, sizeof *out);
-    out->block = block;
-    out->cluster_size = 1;
-    out->copies = 1;
-
-    /* Tuning knobs for the benchmarks (docs/map-cuda.md):
-     * LACUNA_MAP_CUDA_STRATEGY = global | cluster1 .. cluster16 (cluster1: the
-     * per-block private copy; larger: distributed shared memory);
-     * LACUNA_MAP_CUDA_COPIES = private copies per block (skew); _PER_SM =
-     * privatised blocks per SM. */
-    const char *force = getenv("LACUNA_MAP_CUDA_STRATEGY");
-    int forced_cluster = 0, forced_global = 0;
-    if (force && strcmp(force, "global") == 0) forced_global = 1;
-    else if (force && strncmp(force, "cluster", 7) == 0) forced_cluster = atoi(force + 7);
-    const int copies_max = env_int("LACUNA_MAP_CUDA_COPIES", MAP_DEFAULT_COPIES);
-    const int per_sm_private = env_int("LACUNA_MAP_CUDA_PER_SM", 1);
-
-    const void *kernel = pick_reduce_kernel(call->value_dtype, call->index_dtype, L->kind);
-    int cluster_size = 0;
-    int64_t slice = 0;
-    int copies = 1;
-    if (!forced_global && slots > 0 && slots <= INT32_MAX / 4) {
-        if (forced_cluster >= 1 && forced_cluster <= 16) {
-            cluster_size = forced_cluster;
-        } else if ((size_t)pitch_for(slots) * slot_bytes <= budget) {
-            cluster_size = 1;
-        } else if (!simple && !(L->kind != MAP_KIND_ADD && L->acc_size == 8)) {
-            /* Measured on an H100 (bench/RESULTS.md): remote
-             * distributed-shared-memory atomics and L2 atomics are each slower
-             * than local shared atomics, but they run side by side; a pair or
-             * quad of blocks privatising what fits, the rest going to global
-             * atomics, beat either alone. Larger clusters lost. */
-            cluster_size = slots <= MAP_PAIR_SLOTS ? 2 : 4;
-        }
-    }
-    /* 64-bit min/max reductions into a cluster peer's shared memory gave wrong
-     * results on the H100 (both as generic atomics and as red.shared::cluster):
-     * those keys stay on one block or go global. */
-    if (cluster_size > 1 && L->kind != MAP_KIND_ADD && L->acc_size == 8) cluster_size = forced_cluster ? 1 : 0;
-    int clusters = 0;
-    if (cluster_size > 0) {
-        slice = (slots + cluster_size - 1) / cluster_size;
-        int64_t max_slice = (int64_t)(budget / slot_bytes) - 64;
-        if ((size_t)pitch_for(slice) * slot_bytes > budget) slice = max_slice;
-        if (cluster_size == 1)
-            while (copies * 2 <= copies_max && (size_t)(copies * 2) * pitch_for(slice) * slot_bytes <= budget) copies *= 2;
-        size_t smem = (size_t)copies * pitch_for(slice) * slot_bytes;
-        LAC_CHECK(max_clusters(ctx, kernel, cluster_size, block, smem, &clusters));
-        int64_t capacity = slice * cluster_size < slots ? slice * cluster_size : slots;
-        if (simple) smem += hot_bytes(L->acc_size, block);
-        int cap = prop->multiProcessorCount * (cluster_size == 1 ? per_sm_private : 1) / cluster_size;
-        if (clusters > cap && cap > 0) clusters = cap;
-        /* Each private copy costs a write and a read of `capacity` slots: worth
-         * it only with enough elements per copy, and only while the copies
-         * keep the whole GPU busy. */
-        int64_t by_work = elements / (capacity * 4 > 16384 ? capacity * 4 : 16384);
-        if (!forced_cluster && by_work < clusters) clusters = by_work * 2 < clusters ? 0 : (int)by_work;
-        /* Too little of the target privatised to pay for the partials. */
-        if (!forced_cluster && capacity < slots / 8) clusters = 0;
-        if (clusters > 0) {
-            out->cluster_size = cluster_size;
-            out->copies = copies;
-            out->slice = slice;
-            out->pitch = pitch_for(slice);
-            out->capacity = capacity;
-            out->clusters = clusters;
-            out->smem_bytes = smem;
-            return LAC_SUCCESS;
-        }
-    }
-    /* Global atomics only: a persistent grid of a few blocks per SM. */
-    int per_sm = 0;
-    if (!cache_find(ctx->cuda->device, kernel, -1, 0, &per_sm)) {
-        LAC_CUDA_CHECK(ctx, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, block, 0));
-        cache_put(ctx->cuda->device, kernel, -1, 0, per_sm);
-    }
-    if (per_sm < 1) per_sm = 1;
-    int64_t blocks = (int64_t)per_sm * prop->multiProcessorCount;
-    int64_t by_work = (elements + (int64_t)block * 8 - 1) / ((int64_t)block * 8);
-    if (by_work < blocks) blocks = by_work > 0 ? by_work : 1;
-    out->cluster_size = 1;
-    out->clusters = (int)blocks;
-    return LAC_SUCCESS;
-}
-
-extern "C" size_t map_scratch_bytes(const map_layout *L, const map_strategy *s, int64_t slots)
-{
-    size_t bytes = align_up((size_t)L->arrays * (size_t)slots * L->acc_size);
-    if (s->capacity > 0) bytes += align_up((size_t)L->arrays * (size_t)s->clusters * (size_t)s->capacity * L->acc_size);
-    return bytes + 256;   /* the fault flag */
-}
-
-extern "C" void map_scratch_carve(void *base, const map_layout *L, const map_strategy *s, int64_t slots,
-                                  void **scratch, void **partials, unsigned long long **fault)
-{
-    unsigned char *p = (unsigned char *)base;
-    *scratch = p;
-    p += align_up((size_t)L->arrays * (size_t)slots * L->acc_size);
-    *partials = NULL;
-    if (s->capacity > 0) {
-        *partials = p;
-        p += align_up((size_t)L->arrays * (size_t)s->clusters * (size_t)s->capacity * L->acc_size);
-    }
-    *fault = (unsigned long long *)p;
-}
-
-extern "C" lac_status map_scratch_init(lac_ctx_t ctx, const map_layout *L, void *scratch, int64_t slots,
+extern "C" lac_status lac_map_scratch_init(lac_ctx_t ctx, const map_layout *L, void *scratch, int64_t slots,
                                        unsigned long long *fault)
 {
     cudaStream_t st = ctx->cuda->stream;
@@ -849,10 +592,10 @@ extern "C" lac_status map_scratch_init(lac_ctx_t ctx, const map_layout *L, void 
 
 static int aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
 
-extern "C" lac_status map_reduce_launch(lac_ctx_t ctx, const map_strategy *s, const map_reduce_args *args)
+extern "C" lac_status lac_map_reduce_launch(lac_ctx_t ctx, const map_strategy *s, const map_reduce_args *args)
 {
     if (args->rows <= 0) return LAC_SUCCESS;
-    const void *kernel = pick_reduce_kernel(args->value_dtype, args->index_dtype, args->layout.kind);
+    const void *kernel = lac_map_pick_reduce_kernel(args->value_dtype, args->index_dtype, args->layout.kind);
     reduce_geometry g;
     g.cluster_size = s->cluster_size;
     g.clusters = s->clusters;
@@ -865,7 +608,7 @@ extern "C" lac_status map_reduce_launch(lac_ctx_t ctx, const map_strategy *s, co
                      (!args->weights || aligned16(args->weights));
 
     const map_layout *L = &args->layout;
-    bool simple = simple_sum(L, args->op, args->nan_policy, args->b) && vectorised && s->cluster_size == 1 &&
+    bool simple = lac_map_simple_sum(L, args->op, args->nan_policy, args->b) && vectorised && s->cluster_size == 1 &&
                   (s->capacity == args->n || s->capacity == 0);
     if (simple) {
         cudaStream_t st = ctx->cuda->stream;
@@ -876,12 +619,12 @@ extern "C" lac_status map_reduce_launch(lac_ctx_t ctx, const map_strategy *s, co
          * too few rows for contention to matter. */
         int sample = s->capacity == 0 && args->rows >= 16 * (int64_t)MAP_HOT_SAMPLES;
         int mode = (args->op == LAC_MAP_COUNT ? 2 : 0) + (args->weights ? 1 : 0);
-        const void *fast = pick_sum_kernel(args->value_dtype, args->index_dtype, mode);
-        LAC_CHECK(prepare_kernel(ctx, fast));
+        const void *fast = lac_map_pick_sum_kernel(args->value_dtype, args->index_dtype, mode);
+        LAC_CHECK(lac_map_prepare_kernel(ctx, fast));
         const bool privatised = s->capacity == args->n;
         int copies = s->copies > 0 ? s->copies : 1;
         unsigned int pitch = (unsigned int)s->pitch;
-        size_t smem = privatised ? s->smem_bytes : hot_bytes(lac_dtype_size(args->value_dtype), s->block);
+        size_t smem = privatised ? s->smem_bytes : lac_map_hot_bytes(lac_dtype_size(args->value_dtype), s->block);
         /* Global mode: two blocks per SM keep enough loads in flight. */
         int64_t grid = privatised ? s->clusters : (s->clusters < 2 * ctx->cuda->prop.multiProcessorCount ? s->clusters : 2 * ctx->cuda->prop.multiProcessorCount);
         const void *S = args->source, *R = args->bridge, *W = args->weights;
@@ -896,7 +639,7 @@ extern "C" lac_status map_reduce_launch(lac_ctx_t ctx, const map_strategy *s, co
         return LAC_SUCCESS;
     }
 
-    LAC_CHECK(prepare_kernel(ctx, kernel));
+    LAC_CHECK(lac_map_prepare_kernel(ctx, kernel));
     cudaLaunchConfig_t cfg = {};
     cudaLaunchAttribute attr[1];
     attr[0].id = cudaLaunchAttributeClusterDimension;
@@ -916,7 +659,7 @@ extern "C" lac_status map_reduce_launch(lac_ctx_t ctx, const map_strategy *s, co
     return LAC_SUCCESS;
 }
 
-extern "C" lac_status map_finalize_launch(lac_ctx_t ctx, const map_finalize_args *f)
+extern "C" lac_status lac_map_finalize_launch(lac_ctx_t ctx, const map_finalize_args *f)
 {
     if (f->slots <= 0) return LAC_SUCCESS;
     int block = 256;

@@ -15,7 +15,7 @@
  * memory work with the same bounded extra memory.
  *
  * Deterministic calls go to map_det_cpu.c. */
-#include "map/map_cpu.h"
+#include "map/cpu/map_cpu.h"
 
 #include <omp.h>
 #include <stdlib.h>
@@ -131,7 +131,7 @@ static int64_t map_rows(const lac_map_call *c, int64_t lo, int64_t hi, const acc
     for (int64_t i = lo; i < hi; i++) {
         int64_t r = lac_map_bridge_at(c, i);
         if ((uint64_t)r >= (uint64_t)c->n) return i;
-        double wi = c->weights ? lac_map_value_at(c->weights, c->value_dtype, i) : 1.0;
+        double wi = c->weights ? lac_load_real(c->weights, c->value_dtype, i) : 1.0;
         for (int64_t col = 0; col < b; col++) {
             double x;
             int present = lac_map_element_at(c, i, col, wi, &x);
@@ -200,8 +200,6 @@ static bool accumulators_alloc(accumulators *a, int copies, int64_t nt, bool acc
     return true;
 }
 
-static int64_t range_start(int64_t count, int part, int parts) { return (int64_t)((double)count * part / parts); }
-
 lac_status lac_map_cpu(lac_ctx_t ctx, const lac_map_call *c)
 {
     if (c->params.deterministic) return lac_map_cpu_deterministic(ctx, c);
@@ -238,9 +236,9 @@ lac_status lac_map_cpu(lac_ctx_t ctx, const lac_map_call *c)
         /* Each private copy is initialised by its own thread (first touch). */
         accumulators mine = accumulators_of(&all, privates ? t : 0, nt);
         if (privates) accumulators_init(c, &mine, 0, nt);
-        else accumulators_init(c, &mine, range_start(nt, t, nth), range_start(nt, t + 1, nth));
+        else accumulators_init(c, &mine, lac_range_start(nt, t, nth), lac_range_start(nt, t + 1, nth));
 #pragma omp barrier
-        int64_t lo = range_start(m, t, nth), hi = range_start(m, t + 1, nth), bad = -1;
+        int64_t lo = lac_range_start(m, t, nth), hi = lac_range_start(m, t + 1, nth), bad = -1;
         for (int64_t block = lo; block < hi && bad < 0; block += BLOCK_ROWS) {
             if (__atomic_load_n(&stop, __ATOMIC_RELAXED)) break;
             int64_t end = hi - block > BLOCK_ROWS ? block + BLOCK_ROWS : hi;

@@ -2,19 +2,14 @@
  * in map_det_cpu.c, planned in map_plan_cpu.c): element loads, the per-op combine with the
  * NaN rules of lacuna.h, and the final write of one target element. Every path
  * accumulates in float64 and rounds once when it writes T. */
-#ifndef LACUNA_MAP_CPU_H
-#define LACUNA_MAP_CPU_H
+#ifndef LACUNA_MAP_CPU_MAP_CPU_H
+#define LACUNA_MAP_CPU_MAP_CPU_H
 
-#include "map/map_internal.h"
+#include "map/map_backend.h"
 
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
-
-static inline double lac_map_value_at(const void *p, lac_dtype dt, int64_t k)
-{
-    return dt == LAC_FLOAT32 ? (double)((const float *)p)[k] : ((const double *)p)[k];
-}
 
 static inline void lac_map_store(void *p, lac_dtype dt, int64_t k, double v)
 {
@@ -67,7 +62,7 @@ static inline void lac_map_finalize(const lac_map_call *c, int64_t k, double acc
         /* SUM/COUNT add, MIN/MAX compare; an untouched target's identity
          * leaves T as it was. */
         lac_map_store(c->target, c->value_dtype, k,
-                      lac_map_combine(p->op, lac_map_value_at(c->target, c->value_dtype, k), acc));
+                      lac_map_combine(p->op, lac_load_real(c->target, c->value_dtype, k), acc));
         return;
     }
     if (touched < 0) {
@@ -97,7 +92,7 @@ static inline int lac_map_element_at(const lac_map_call *c, int64_t i, int64_t c
 {
     const lac_map_params *p = &c->params;
     bool skip_source = p->op == LAC_MAP_COUNT && p->nan_policy == LAC_NAN_PROPAGATE;
-    double s = skip_source ? 0.0 : lac_map_value_at(c->source, c->value_dtype, i * c->b + col);
+    double s = skip_source ? 0.0 : lac_load_real(c->source, c->value_dtype, i * c->b + col);
     return lac_map_element(p, s, wi, x);
 }
 
@@ -108,5 +103,20 @@ lac_status lac_map_cpu_report_first_nan(lac_ctx_t ctx, const lac_map_call *c);
 
 /* Deterministic one-shot map: owner-computes streaming (map_det_cpu.c). */
 lac_status lac_map_cpu_deterministic(lac_ctx_t ctx, const lac_map_call *c);
+
+/* The CPU backend's plan (plan->state): the bridge checked once and copied in
+ * the narrowest index type that holds every target (int32 when n <= INT32_MAX),
+ * every entry known to be in [0, n). An execute is the deterministic streaming
+ * pass over that copy (map_plan_cpu.c). */
+typedef struct {
+    void *bridge;             /* m entries of bridge_dtype */
+    lac_dtype bridge_dtype;   /* LAC_INT32 or LAC_INT64 */
+} lac_map_cpu_plan;
+
+/* The table's entries (map_cpu.c, map_plan_cpu.c). */
+lac_status lac_map_cpu(lac_ctx_t ctx, const lac_map_call *call);
+lac_status lac_map_cpu_plan_build(lac_ctx_t ctx, lac_map_plan_t plan, const lac_map_call *call);
+lac_status lac_map_cpu_plan_execute(lac_ctx_t ctx, lac_map_plan_t plan, const lac_map_call *call);
+void lac_map_cpu_plan_release(lac_map_plan_t plan);
 
 #endif

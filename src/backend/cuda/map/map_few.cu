@@ -23,17 +23,16 @@
  *     block then sums one slice of the targets over all partials rows and
  *     writes T, unless a row was flagged (bad index): then T stays untouched.
  *     A single block (small calls) writes T from its copy directly.
- * The fault flag is one of the context's two device words (map_fault_pair),
+ * The fault flag is one of the context's two device words (lac_map_fault_pair),
  * and block 0 resets the other for the next call, so the call needs no memset
  * and no second kernel: one launch and one synchronisation, which is what the
  * fixed cost of a small call is made of. */
-#include "backend/cuda/map_cuda.cuh"
-#include "backend/cuda/map_device.cuh"
+#include "backend/cuda/map/map_cuda.cuh"
+#include "backend/cuda/map/map_device.cuh"
 
 #include <cooperative_groups.h>
 
 #include <math.h>
-#include <mutex>
 #include <stdlib.h>
 #include <string.h>
 
@@ -434,32 +433,15 @@ static const void *pick_few_kernel(lac_dtype value, lac_dtype index, int mode)
     return index == LAC_INT32 ? few_kernel_for<double, int32_t>(mode) : few_kernel_for<double, int64_t>(mode);
 }
 
-/* Per kernel and device: the dynamic shared memory it may take and how many of
- * its blocks fit on one SM (asked once: each query costs microseconds). */
-typedef struct {
-    int device;
-    const void *kernel;
-    size_t smem_max;
-    size_t smem_asked;
-    int per_sm;
-} few_cache_entry;
-#define FEW_CACHE 64
-static few_cache_entry few_cache[FEW_CACHE];
-static int few_cache_count;
-static std::mutex few_mutex;
-
+/* Per kernel: the dynamic shared memory it may take and how many of its blocks
+ * fit on one SM, asked once per context (each query costs microseconds). */
 static lac_status few_kernel_limits(lac_ctx_t ctx, const void *kernel, size_t smem, size_t *smem_max, int *per_sm)
 {
-    int device = ctx->cuda->device;
-    {
-        std::lock_guard<std::mutex> lock(few_mutex);
-        for (int i = 0; i < few_cache_count; i++)
-            if (few_cache[i].device == device && few_cache[i].kernel == kernel &&
-                (smem == 0 || few_cache[i].smem_asked == smem)) {
-                *smem_max = few_cache[i].smem_max;
-                *per_sm = few_cache[i].per_sm;
-                return LAC_SUCCESS;
-            }
+    int64_t known[2];
+    if (lac_map_fact_find(ctx, kernel, MAP_FACT_FEW, smem > 0, smem, known)) {
+        *smem_max = (size_t)known[0];
+        *per_sm = (int)known[1];
+        return LAC_SUCCESS;
     }
     cudaFuncAttributes attr;
     LAC_CUDA_CHECK(ctx, cudaFuncGetAttributes(&attr, kernel));
@@ -467,10 +449,8 @@ static lac_status few_kernel_limits(lac_ctx_t ctx, const void *kernel, size_t sm
     LAC_CUDA_CHECK(ctx, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)max_dyn));
     int count = 0;
     if (smem > 0) LAC_CUDA_CHECK(ctx, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&count, kernel, FEW_BLOCK, smem));
-    std::lock_guard<std::mutex> lock(few_mutex);
-    if (few_cache_count == FEW_CACHE) few_cache_count = 0;   /* a bounded table: start over */
-    few_cache_entry e = {device, kernel, max_dyn, smem, count};
-    few_cache[few_cache_count++] = e;
+    const int64_t fact[2] = {(int64_t)max_dyn, count};
+    lac_map_fact_put(ctx, kernel, MAP_FACT_FEW, smem > 0, smem, fact);
     *smem_max = max_dyn;
     *per_sm = count;
     return LAC_SUCCESS;
@@ -484,7 +464,7 @@ static int64_t few_pitch(int64_t n) { return (n + 31) / 32 * 32 + 1; }
 
 static int mode_of(const lac_map_call *call) { return (call->params.op == LAC_MAP_COUNT ? 2 : 0) + (call->weights ? 1 : 0); }
 
-extern "C" lac_status map_few_try(lac_ctx_t ctx, const lac_map_call *call, const map_layout *L, int *taken)
+extern "C" lac_status lac_map_few_try(lac_ctx_t ctx, const lac_map_call *call, const map_layout *L, int *taken)
 {
     *taken = 0;
     const lac_map_params *p = &call->params;
@@ -495,8 +475,8 @@ extern "C" lac_status map_few_try(lac_ctx_t ctx, const lac_map_call *call, const
         return LAC_SUCCESS;
     /* Knobs for benchmarks and tests: a forced strategy, or LACUNA_MAP_CUDA_FEW=0,
      * runs the general path instead. */
-    const char *force = getenv("LACUNA_MAP_CUDA_STRATEGY");
-    const char *few = getenv("LACUNA_MAP_CUDA_FEW");
+    const char *force = lac_knob_string(ctx, LAC_KNOB_MAP_CUDA_STRATEGY);
+    const char *few = lac_knob_string(ctx, LAC_KNOB_MAP_CUDA_FEW);
     if ((force && *force) || (few && strcmp(few, "0") == 0)) return LAC_SUCCESS;
 
     const void *kernel = pick_few_kernel(call->value_dtype, call->index_dtype, mode_of(call));
@@ -509,14 +489,14 @@ extern "C" lac_status map_few_try(lac_ctx_t ctx, const lac_map_call *call, const
     /* The warm area (per-warp accumulators and an index byte per target),
      * when it fits beside one copy; then as many copies as fit. Knobs for
      * benchmarks: LACUNA_MAP_CUDA_WARM=0, LACUNA_MAP_CUDA_COPIES. */
-    const char *warm_knob = getenv("LACUNA_MAP_CUDA_WARM");
+    const char *warm_knob = lac_knob_string(ctx, LAC_KNOB_MAP_CUDA_WARM);
     size_t warm_bytes = (size_t)FEW_WARM * 32 * vs + ((size_t)call->n + 15) / 16 * 16;
     if ((warm_knob && strcmp(warm_knob, "0") == 0) || (size_t)pitch * vs + warm_bytes > smem_max) warm_bytes = 0;
     /* Hot keys through the index into per-thread columns (the default: one
      * byte load a row instead of a compare per hot key, measured 0.144 against
      * 0.149 ms at 40M -> 10k Zipf, 0.150 against 0.160 at 20k), or in
      * registers when that does not fit or LACUNA_MAP_CUDA_HOT_TABLE=0. */
-    const char *table_knob = getenv("LACUNA_MAP_CUDA_HOT_TABLE");
+    const char *table_knob = lac_knob_string(ctx, LAC_KNOB_MAP_CUDA_HOT_TABLE);
     int hot_table = !(table_knob && strcmp(table_knob, "0") == 0) && warm_bytes > 0;
     const size_t cols_bytes = (size_t)FEW_HOT * FEW_BLOCK * vs;
     if (hot_table && (size_t)pitch * vs + warm_bytes + cols_bytes > smem_max) hot_table = 0;
@@ -527,7 +507,7 @@ extern "C" lac_status map_few_try(lac_ctx_t ctx, const lac_map_call *call, const
      * (measured 0.138 against 0.151 ms at 40M -> 10k uniform, 0.143 against
      * 0.160 Zipf, 0.144 against 0.152 ms at 20k uniform). Without it, up to
      * FEW_COPIES_MAX spread a skewed bridge's collisions. */
-    const char *copies_knob = getenv("LACUNA_MAP_CUDA_COPIES");
+    const char *copies_knob = lac_knob_string(ctx, LAC_KNOB_MAP_CUDA_COPIES);
     int copies_max = copies_knob && atoi(copies_knob) > 0 ? atoi(copies_knob) : warm_bytes ? 1 : FEW_COPIES_MAX;
     int copies = 1;
     while (copies * 2 <= copies_max && (size_t)(copies * 2) * pitch * vs + warm_bytes <= smem_max) copies *= 2;
@@ -537,7 +517,7 @@ extern "C" lac_status map_few_try(lac_ctx_t ctx, const lac_map_call *call, const
     if (per_sm < 1) return LAC_SUCCESS;
 
     /* Enough rows per block to pay for its private copies' zeroing and its
-     * partials row (as map_strategy_choose), at most what is resident at once
+     * partials row (as lac_map_strategy_choose), at most what is resident at once
      * (a grid barrier needs every block resident). */
     const cudaDeviceProp *prop = &ctx->cuda->prop;
     int64_t grid = (int64_t)per_sm * prop->multiProcessorCount;
@@ -548,7 +528,7 @@ extern "C" lac_status map_few_try(lac_ctx_t ctx, const lac_map_call *call, const
     void *ws = NULL;
     LAC_CHECK(lac_cuda_workspace(ctx, (size_t)grid * (size_t)call->n * vs + 256, &ws));
     unsigned long long *fault = NULL, *next_fault = NULL;
-    LAC_CHECK(map_fault_pair(ctx, &fault, &next_fault));
+    LAC_CHECK(lac_map_fault_pair(ctx, &fault, &next_fault));
     cudaStream_t st = ctx->cuda->stream;
     if (!fault) {   /* no pool entry left: a workspace flag, reset here */
         fault = (unsigned long long *)((unsigned char *)ws + (size_t)grid * (size_t)call->n * vs);
@@ -567,13 +547,13 @@ extern "C" lac_status map_few_try(lac_ctx_t ctx, const lac_map_call *call, const
     a.target = call->target;
     a.fault = fault;
     a.next_fault = next_fault;
-    a.report = map_fault_report_word(ctx);
+    a.report = lac_map_fault_report_word(ctx);
     a.empty_value = p->empty_value;
     a.pitch = (unsigned int)pitch;
     a.copies = copies;
     a.accumulate = p->accumulate;
     /* LACUNA_MAP_CUDA_HOT caps the hot keys (a benchmark knob; 0: none). */
-    const char *hot = getenv("LACUNA_MAP_CUDA_HOT");
+    const char *hot = lac_knob_string(ctx, LAC_KNOB_MAP_CUDA_HOT);
     const int hot_max = call->value_dtype == LAC_FLOAT32 && call->index_dtype == LAC_INT32 ? FEW_HOT : FEW_HOT / 2;
     a.hot_cap = hot && *hot ? atoi(hot) : hot_max;
     a.warm_cap = warm_bytes ? FEW_WARM : 0;
@@ -582,22 +562,22 @@ extern "C" lac_status map_few_try(lac_ctx_t ctx, const lac_map_call *call, const
     if (a.hot_cap < 0 || a.hot_cap > hot_max) a.hot_cap = hot_max;
     /* LACUNA_MAP_CUDA_PREFETCH: steps prefetched into L2 per block (a
      * benchmark knob; 0: none). */
-    const char *prefetch = getenv("LACUNA_MAP_CUDA_PREFETCH");
+    const char *prefetch = lac_knob_string(ctx, LAC_KNOB_MAP_CUDA_PREFETCH);
     a.prefetch_steps = prefetch && *prefetch ? atoi(prefetch) : FEW_PREFETCH_STEPS;
     if (a.prefetch_steps < 0) a.prefetch_steps = 0;
     if (a.prefetch_steps > 32) a.prefetch_steps = 32;
     /* LACUNA_MAP_CUDA_SELECT=0: the hot/warm/other rows on three branches
      * (a benchmark knob). */
-    const char *select = getenv("LACUNA_MAP_CUDA_SELECT");
+    const char *select = lac_knob_string(ctx, LAC_KNOB_MAP_CUDA_SELECT);
     a.select = !(select && strcmp(select, "0") == 0);
     /* LACUNA_MAP_CUDA_ROLL=1: the rolling prefetch through the rows (a
      * benchmark knob). */
-    const char *roll = getenv("LACUNA_MAP_CUDA_ROLL");
+    const char *roll = lac_knob_string(ctx, LAC_KNOB_MAP_CUDA_ROLL);
     a.prefetch_roll = roll && strcmp(roll, "1") == 0;
     void *params[] = {&a};
     LAC_CUDA_CHECK(ctx, cudaLaunchCooperativeKernel(kernel, dim3((unsigned int)grid), dim3(FEW_BLOCK), params, smem, st));
     LAC_CUDA_CHECK_LAUNCH(ctx);
-    if (next_fault) map_fault_pair_advance(ctx);
+    if (next_fault) lac_map_fault_pair_advance(ctx);
     *taken = 1;
-    return map_report_fault_mapped(ctx, call, fault, a.report);
+    return lac_map_report_fault_mapped(ctx, call, fault, a.report);
 }

@@ -1,7 +1,10 @@
-/* The contract between the map front end (src/map/map.c: argument checks and
- * dispatch) and its backends (src/map/map_cpu*.c, src/backend/cuda/map_*.cu). */
-#ifndef LACUNA_MAP_INTERNAL_H
-#define LACUNA_MAP_INTERNAL_H
+/* The contract between the map front end (src/map/map.c: argument checks, one
+ * backend table picked per call) and its backends: the CPU one (src/map/cpu/)
+ * and the CUDA one (src/backend/cuda/map/, handed out by the gateway). Backends
+ * include this, core and their own headers, nothing of the front end; the
+ * fault reporting they share lives below the front end (src/map/map_fault.c). */
+#ifndef LACUNA_MAP_BACKEND_H
+#define LACUNA_MAP_BACKEND_H
 
 #include "core/internal.h"
 
@@ -30,17 +33,15 @@ typedef struct {
     int bridge_checked;    /* every bridge entry is known to be in [0, n) (a plan's copy) */
 } lac_map_call;
 
-/* The plan: the bridge checked once. The CPU backend keeps a host copy of it in
- * the narrowest index type that holds every target (int32 when n <= INT32_MAX),
- * all entries known to be in [0, n); an execute is the deterministic streaming
- * pass over that copy. The CUDA backend keeps its own device-side plan. */
+/* The plan: the bridge checked once, in whatever form the backend that built
+ * it keeps (CPU: a narrowed host copy, src/map/cpu/map_cpu.h; CUDA: a device
+ * plan). The same table executes and releases it. */
+typedef struct lac_map_backend lac_map_backend;
 struct lac_map_plan {
     int64_t m, n;
-    lac_backend backend;      /* which backend built it and executes it */
-    void *bridge;             /* CPU: host, m checked entries of bridge_dtype; else NULL */
-    lac_dtype bridge_dtype;   /* CPU: LAC_INT32 when n <= INT32_MAX, else LAC_INT64 */
-    lac_dtype order_dtype;    /* CUDA: the index type of its device order (set by it) */
-    void *device;             /* the CUDA backend's copy, or NULL */
+    lac_backend backend;            /* which backend built it */
+    const lac_map_backend *table;   /* ... and its table */
+    void *state;                    /* the backend's own plan, released by table->plan_release */
 };
 
 /* Reads bridge[i] as int64 whatever the index dtype. */
@@ -50,21 +51,35 @@ static inline int64_t lac_map_bridge_at(const lac_map_call *c, int64_t i)
                                        : ((const int64_t *)c->bridge)[i];
 }
 
+/* Fault reporting, one wording for every backend (src/map/map_fault.c). */
 /* Message for the first out-of-range bridge entry; returns LAC_ERR_RANGE. */
 lac_status lac_map_report_bad_index(lac_ctx_t ctx, int64_t position, int64_t value, int64_t n);
 /* Message for the first NaN (source row/column or weight); returns LAC_ERR_VALUE. */
 lac_status lac_map_report_nan(lac_ctx_t ctx, const char *what, int64_t row, int64_t col);
-
 /* Host-side scan for the smallest bad position of a host call: a bridge entry
  * outside [0, n), or (with LAC_NAN_ERROR) a NaN in source or weights. Returns
  * LAC_SUCCESS when there is none. Shared by every backend's error path. */
 lac_status lac_map_scan_host(lac_ctx_t ctx, const lac_map_call *call);
 
-/* CPU backend (src/map/map_cpu*.c). */
-lac_status lac_map_cpu(lac_ctx_t ctx, const lac_map_call *call);
-/* Fills plan->bridge with a checked, narrowed copy of a host bridge (O(m)). */
-lac_status lac_map_plan_build_cpu(lac_ctx_t ctx, lac_map_plan_t plan, const lac_map_call *call);
-lac_status lac_map_plan_execute_cpu(lac_ctx_t ctx, lac_map_plan_t plan, const lac_map_call *call);
+/* A backend: one-shot calls and plans. Every call it gets is checked (above). */
+struct lac_map_backend {
+    const char *name;
+    lac_status (*map)(lac_ctx_t ctx, const lac_map_call *call);
+    /* Fills plan->state from a call holding only the bridge (O(m), checks it). */
+    lac_status (*plan_build)(lac_ctx_t ctx, lac_map_plan_t plan, const lac_map_call *call);
+    /* A call without bridge (call->bridge NULL, bridge_checked) over plan->state. */
+    lac_status (*plan_execute)(lac_ctx_t ctx, lac_map_plan_t plan, const lac_map_call *call);
+    void (*plan_release)(lac_map_plan_t plan);
+};
+
+/* The CPU backend (src/map/cpu/), always there. */
+extern const lac_map_backend lac_map_cpu_backend;
+/* The CUDA backend's table (src/backend/cuda/gateway.cu); NULL without CUDA. */
+#ifdef LACUNA_HAVE_CUDA
+const lac_map_backend *lac_map_backend_cuda(void);
+#else
+static inline const lac_map_backend *lac_map_backend_cuda(void) { return NULL; }
+#endif
 
 #ifdef __cplusplus
 }

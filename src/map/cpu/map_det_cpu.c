@@ -13,7 +13,7 @@
  * chunks so that each chunk comes from memory (or disk) once and is then
  * shared through the cache. The price: each thread reads every row, so the
  * pass costs about one serial pass whatever the thread count. */
-#include "map/map_cpu.h"
+#include "map/cpu/map_cpu.h"
 
 #include <omp.h>
 #include <stdlib.h>
@@ -25,8 +25,6 @@
 /* Rows outside a thread's targets land in one of these slots, so that the
  * common loop needs no branch (a 50% unpredictable one with two threads). */
 #define SPARE_SLOTS 8
-
-static int64_t range_start(int64_t count, int part, int parts) { return (int64_t)((double)count * part / parts); }
 
 /* SUM, one column, no weights, NaN propagated: branch-free (the compiler
  * turns a conditional pointer into a branch, so the slot is picked with a
@@ -74,7 +72,7 @@ static int64_t owned_rows(const lac_map_call *c, int64_t lo, int64_t hi, int64_t
         /* Under LAC_NAN_ERROR every thread checks every row, so that all
          * agree on where the pass stops. */
         if (!mine && p->nan_policy != LAC_NAN_ERROR) continue;
-        double wi = c->weights ? lac_map_value_at(c->weights, c->value_dtype, i) : 1.0;
+        double wi = c->weights ? lac_load_real(c->weights, c->value_dtype, i) : 1.0;
         for (int64_t col = 0; col < b; col++) {
             double x;
             int present = lac_map_element_at(c, i, col, wi, &x);
@@ -113,7 +111,7 @@ lac_status lac_map_cpu_deterministic(lac_ctx_t ctx, const lac_map_call *c)
 #pragma omp parallel num_threads(threads)
     {
         int t = omp_get_thread_num(), nth = omp_get_num_threads();
-        int64_t first = range_start(n, t, nth), span = range_start(n, t + 1, nth) - first;
+        int64_t first = lac_range_start(n, t, nth), span = lac_range_start(n, t + 1, nth) - first;
         double id = lac_map_identity(p->op);
         for (int64_t k = first * c->b; k < (first + span) * c->b; k++) {
             acc[k] = id;

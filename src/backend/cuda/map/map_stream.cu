@@ -7,7 +7,7 @@
  * flagged. Pinned host memory (lac_host_alloc_pinned, cudaHostRegister) is
  * copied from directly at full speed; pageable memory goes through the
  * driver's own staging, slower and without overlap on the host side. */
-#include "backend/cuda/map_cuda.cuh"
+#include "backend/cuda/map/map_cuda.cuh"
 
 #include <string.h>
 
@@ -15,7 +15,6 @@
  * long enough that a copy dwarfs the per-chunk launch cost. */
 #define MAP_STREAM_DEFAULT_ROWS ((int64_t)1 << 24)
 
-static size_t align_up(size_t x) { return (x + 255) & ~(size_t)255; }
 
 static lac_status is_pinned(lac_ctx_t ctx, const void *p, int *pinned)
 {
@@ -31,7 +30,7 @@ static lac_status is_pinned(lac_ctx_t ctx, const void *p, int *pinned)
     return LAC_SUCCESS;
 }
 
-extern "C" lac_status map_cuda_stream(lac_ctx_t ctx, const lac_map_call *call)
+extern "C" lac_status lac_map_cuda_stream(lac_ctx_t ctx, const lac_map_call *call)
 {
     lac_cuda_state *cs = ctx->cuda;
     cudaStream_t stream = cs->stream;
@@ -45,24 +44,24 @@ extern "C" lac_status map_cuda_stream(lac_ctx_t ctx, const lac_map_call *call)
      * so each private copy keeps folding into its own partials row. */
     lac_map_call sized = *call;
     sized.m = chunk;
-    map_layout L = map_layout_for(call);
+    map_layout L = lac_map_layout_for(call);
     map_strategy S;
-    LAC_CHECK(map_strategy_choose(ctx, &sized, &L, &S));
+    LAC_CHECK(lac_map_strategy_choose(ctx, &sized, &L, &S));
     if (call->m == 0) S.capacity = 0;
 
-    size_t s_chunk = align_up((size_t)chunk * call->b * vsz), r_chunk = align_up((size_t)chunk * isz),
-           w_chunk = call->weights ? align_up((size_t)chunk * vsz) : 0;
-    size_t scratch_bytes = align_up(map_scratch_bytes(&L, &S, slots));
-    size_t total = scratch_bytes + align_up(t_bytes) + 2 * (s_chunk + r_chunk + w_chunk);
+    size_t s_chunk = lac_map_align256((size_t)chunk * call->b * vsz), r_chunk = lac_map_align256((size_t)chunk * isz),
+           w_chunk = call->weights ? lac_map_align256((size_t)chunk * vsz) : 0;
+    size_t scratch_bytes = lac_map_align256(lac_map_scratch_bytes(&L, &S, slots));
+    size_t total = scratch_bytes + lac_map_align256(t_bytes) + 2 * (s_chunk + r_chunk + w_chunk);
     void *ws = NULL;
     LAC_CHECK(lac_cuda_workspace(ctx, total, &ws));
     unsigned char *p = (unsigned char *)ws;
     void *scratch = NULL, *partials = NULL;
     unsigned long long *fault = NULL;
-    map_scratch_carve(p, &L, &S, slots, &scratch, &partials, &fault);
+    lac_map_scratch_carve(p, &L, &S, slots, &scratch, &partials, &fault);
     p += scratch_bytes;
     void *t_dev = p;
-    p += align_up(t_bytes);
+    p += lac_map_align256(t_bytes);
     void *s_buf[2], *r_buf[2], *w_buf[2];
     for (int k = 0; k < 2; k++) {
         s_buf[k] = p;
@@ -86,13 +85,13 @@ extern "C" lac_status map_cuda_stream(lac_ctx_t ctx, const lac_map_call *call)
         LAC_CUDA_CHECK_GOTO(ctx, cudaEventCreateWithFlags(&copied[k], cudaEventDisableTiming), st, done);
         LAC_CUDA_CHECK_GOTO(ctx, cudaEventCreateWithFlags(&consumed[k], cudaEventDisableTiming), st, done);
     }
-    LAC_CHECK_GOTO(map_scratch_init(ctx, &L, S.capacity < slots ? scratch : NULL, slots, fault), st, done);
+    LAC_CHECK_GOTO(lac_map_scratch_init(ctx, &L, S.capacity < slots ? scratch : NULL, slots, fault), st, done);
     /* T's current values are needed on the device when folding into them. */
     if (call->params.accumulate && t_bytes)
         LAC_CUDA_CHECK_GOTO(ctx, cudaMemcpyAsync(t_dev, call->target, t_bytes, cudaMemcpyHostToDevice, stream), st, done);
 
     {
-        map_reduce_args a = map_reduce_args_for(call, &L, scratch, partials, fault);
+        map_reduce_args a = lac_map_reduce_args_for(call, &L, scratch, partials, fault);
         int index = 0;
         for (int64_t r0 = 0; r0 < call->m; r0 += chunk, index++) {
             const int k = index & 1;
@@ -115,11 +114,11 @@ extern "C" lac_status map_cuda_stream(lac_ctx_t ctx, const lac_map_call *call)
             a.rows = rows;
             a.row0 = r0;
             a.partials_fresh = index == 0;
-            LAC_CHECK_GOTO(map_reduce_launch(ctx, &S, &a), st, done);
+            LAC_CHECK_GOTO(lac_map_reduce_launch(ctx, &S, &a), st, done);
             LAC_CUDA_CHECK_GOTO(ctx, cudaEventRecord(consumed[k], stream), st, done);
         }
     }
-    LAC_CHECK_GOTO(map_finalize_and_report(ctx, call, &S, &L, scratch, partials, slots, t_dev, fault), st, done);
+    LAC_CHECK_GOTO(lac_map_finalize_and_report(ctx, call, &S, &L, scratch, partials, slots, t_dev, fault), st, done);
     if (t_bytes) {
         LAC_CUDA_CHECK_GOTO(ctx, cudaMemcpyAsync(call->target, t_dev, t_bytes, cudaMemcpyDeviceToHost, stream), st, done);
         LAC_CUDA_CHECK_GOTO(ctx, cudaStreamSynchronize(stream), st, done);

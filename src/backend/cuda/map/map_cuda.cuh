@@ -1,0 +1,258 @@
+/* map on the CUDA backend: what the files of this folder share. The launch
+ * descriptions, the scratch layout that one call reduces into before anything
+ * touches T, the per-context state, and the entry points of each concern:
+ *   map_dispatch.cu        the table's entries: picks the path of a checked call
+ *   map_state.cu           per-context state: fault words, kernel facts
+ *   map_fault.cu           the fault flag read back and named
+ *   map_strategy.cu        layout, reduction strategy, scratch sizes (host)
+ *   map_reduce_kernels.cu  the atomic / privatised reduction and the finalise pass
+ *   map_few.cu             few-target SUM/COUNT in one cooperative launch
+ *   map_plan.cu            plan build (radix sort) and the segmented execute
+ *   map_plan_local.cu      few-target plans: chunk-local sort, privatised execute
+ *   map_stream.cu          host arrays streamed through the device in chunks */
+#ifndef LACUNA_BACKEND_CUDA_MAP_MAP_CUDA_CUH
+#define LACUNA_BACKEND_CUDA_MAP_MAP_CUDA_CUH
+
+#include "backend/cuda/cuda_internal.h"
+#include "map/map_backend.h"
+
+#include <stdint.h>
+
+/* Constants the reduction kernels and the host's strategy share
+ * (map_reduce_kernels.cu explains the hot targets). */
+/* Private copies per block for few targets: lanes of a warp that hit one hot
+ * target spread over this many addresses (skewed bridges). */
+#define MAP_DEFAULT_COPIES 4
+/* Targets too large for one block: a pair of blocks up to this many slots,
+ * a quad beyond (bench/RESULTS.md). */
+#define MAP_PAIR_SLOTS 600000
+/* Hot targets of a skewed bridge: at most MAP_HOT_MAX a block, found in a
+ * sample of MAP_HOT_SAMPLES bridge entries as those seen MAP_HOT_MIN times. */
+#define MAP_HOT_MAX 128
+#define MAP_HOT_SAMPLES 4096
+#define MAP_HOT_MIN 8        /* of MAP_HOT_SAMPLES: a share of ~0.2%; a uniform bridge over
+                                 10k targets reaches it with probability ~1e-8 per target */
+#define MAP_HOT_COUNT_SLOTS 8192   /* sample hash table (key, count) pairs */
+#define MAP_HOT_TABLE 256          /* lookup hash slots (power of two, 2 x MAP_HOT_MAX) */
+#define MAP_HOT_LANES 4            /* accumulators per warp and hot target */
+
+/* No offending row yet: the error flag starts here and atomicMin lowers it. */
+#define MAP_NO_FAULT 0xFFFFFFFFFFFFFFFFull
+
+/* How a reduction launch combines contributions: sums (SUM, MEAN, COUNT) or
+ * order-preserving integer keys for MIN / MAX (see map_reduce_kernels.cu). */
+typedef enum { MAP_KIND_ADD = 0, MAP_KIND_MIN = 1, MAP_KIND_MAX = 2 } map_kind;
+
+/* Which accumulator arrays a call needs, each n x b "slots" long:
+ * value (sum, or min/max key), weight sum (MEAN), hits (to tell an empty
+ * target from one whose sum is 0 when empty_value matters). */
+typedef struct {
+    map_kind kind;
+    int track_weight;     /* MEAN: sum of w (or counts) per slot */
+    int track_hits;       /* number of contributions per slot */
+    int arrays;           /* 1 + track_weight + track_hits */
+    size_t acc_size;      /* bytes of one accumulator: 4 or 8 */
+} map_layout;
+
+/* Reduction strategy: where each block keeps its private copy of the target. */
+typedef struct {
+    int cluster_size;     /* blocks sharing one private copy through distributed shared memory */
+    int64_t capacity;     /* slots privatised (the rest go straight to global atomics); 0: none */
+    int64_t slice;        /* slots per block of a cluster */
+    int64_t pitch;        /* shared-memory words between two arrays or copies */
+    int clusters;         /* clusters alive at once (persistent grid / cluster_size) */
+    int copies;           /* private copies per block (cluster_size 1) */
+    int block;            /* threads per block */
+    size_t smem_bytes;    /* dynamic shared memory per block */
+} map_strategy;
+
+/* One reduction launch over rows [0, rows) of the arrays given (a whole call or
+ * one out-of-core chunk; row0 is the chunk's first row in the caller's arrays,
+ * for error positions). */
+typedef struct {
+    const void *source;
+    const void *bridge;
+    const void *weights;      /* NULL: all weights 1 */
+    int64_t rows, row0;
+    int64_t n, b;
+    lac_dtype value_dtype, index_dtype;
+    lac_map_op op;
+    lac_nan_policy nan_policy;
+    map_layout layout;
+    void *scratch;            /* arrays x slots accumulators, initialised by lac_map_scratch_init */
+    void *partials;           /* arrays x clusters x capacity, written by the privatised path */
+    int partials_fresh;       /* 1: store this launch's private copies; 0: fold into them */
+    unsigned long long *fault; /* smallest offending row (MAP_NO_FAULT if none) */
+} map_reduce_args;
+
+/* What the finalise pass needs: the accumulators and how to fold them into T. */
+typedef struct {
+    const void *scratch;      /* NULL when every slot was privatised */
+    const void *partials;
+    int clusters;
+    int64_t capacity;
+    int64_t slots;
+    lac_dtype value_dtype;
+    lac_map_op op;
+    int accumulate;
+    double empty_value;
+    map_layout layout;
+    void *target;             /* device, n x b */
+    const unsigned long long *fault;
+    unsigned long long *report; /* mapped host word that gets the fault flag, or NULL */
+} map_finalize_args;
+
+/* Offsets into device buffers carved from one workspace block: 256-byte steps. */
+static inline size_t lac_map_align256(size_t x) { return (x + 255) & ~(size_t)255; }
+
+/* What a context keeps for map between calls (its CUDA slot LAC_CUDA_SLOT_MAP):
+ *  - a mapped pinned host word that the last kernel of a call writes the fault
+ *    flag into: the host reads it after the stream's synchronisation, with no
+ *    copy to issue (a copy back costs several microseconds a call, a sizeable
+ *    part of a small map);
+ *  - two device fault flags for the single-launch paths: call k flags into
+ *    pair[parity] and resets pair[1 - parity] for call k + 1, so that no call
+ *    needs a reset of its own (a memset is one more operation on the stream);
+ *  - kernel facts: attributes and occupancy answers cost tens of microseconds a
+ *    query, as much as a whole small map, so each is asked once per context. */
+typedef enum { MAP_FACT_PREPARED = 0, MAP_FACT_CLUSTERS = 1, MAP_FACT_FEW = 2, MAP_FACT_LOCAL = 3 } map_fact_kind;
+typedef struct {
+    const void *kernel;
+    map_fact_kind kind;
+    int64_t key;              /* cluster size, or 0 */
+    size_t smem;
+    int64_t value[2];
+} map_kernel_fact;
+#define MAP_KERNEL_FACTS 128
+typedef struct {
+    unsigned long long *report;   /* mapped pinned host word, or NULL until first asked for */
+    int report_failed;            /* the mapped word could not be had: copy back instead */
+    unsigned long long *pair;     /* device, 2 words, or NULL until first asked for */
+    int parity;
+    map_kernel_fact facts[MAP_KERNEL_FACTS];
+    int fact_count;
+} map_cuda_ctx_state;
+
+/* This context's map state, made on first use (map_state.cu). */
+lac_status lac_map_cuda_state(lac_ctx_t ctx, map_cuda_ctx_state **out);
+/* A kernel fact of this context: 1 and value[] when known, else 0. */
+int lac_map_fact_find(lac_ctx_t ctx, const void *kernel, map_fact_kind kind, int64_t key, size_t smem, int64_t value[2]);
+void lac_map_fact_put(lac_ctx_t ctx, const void *kernel, map_fact_kind kind, int64_t key, size_t smem,
+                      const int64_t value[2]);
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The accumulator layout one call needs. */
+map_layout lac_map_layout_for(const lac_map_call *call);
+
+/* Picks block, cluster size and privatised capacity for `slots` on this device.
+ * Benchmarks force one through the knob LACUNA_MAP_CUDA_STRATEGY (global|cluster1..16). */
+lac_status lac_map_strategy_choose(lac_ctx_t ctx, const lac_map_call *call, const map_layout *layout,
+                               map_strategy *out);
+
+/* Sets the scratch accumulators to their identities (scratch may be NULL when
+ * no launch touches it) and the fault flag to MAP_NO_FAULT, on ctx's compute
+ * stream. */
+lac_status lac_map_scratch_init(lac_ctx_t ctx, const map_layout *layout, void *scratch, int64_t slots,
+                            unsigned long long *fault);
+/* One reduction launch (device pointers), on ctx's compute stream. */
+lac_status lac_map_reduce_launch(lac_ctx_t ctx, const map_strategy *strategy, const map_reduce_args *args);
+/* Writes T from the accumulators unless the fault flag was set (then T is left
+ * as it was), on ctx's compute stream. */
+lac_status lac_map_finalize_launch(lac_ctx_t ctx, const map_finalize_args *args);
+
+/* Bytes of scratch + partials + fault flag a one-shot call needs, and the
+ * carving of one workspace block into those parts. */
+size_t lac_map_scratch_bytes(const map_layout *layout, const map_strategy *strategy, int64_t slots);
+void lac_map_scratch_carve(void *base, const map_layout *layout, const map_strategy *strategy, int64_t slots,
+                       void **scratch, void **partials, unsigned long long **fault);
+
+/* After a reduction: reads the fault flag (synchronising the compute stream) and,
+ * when a row was flagged, records the error naming its smallest offending
+ * position. The row's values are read back from host or device memory. */
+lac_status lac_map_report_fault(lac_ctx_t ctx, const lac_map_call *call, const unsigned long long *fault_device);
+/* The same through the mapped word the finalise pass wrote (no copy back);
+ * falls back to lac_map_report_fault when report is NULL. */
+lac_status lac_map_report_fault_mapped(lac_ctx_t ctx, const lac_map_call *call, const unsigned long long *fault_device,
+                                   const unsigned long long *report);
+/* This context's mapped host word for the fault flag (NULL if none could be had). */
+unsigned long long *lac_map_fault_report_word(lac_ctx_t ctx);
+/* This context's two device fault flags for single-launch paths: the launch
+ * flags into *current (MAP_NO_FAULT on entry) and resets *next for the call
+ * after it; lac_map_fault_pair_advance after a successful launch swaps them. Both
+ * NULL when the context could not get a pair (then reset a flag yourself). */
+lac_status lac_map_fault_pair(lac_ctx_t ctx, unsigned long long **current, unsigned long long **next);
+void lac_map_fault_pair_advance(lac_ctx_t ctx);
+
+/* The reduction arguments shared by the one-shot paths (the caller sets the rows). */
+map_reduce_args lac_map_reduce_args_for(const lac_map_call *call, const map_layout *L, void *scratch, void *partials,
+                                    unsigned long long *fault);
+/* Builds the finalise arguments for a one-shot strategy, writes T (target is a
+ * device pointer) unless a row was flagged, and reports the flagged row. */
+lac_status lac_map_finalize_and_report(lac_ctx_t ctx, const lac_map_call *call, const map_strategy *S,
+                                   const map_layout *L, void *scratch, void *partials, int64_t slots,
+                                   void *target, unsigned long long *fault);
+/* Few targets, SUM/COUNT of one column in device memory (map_few.cu): the
+ * whole call in one cooperative launch. *taken = 0 (and nothing done) when the
+ * call is not of that kind. */
+lac_status lac_map_few_try(lac_ctx_t ctx, const lac_map_call *call, const map_layout *L, int *taken);
+/* Out-of-core path: host arrays streamed through the device (map_stream.cu). */
+lac_status lac_map_cuda_stream(lac_ctx_t ctx, const lac_map_call *call);
+/* Device-array one-shot (non-deterministic) path (map_dispatch.cu). */
+lac_status lac_map_cuda_device(lac_ctx_t ctx, const lac_map_call *call);
+
+/* Plans (map_plan.cu). A device plan: the bridge sorted by target. */
+typedef struct {
+    void *order;              /* device, m source rows in target order (int32 or int64) */
+    void *offsets;            /* device, n + 1 segment starts (same dtype as order) */
+    lac_dtype order_dtype;
+} map_device_plan;
+
+/* Chunk-local plans for few targets (map_plan_local.cu). */
+typedef struct map_local_plan map_local_plan;
+/* Builds one from a checked device bridge; *out stays NULL when n does not
+ * suit this kind of plan. */
+lac_status lac_map_local_plan_build(lac_ctx_t ctx, const void *bridge, lac_dtype index_dtype, int64_t m, int64_t n,
+                                map_local_plan **out);
+void lac_map_local_plan_free(map_local_plan *p);
+/* Runs the call (SUM/COUNT of one aligned device column, NaN propagated) and
+ * sets *taken; *taken = 0 (nothing done) for calls it does not serve. */
+lac_status lac_map_local_plan_execute(lac_ctx_t ctx, const map_local_plan *p, const lac_map_call *call, int *taken);
+/* Writes the plan's bridge (int32, m entries, device) back out of its words. */
+lac_status lac_map_local_plan_bridge(lac_ctx_t ctx, const map_local_plan *p, int32_t *bridge);
+/* Device bytes the plan keeps. */
+size_t lac_map_local_plan_bytes(const map_local_plan *p);
+
+/* The reduction kernels' entry addresses, for attribute and occupancy queries
+ * (map_reduce_kernels.cu): the general kernel of a kind, and the dedicated
+ * SUM/COUNT kernel in one of its modes. */
+const void *lac_map_pick_reduce_kernel(lac_dtype value, lac_dtype index, map_kind kind);
+const void *lac_map_pick_sum_kernel(lac_dtype value, lac_dtype index, int mode);
+
+/* Host strategy helpers the launches share (map_strategy.cu): raising a
+ * kernel's shared-memory limit once per context; whether a call is the
+ * dedicated kernel's case (SUM/COUNT, NaN propagated, one column); the shared
+ * memory that kernel needs besides the private copies. */
+lac_status lac_map_prepare_kernel(lac_ctx_t ctx, const void *kernel);
+bool lac_map_simple_sum(const map_layout *L, lac_map_op op, lac_nan_policy nan_policy, int64_t b);
+size_t lac_map_hot_bytes(size_t value_size, int block);
+
+/* The table's entries (map_dispatch.cu, map_plan.cu). */
+lac_status lac_map_cuda(lac_ctx_t ctx, const lac_map_call *call);
+lac_status lac_map_cuda_plan_build(lac_ctx_t ctx, lac_map_plan_t plan, const lac_map_call *call);
+lac_status lac_map_cuda_plan_execute(lac_ctx_t ctx, lac_map_plan_t plan, const lac_map_call *call);
+void lac_map_cuda_plan_release(lac_map_plan_t plan);
+
+/* Deterministic one-shot map (any memory): a temporary plan, then the
+ * segmented fixed-order reduction. */
+lac_status lac_map_cuda_deterministic(lac_ctx_t ctx, const lac_map_call *call);
+/* Checks a device bridge: fault = smallest row outside [0, n). */
+lac_status lac_map_check_bridge_launch(lac_ctx_t ctx, const void *bridge, lac_dtype index_dtype, int64_t m, int64_t n,
+                                   unsigned long long *fault);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
