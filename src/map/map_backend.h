@@ -60,6 +60,10 @@ lac_status lac_map_report_nan(lac_ctx_t ctx, const char *what, int64_t row, int6
  * outside [0, n), or (with LAC_NAN_ERROR) a NaN in source or weights. Returns
  * LAC_SUCCESS when there is none. Shared by every backend's error path. */
 lac_status lac_map_scan_host(lac_ctx_t ctx, const lac_map_call *call);
+/* A backend's pass rejected row `flagged` (its smallest, of one kind of fault):
+ * names the smallest offending position of any kind with a host scan, or
+ * returns LAC_ERR_INTERNAL when the scan finds none. */
+lac_status lac_map_report_flagged(lac_ctx_t ctx, const lac_map_call *call, int64_t flagged);
 
 /* A backend: one-shot calls and plans. Every call it gets is checked (above). */
 struct lac_map_backend {

@@ -37,3 +37,11 @@ lac_status lac_map_scan_host(lac_ctx_t ctx, const lac_map_call *c)
     }
     return LAC_SUCCESS;
 }
+
+lac_status lac_map_report_flagged(lac_ctx_t ctx, const lac_map_call *call, int64_t flagged)
+{
+    lac_status st = lac_map_scan_host(ctx, call);
+    if (st >= 0)
+        st = lac_error(ctx, LAC_ERR_INTERNAL, "map: row %lld was rejected but a rescan found no fault", (long long)flagged);
+    return st;
+}

@@ -96,6 +96,13 @@ static inline int lac_map_element_at(const lac_map_call *c, int64_t i, int64_t c
     return lac_map_element(p, s, wi, x);
 }
 
+/* *first = min(*first, bad) across the threads of a parallel pass (-1: none yet). */
+static inline void lac_map_cpu_lower_first(int64_t *first, int64_t bad)
+{
+    _Pragma("omp critical(lac_map_cpu_first_bad)")
+    if (*first < 0 || bad < *first) *first = bad;
+}
+
 /* Reports the first NaN of source or weights in row order (weights first in a
  * row, as lac_map_scan_host does); LAC_SUCCESS when there is none. Reads no
  * bridge. */

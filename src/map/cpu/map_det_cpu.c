@@ -128,8 +128,7 @@ lac_status lac_map_cpu_deterministic(lac_ctx_t ctx, const lac_map_call *c)
                               : owned_rows(c, lo, hi, first, span, acc, wsum, touched);
             if (bad >= 0) {
                 __atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
-#pragma omp critical(lac_map_det_first_bad)
-                if (first_bad < 0 || bad < first_bad) first_bad = bad;
+                lac_map_cpu_lower_first(&first_bad, bad);
             }
             /* Lockstep: the chunk is shared through the cache, and every
              * thread sees the same stop flag after the barrier. */
@@ -143,9 +142,7 @@ lac_status lac_map_cpu_deterministic(lac_ctx_t ctx, const lac_map_call *c)
     lac_status st = LAC_SUCCESS;
     if (first_bad >= 0) {
         /* T is untouched; name the smallest offending position of any kind. */
-        st = lac_map_scan_host(ctx, c);
-        if (st >= 0) st = lac_error(ctx, LAC_ERR_INTERNAL, "map: row %lld was rejected but a rescan found no fault",
-                                    (long long)first_bad);
+        st = lac_map_report_flagged(ctx, c, first_bad);
     } else {
 #pragma omp parallel for num_threads(threads) schedule(static)
         for (int64_t k = 0; k < nt; k++)

@@ -44,10 +44,7 @@ lac_status lac_map_cpu_report_first_nan(lac_ctx_t ctx, const lac_map_call *c)
                 mine = i;
                 break;
             }
-        if (mine >= 0) {
-#pragma omp critical(lac_map_first_nan)
-            if (first < 0 || mine < first) first = mine;
-        }
+        if (mine >= 0) lac_map_cpu_lower_first(&first, mine);
     }
     if (first < 0) return LAC_SUCCESS;
     if (c->weights && isnan(lac_load_real(c->weights, c->value_dtype, first)))
@@ -90,17 +87,13 @@ lac_status lac_map_cpu_plan_build(lac_ctx_t ctx, lac_map_plan_t plan, const lac_
         int t = omp_get_thread_num(), nth = omp_get_num_threads();
         int64_t bad = copy_checked(c, lac_range_start(m, t, nth), lac_range_start(m, t + 1, nth), copy, narrow);
         if (bad >= 0) {
-#pragma omp critical(lac_map_plan_first_bad)
-            if (first_bad < 0 || bad < first_bad) first_bad = bad;
+            lac_map_cpu_lower_first(&first_bad, bad);
         }
     }
     if (first_bad >= 0) {
         free(copy);
         /* The smallest offending position, reported as a one-shot call does. */
-        lac_status st = lac_map_scan_host(ctx, c);
-        if (st >= 0) st = lac_error(ctx, LAC_ERR_INTERNAL, "map plan: bridge[%lld] was rejected but a rescan found no fault",
-                                    (long long)first_bad);
-        return st;
+        return lac_map_report_flagged(ctx, c, first_bad);
     }
     lac_map_cpu_plan *kept = lac_malloc(ctx, sizeof *kept);
     if (!kept) {
