@@ -63,10 +63,12 @@ TEST(one_epoch_matches_float64_update_rule)
             for (int f = 0; f < k; f++) P[u * k + f] = m->P[u * m->stride + f] = (float)(0.3 * harness_rand_uniform(&s));
         for (int64_t j = 0; j < d.num_items; j++)
             for (int f = 0; f < k; f++) Q[j * k + f] = m->Q[j * m->stride + f] = (float)(0.3 * harness_rand_uniform(&s));
-        lac_mf_cpu_state *st = NULL;
-        CHECK_OK(ctx, lac_mf_cpu_begin(ctx, &d, m, &st));
+        const lac_mf_backend *cpu = &lac_mf_cpu_backend;
+        lac_mf_call call = lac_mf_model_call(m, &d, NULL);
+        lac_mf_state *st = NULL;
+        CHECK_OK(ctx, cpu->begin(ctx, &call, &st));
         double sse = 0, ref_sse = 0, lr = 0.05;
-        CHECK_OK(ctx, lac_mf_cpu_epoch(ctx, st, (float)lr, 0, &sse));
+        CHECK_OK(ctx, cpu->epoch(ctx, st, (float)lr, 0, &sse));
         /* one thread, one block: users in count order taken two at a time,
          * their ratings interleaved (A's a-th, then B's a-th), then the tails */
         for (int64_t o = 0; o < d.num_users; o += 2) {
@@ -94,7 +96,7 @@ TEST(one_epoch_matches_float64_update_rule)
         }
         if (worst > 1e-4) HARNESS_FAIL("bias %d: factors differ from the float64 reference by %g", use_bias, worst);
         CHECK_NEAR(sse, ref_sse, 1e-4);
-        lac_mf_cpu_end(st);
+        cpu->end(ctx, st);
         lac_mf_model_destroy(&m);
         free(P);
         free(Q);

@@ -1,6 +1,7 @@
 /* The training data layout: ratings grouped by user (CSR with 32-bit item
  * indices), repeated (user, item) pairs resolved, rows listed by count. */
 #include "mf/mf_internal.h"
+#include "mf/schedule.h"
 
 #include <omp.h>
 #include <stdlib.h>
@@ -16,21 +17,22 @@ void lac_mf_data_free(lac_mf_data *d)
     memset(d, 0, sizeof *d);
 }
 
-/* Users by rating count, most first: a counting sort (stable, so ties keep index order). */
+/* Users by rating count, most first (ties keep index order). */
 static lac_status order_rows(lac_ctx_t ctx, lac_mf_data *d)
 {
-    int64_t nu = d->num_users, max_count = 0;
-    for (int64_t u = 0; u < nu; u++) {
-        int64_t c = d->row_start[u + 1] - d->row_start[u];
-        if (c > max_count) max_count = c;
+    int64_t nu = d->num_users;
+    int64_t *count = lac_malloc(ctx, (size_t)(nu ? nu : 1) * sizeof *count);
+    int64_t *order = lac_malloc(ctx, (size_t)(nu ? nu : 1) * sizeof *order);
+    lac_status st = count && order ? LAC_SUCCESS : LAC_ERR_OUT_OF_MEMORY;
+    if (st == LAC_SUCCESS) {
+        for (int64_t u = 0; u < nu; u++) count[u] = d->row_start[u + 1] - d->row_start[u];
+        st = lac_mf_order_by_count(ctx, count, nu, order);
     }
-    int64_t *bucket = lac_calloc(ctx, (size_t)max_count + 2, sizeof *bucket);
-    if (!bucket) return LAC_ERR_OUT_OF_MEMORY;
-    for (int64_t u = 0; u < nu; u++) bucket[max_count - (d->row_start[u + 1] - d->row_start[u]) + 1]++;
-    for (int64_t c = 1; c <= max_count + 1; c++) bucket[c] += bucket[c - 1];
-    for (int64_t u = 0; u < nu; u++) d->row_order[bucket[max_count - (d->row_start[u + 1] - d->row_start[u])]++] = (int32_t)u;
-    free(bucket);
-    return LAC_SUCCESS;
+    if (st == LAC_SUCCESS)
+        for (int64_t r = 0; r < nu; r++) d->row_order[r] = (int32_t)order[r];
+    free(count);
+    free(order);
+    return st;
 }
 
 lac_status lac_mf_data_build(lac_ctx_t ctx, lac_ratings_t r, lac_mf_data *out)

@@ -53,6 +53,39 @@ double lac_mf_learning_rate(const lac_mf_params *p, int epoch)
     return p->alpha / (1.0 + p->beta * pow((double)epoch, 1.5));   /* eq. (7) */
 }
 
+lac_mf_factors lac_mf_model_factors(lac_mf_model_t m)
+{
+    lac_mf_factors f;
+    memset(&f, 0, sizeof f);
+    f.num_users = m->num_users;
+    f.num_items = m->num_items;
+    f.k = m->k;
+    f.stride = m->stride;
+    f.P = m->P;
+    f.Q = m->Q;
+    f.user_bias = m->user_bias;
+    f.item_bias = m->item_bias;
+    f.mean = m->mean;
+    f.rating_min = m->rating_min;
+    f.rating_max = m->rating_max;
+    return f;
+}
+
+lac_mf_call lac_mf_model_call(lac_mf_model_t m, const lac_mf_data *data, const lac_mf_eval *valid)
+{
+    lac_mf_call c;
+    memset(&c, 0, sizeof c);
+    c.data = data;
+    c.valid = valid;
+    c.factors = lac_mf_model_factors(m);
+    c.lambda = m->params.lambda;
+    c.lambda_bias = m->params.lambda_bias;
+    c.use_bias = m->params.use_bias;
+    c.deterministic = m->params.deterministic;
+    c.seed = m->params.seed;
+    return c;
+}
+
 static void *aligned_zeroed(lac_ctx_t ctx, size_t bytes)
 {
     void *ptr = NULL;

@@ -56,39 +56,11 @@ lac_status lac_mf_eval_map(lac_ctx_t ctx, lac_mf_model_t m, lac_ratings_t r, lac
     return LAC_SUCCESS;
 }
 
-#define EVAL_CHUNK 65536
-
 lac_status lac_mf_eval_host(lac_ctx_t ctx, lac_mf_model_t m, const lac_mf_eval *e, float *predictions, double *rmse,
                             double *mae)
 {
-    int64_t chunks = (e->count + EVAL_CHUNK - 1) / EVAL_CHUNK;
-    double *part = lac_calloc(ctx, (size_t)(chunks ? chunks : 1) * 2, sizeof *part);
-    if (!part) return LAC_ERR_OUT_OF_MEMORY;
-#pragma omp parallel for num_threads(lac_threads(ctx)) schedule(dynamic, 1)
-    for (int64_t c = 0; c < chunks; c++) {
-        double sq = 0.0, ab = 0.0;
-        int64_t end = (c + 1) * EVAL_CHUNK < e->count ? (c + 1) * EVAL_CHUNK : e->count;
-        for (int64_t i = c * EVAL_CHUNK; i < end; i++) {
-            float s = lac_mf_score(m, e->user[i], e->item[i]);
-            s = s < m->rating_min ? m->rating_min : s > m->rating_max ? m->rating_max : s;
-            if (predictions) predictions[i] = s;
-            double d = (double)e->val[i] - (double)s;
-            sq += d * d;
-            ab += fabs(d);
-        }
-        part[2 * c] = sq;
-        part[2 * c + 1] = ab;
-    }
-    double sq = 0.0, ab = 0.0;
-    for (int64_t c = 0; c < chunks; c++) {
-        sq += part[2 * c];
-        ab += part[2 * c + 1];
-    }
-    free(part);
-    double n = e->count ? (double)e->count : 1.0;
-    if (rmse) *rmse = e->count ? sqrt(sq / n) : NAN;
-    if (mae) *mae = e->count ? ab / n : NAN;
-    return LAC_SUCCESS;
+    lac_mf_factors f = lac_mf_model_factors(m);
+    return lac_mf_eval_factors(ctx, &f, e, predictions, rmse, mae);
 }
 
 lac_status lac_mf_predict(lac_ctx_t ctx, lac_mf_model_t model, lac_ratings_t ratings, float *predictions,

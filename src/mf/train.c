@@ -1,10 +1,9 @@
 /* mf training front end: checks, data layout, model initialisation, the epoch
  * loop with the learning rate of eq. (7), validation and early stopping with
- * the best model kept; the epochs themselves run on the CPU backend or, through
- * the gateway, on CUSGD++. */
+ * the best model kept; the epochs themselves run on one backend table
+ * (mf_backend.h): the CPU's (src/mf/cpu/) or CUSGD++ (src/backend/cuda/mf/). */
 #include "mf/mf_internal.h"
 #include "core/random.h"
-#include "backend/cuda/gateway.h"
 
 #include <math.h>
 #include <omp.h>
@@ -129,25 +128,27 @@ static lac_status sort_rated_items(lac_ctx_t ctx, lac_mf_model_t m, const lac_mf
     return LAC_SUCCESS;
 }
 
-/* Host copy of the trainable arrays, for keeping the best epoch. */
-typedef struct {
-    float *P, *Q, *ub, *ib;
-} snapshot;
-
-static void snapshot_copy(lac_mf_model_t m, snapshot *s, int save)
+/* The backend that trains this call, picked once: the context's, except that
+ * the automatic choice keeps small problems on the CPU, where a GPU's start-up
+ * and per-epoch launches are not repaid. Measured on an H100: CUSGD++ reaches
+ * the CPU path's validation RMSE within 0.001 on 270 K ratings (and 8.9 M)
+ * with an epoch 6x shorter than 16 host cores'; smaller problems were not
+ * measured. NULL with the error recorded when the backend cannot take it. */
+static const lac_mf_backend *pick_backend(lac_ctx_t ctx, const lac_mf_params *p, int64_t ratings, lac_status *st)
 {
-    size_t pu = (size_t)m->num_users * (size_t)m->stride, qi = (size_t)m->num_items * (size_t)m->stride;
-    if (save) {
-        memcpy(s->P, m->P, pu * sizeof(float));
-        memcpy(s->Q, m->Q, qi * sizeof(float));
-        memcpy(s->ub, m->user_bias, (size_t)m->num_users * sizeof(float));
-        memcpy(s->ib, m->item_bias, (size_t)m->num_items * sizeof(float));
-    } else {
-        memcpy(m->P, s->P, pu * sizeof(float));
-        memcpy(m->Q, s->Q, qi * sizeof(float));
-        memcpy(m->user_bias, s->ub, (size_t)m->num_users * sizeof(float));
-        memcpy(m->item_bias, s->ib, (size_t)m->num_items * sizeof(float));
+    if (ctx->backend != LAC_BACKEND_CUDA) return &lac_mf_cpu_backend;
+    const lac_mf_backend *cuda = lac_mf_backend_cuda();
+    if (!cuda) {
+        *st = lac_error(ctx, LAC_ERR_NOT_COMPILED, "this build has no CUDA backend for mf");
+        return NULL;
     }
+    if (p->deterministic && !cuda->deterministic) {
+        *st = lac_error(ctx, LAC_ERR_UNSUPPORTED,
+                        "deterministic training is CPU-only (CUSGD++ updates v_j from many warps at once)");
+        return NULL;
+    }
+    if (ctx->params.backend == LAC_BACKEND_AUTO && ratings < LAC_MF_CUDA_MIN_AUTO_RATINGS) return &lac_mf_cpu_backend;
+    return cuda;
 }
 
 lac_status lac_mf_train(lac_ctx_t ctx, const lac_mf_params *params, lac_ratings_t train, lac_ratings_t valid,
@@ -162,25 +163,16 @@ lac_status lac_mf_train(lac_ctx_t ctx, const lac_mf_params *params, lac_ratings_
     if (why) return lac_error(ctx, LAC_ERR_ARGUMENT, "mf parameters: %s", why);
     if (train->count == 0) return lac_error(ctx, LAC_ERR_VALUE, "the training ratings are empty");
     if (valid && valid->count == 0) return lac_error(ctx, LAC_ERR_VALUE, "the validation ratings are empty");
-    if (params->deterministic && ctx->backend == LAC_BACKEND_CUDA)
-        return lac_error(ctx, LAC_ERR_UNSUPPORTED,
-                         "deterministic training is CPU-only (CUSGD++ updates v_j from many warps at once)");
+    lac_status st = LAC_SUCCESS;
+    const lac_mf_backend *be = pick_backend(ctx, params, train->count, &st);
+    if (!be) return st;
 
     double t0 = omp_get_wtime();
-    lac_status st = LAC_SUCCESS;
     lac_mf_data data;
     lac_mf_model_t m = NULL;
     lac_mf_eval veval;
-    lac_mf_cpu_state *cpu = NULL;
-    lac_mf_cuda_state *cuda = NULL;
-    snapshot snap = {NULL, NULL, NULL, NULL};
-    /* The automatic backend keeps small problems on the CPU, where a GPU's
-     * start-up and per-epoch launches are not repaid. Measured on an H100:
-     * CUSGD++ reaches the CPU path's validation RMSE within 0.001 on 270 K
-     * ratings (and 8.9 M) with an epoch 6x shorter than 16 host cores';
-     * smaller problems were not measured. */
-    int use_cuda = ctx->backend == LAC_BACKEND_CUDA &&
-                   !(ctx->params.backend == LAC_BACKEND_AUTO && train->count < LAC_MF_CUDA_MIN_AUTO_RATINGS);
+    lac_mf_call call;
+    lac_mf_state *state = NULL;
     memset(&veval, 0, sizeof veval);
 
     LAC_CHECK(lac_mf_data_build(ctx, train, &data));
@@ -191,36 +183,16 @@ lac_status lac_mf_train(lac_ctx_t ctx, const lac_mf_params *params, lac_ratings_
     LAC_CHECK_GOTO(sort_rated_items(ctx, m, &data), st, done);
     if (valid) LAC_CHECK_GOTO(lac_mf_eval_map(ctx, m, valid, &veval), st, done);
 
-    if (use_cuda) {
-        lac_mf_cuda_call call = {&data, m, valid ? &veval : NULL};
-        LAC_CHECK_GOTO(lac_cuda_mf_begin(ctx, &call, &cuda), st, done);
-    } else {
-        LAC_CHECK_GOTO(lac_mf_cpu_begin(ctx, &data, m, &cpu), st, done);
-        if (valid) {
-            size_t pu = (size_t)m->num_users * (size_t)m->stride, qi = (size_t)m->num_items * (size_t)m->stride;
-            snap.P = lac_malloc(ctx, pu * sizeof(float) + 1);
-            snap.Q = lac_malloc(ctx, qi * sizeof(float) + 1);
-            snap.ub = lac_malloc(ctx, (size_t)m->num_users * sizeof(float) + 1);
-            snap.ib = lac_malloc(ctx, (size_t)m->num_items * sizeof(float) + 1);
-            if (!snap.P || !snap.Q || !snap.ub || !snap.ib) {
-                st = LAC_ERR_OUT_OF_MEMORY;
-                goto done;
-            }
-        }
-    }
+    call = lac_mf_model_call(m, &data, valid ? &veval : NULL);
+    LAC_CHECK_GOTO(be->begin(ctx, &call, &state), st, done);
 
     double best = INFINITY, last_valid = NAN, last_train = NAN;
     int best_epoch = 0, since_best = 0, epoch = 0;
     for (epoch = 0; epoch < params->epochs; epoch++) {
         float lr = (float)lac_mf_learning_rate(params, epoch);
         double sse = 0.0, vr = NAN;
-        if (use_cuda) {
-            LAC_CHECK_GOTO(lac_cuda_mf_epoch(ctx, cuda, lr, &sse), st, done);
-            if (valid) LAC_CHECK_GOTO(lac_cuda_mf_valid_rmse(ctx, cuda, &vr), st, done);
-        } else {
-            LAC_CHECK_GOTO(lac_mf_cpu_epoch(ctx, cpu, lr, epoch, &sse), st, done);
-            if (valid) LAC_CHECK_GOTO(lac_mf_eval_host(ctx, m, &veval, NULL, &vr, NULL), st, done);
-        }
+        LAC_CHECK_GOTO(be->epoch(ctx, state, lr, epoch, &sse), st, done);
+        if (valid) LAC_CHECK_GOTO(be->valid_rmse(ctx, state, &vr), st, done);
         last_train = sqrt(sse / (double)data.nnz);
         last_valid = vr;
         if (!isfinite(last_train)) {
@@ -235,8 +207,7 @@ lac_status lac_mf_train(lac_ctx_t ctx, const lac_mf_params *params, lac_ratings_
                 best = vr;
                 best_epoch = epoch + 1;
                 since_best = 0;
-                if (use_cuda) LAC_CHECK_GOTO(lac_cuda_mf_keep(ctx, cuda, 0), st, done);
-                else snapshot_copy(m, &snap, 1);
+                LAC_CHECK_GOTO(be->keep(ctx, state, 0), st, done);
             } else if (++since_best >= params->patience) {
                 stop = 1;
             }
@@ -250,11 +221,10 @@ lac_status lac_mf_train(lac_ctx_t ctx, const lac_mf_params *params, lac_ratings_
     int epochs_run = epoch;
     if (!valid) best_epoch = epochs_run;
     if (valid && best_epoch != epochs_run) {
-        if (use_cuda) LAC_CHECK_GOTO(lac_cuda_mf_keep(ctx, cuda, 1), st, done);
-        else snapshot_copy(m, &snap, 0);
+        LAC_CHECK_GOTO(be->keep(ctx, state, 1), st, done);
         last_valid = best;
     }
-    if (use_cuda) LAC_CHECK_GOTO(lac_cuda_mf_download(ctx, cuda, m), st, done);
+    LAC_CHECK_GOTO(be->download(ctx, state), st, done);
     m->epochs = best_epoch;
     lac_mf_report rep;
     memset(&rep, 0, sizeof rep);
@@ -269,12 +239,7 @@ lac_status lac_mf_train(lac_ctx_t ctx, const lac_mf_params *params, lac_ratings_
     *out = m;
     m = NULL;
 done:
-    if (cuda) lac_cuda_mf_end(cuda);
-    lac_mf_cpu_end(cpu);
-    free(snap.P);
-    free(snap.Q);
-    free(snap.ub);
-    free(snap.ib);
+    be->end(ctx, state);
     lac_mf_eval_free(&veval);
     lac_mf_model_destroy(&m);
     lac_mf_data_free(&data);

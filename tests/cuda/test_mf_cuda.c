@@ -142,7 +142,7 @@ TEST(heavy_rows_split_over_warps_still_converge)
 }
 
 /* A popular item's replicas: 8 users rate one shared item (and nothing
- * else); with a replica row per 1 rating (LACUNA_MF_CUDA_HOT=1) each user
+ * else); with a replica row per 1 rating (knob MF_CUDA_HOT=1) each user
  * lands in its own group and updates its own replica, so one epoch must give,
  * for each user, one step of rule (5) from the initial factors, and for the
  * item the average of the 8 replicas' steps. The initial factors are read
@@ -156,16 +156,21 @@ TEST(popular_item_replicas_average_their_updates)
     lac_ratings_t r = NULL;
     CHECK_OK(cpu, lac_ratings_from_arrays(cpu, USERS, u, i, v, &r));
     int ks[] = {32, 128};
-    setenv("LACUNA_MF_CUDA_HOT", "1", 1);
+    /* the knob set for this context only (the environment is read once) */
+    lac_ctx_t hot = NULL;
+    lac_ctx_params cp = lac_ctx_params_default();
+    cp.backend = LAC_BACKEND_CUDA;
+    cp.knobs = "MF_CUDA_HOT=1";
+    CHECK_OK(NULL, lac_ctx_create(&cp, &hot));
     for (int c = 0; c < 2; c++) {
         lac_mf_params p = lac_mf_params_default();
         p.k = ks[c];
         p.epochs = 1;
         p.alpha = 1e-30;
         lac_mf_model_t m0 = NULL, m1 = NULL;
-        CHECK_OK(gpu, lac_mf_train(gpu, &p, r, NULL, NULL, NULL, &m0, NULL));
+        CHECK_OK(hot, lac_mf_train(hot, &p, r, NULL, NULL, NULL, &m0, NULL));
         p.alpha = 0.05;
-        CHECK_OK(gpu, lac_mf_train(gpu, &p, r, NULL, NULL, NULL, &m1, NULL));
+        CHECK_OK(hot, lac_mf_train(hot, &p, r, NULL, NULL, NULL, &m1, NULL));
         if (!m0 || !m1) continue;
         const double lr = 0.05, shrink = 1.0 - lr * p.lambda, shrink_b = 1.0 - lr * p.lambda_bias;
         const int stride = m0->stride;
@@ -191,7 +196,7 @@ TEST(popular_item_replicas_average_their_updates)
         lac_mf_model_destroy(&m0);
         lac_mf_model_destroy(&m1);
     }
-    unsetenv("LACUNA_MF_CUDA_HOT");
+    lac_ctx_destroy(&hot);
     lac_ratings_destroy(&r);
 }
 

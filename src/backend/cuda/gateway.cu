@@ -2,6 +2,8 @@
  * out tables (the device table here; each capability's beside it) and nothing
  * else; front ends pick a table and call it. */
 #include "backend/cuda/cuda_internal.h"
+#include "map/map_backend.h"
+#include "mf/mf_backend.h"
 
 static const lac_device_backend cuda_device = {
     "cuda",
@@ -19,3 +21,11 @@ static const lac_device_backend cuda_device = {
 };
 
 extern "C" const lac_device_backend *lac_device_backend_cuda(void) { return &cuda_device; }
+
+/* map: src/backend/cuda/map/ (map_dispatch.cu). */
+extern "C" const lac_map_backend lac_map_cuda_table;
+extern "C" const lac_map_backend *lac_map_backend_cuda(void) { return &lac_map_cuda_table; }
+
+/* mf: src/backend/cuda/mf/ (mf_sgd.cu). */
+extern "C" const lac_mf_backend lac_mf_cuda_table;
+extern "C" const lac_mf_backend *lac_mf_backend_cuda(void) { return &lac_mf_cuda_table; }

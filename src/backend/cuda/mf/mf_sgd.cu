@@ -1,0 +1,314 @@
+/* mf on CUDA: the host driver of CUSGD++ and its backend table (mf_backend.h),
+ * handed out by the gateway. It builds the schedule on the host
+ * (src/mf/schedule.c), copies it and the factors to the device, runs the
+ * epochs (mf_sgd_kernels.cu), validates on the device and keeps the best
+ * epoch with device-to-device copies. Nothing is kept across trainings: all
+ * of it lives in the state that begin makes and end frees.
+ *
+ * Schedule, built once per training: users in order of rating count (heaviest
+ * first), a row longer than run_max cut into runs; runs dealt to groups by
+ * longest-processing-time (each to the least loaded group), so every group
+ * walks a stream of about the same length. The streams are laid out group by
+ * group, padded to one common length, with a flag on the first rating of each
+ * run.
+ *
+ * Popular items: every update of v_j is a read and a write of one line of L2,
+ * and the accesses to one line are served one after another, so the item
+ * with the most ratings sets a floor under the epoch (measured on an H100:
+ * 5.3 ms an epoch on the MovieLens-10M shape whatever the number of groups,
+ * ~85 ns for each of the 62,593 ratings of its most rated item). An item with
+ * more than `hot` ratings therefore gets replicas, R = ceil(count / hot) rows
+ * in all; group g updates replica g mod R, and after each epoch the replicas
+ * are averaged (like the split rows of u_i) and the average copied back to
+ * each. Rows and biases of the replicas sit after the items' own, so the
+ * kernel indexes them like any item. hot starts at 512 ratings and doubles
+ * until the replica rows take at most a third of L2: more would push the
+ * rows themselves out of it (measured on the Netflix shape at F = 128:
+ * 22.4 ms an epoch with 40 MB of replica rows, 18.9 ms with 17 MB). Item
+ * biases sit one L2 line apart for the same reason (2.7 ms an epoch instead
+ * of 5.3 with nothing else changed).
+ *
+ * Tuning knobs (core/knobs.h, for measurements): LACUNA_MF_CUDA_LANES,
+ * _AHEAD, _GROUPS, _HOT, _RUN_MAX. */
+#include "backend/cuda/mf/mf_cuda.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct lac_mf_state {
+    lac_mf_call call;         /* the host factors: download's destination */
+    int64_t num_users, num_items, nnz, runs, valid_count;
+    int k, stride;
+    float mean, lambda, lambda_bias, rating_min, rating_max;
+    int use_bias;
+    /* the schedule */
+    lac_mf_cuda_kernel kernel;
+    int64_t groups, steps;
+    unsigned blocks;
+    int64_t rows, hot_items;  /* item rows with replicas; items that have replicas */
+    /* device */
+    int32_t *code;
+    float *rating;
+    int64_t *group_first_run;
+    int32_t *run_user;
+    float *run_weight;
+    int32_t *hot_item, *hot_first, *hot_count;   /* per hot item: its index, first replica row, rows in all */
+    float *P, *Q, *user_bias;
+    float *item_bias;        /* LAC_MF_BIAS_STRIDE apart */
+    float *best;             /* P, Q, biases of the kept epoch, allocated on first keep */
+    int32_t *valid_user, *valid_item;
+    float *valid_rating;
+    double *sums;            /* LAC_MF_SSE_SLOTS training partial sums, then as many validation */
+};
+
+static lac_status replicas(lac_ctx_t ctx, lac_mf_state *s, int spread)
+{
+    return lac_mf_cuda_launch_replicas(ctx, s->hot_item, s->hot_first, s->hot_count, s->hot_items, s->Q, s->item_bias,
+                                       s->stride, spread);
+}
+
+static void free_state(lac_mf_state *s)
+{
+    if (!s) return;
+    void *ptrs[] = {s->code, s->rating, s->group_first_run, s->run_user, s->run_weight, s->hot_item, s->hot_first,
+                    s->hot_count, s->P, s->Q, s->user_bias, s->item_bias, s->best, s->valid_user, s->valid_item,
+                    s->valid_rating, s->sums};
+    for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
+        if (ptrs[i]) cudaFree(ptrs[i]);
+    free(s);
+}
+
+template <typename T>
+static lac_status upload(lac_ctx_t ctx, T **dst, const T *src, size_t count)
+{
+    size_t bytes = (count ? count : 1) * sizeof(T);
+    LAC_CUDA_CHECK(ctx, cudaMalloc((void **)dst, bytes));
+    if (count) LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(*dst, src, count * sizeof(T), cudaMemcpyHostToDevice, ctx->cuda->stream));
+    return LAC_SUCCESS;
+}
+
+/* A tuning knob: its value when it is a whole number >= 1, else fallback. */
+static int64_t knob(lac_ctx_t ctx, lac_knob which, int64_t fallback)
+{
+    int64_t v = lac_knob_int(ctx, which, fallback);
+    return v >= 1 ? v : fallback;
+}
+
+/* The schedule's arrays and the factors on the device. */
+static lac_status upload_all(lac_ctx_t ctx, lac_mf_state *s, const lac_mf_call *call, const lac_mf_schedule *sch)
+{
+    const lac_mf_factors *f = &call->factors;
+    size_t pu = (size_t)s->num_users * (size_t)s->stride, qi = (size_t)s->num_items * (size_t)s->stride;
+    size_t rows_q = (size_t)s->rows * (size_t)s->stride;
+    size_t cells = (size_t)s->groups * (size_t)s->steps;
+    cudaStream_t stream = ctx->cuda->stream;
+    LAC_CHECK(upload(ctx, &s->code, (const int32_t *)sch->code, cells));
+    LAC_CHECK(upload(ctx, &s->rating, (const float *)sch->rating, cells));
+    LAC_CHECK(upload(ctx, &s->group_first_run, (const int64_t *)sch->group_first_run, (size_t)s->groups));
+    LAC_CHECK(upload(ctx, &s->run_user, (const int32_t *)sch->run_user, (size_t)s->runs));
+    LAC_CHECK(upload(ctx, &s->run_weight, (const float *)sch->run_weight, (size_t)s->runs));
+    LAC_CHECK(upload(ctx, &s->P, (const float *)f->P, pu));
+    LAC_CUDA_CHECK(ctx, cudaMalloc((void **)&s->Q, (rows_q ? rows_q : 1) * sizeof(float)));
+    if (qi) LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(s->Q, f->Q, qi * sizeof(float), cudaMemcpyHostToDevice, stream));
+    LAC_CHECK(upload(ctx, &s->user_bias, (const float *)f->user_bias, (size_t)s->num_users));
+    LAC_CUDA_CHECK(ctx, cudaMalloc((void **)&s->item_bias, ((size_t)s->rows + 1) * LAC_MF_BIAS_STRIDE * sizeof(float)));
+    if (s->num_items)
+        LAC_CUDA_CHECK(ctx, cudaMemcpy2DAsync(s->item_bias, LAC_MF_BIAS_STRIDE * sizeof(float), f->item_bias,
+                                              sizeof(float), sizeof(float), (size_t)s->num_items,
+                                              cudaMemcpyHostToDevice, stream));
+    LAC_CHECK(upload(ctx, &s->hot_item, (const int32_t *)sch->hot_item, (size_t)s->hot_items));
+    LAC_CHECK(upload(ctx, &s->hot_first, (const int32_t *)sch->hot_first, (size_t)s->hot_items));
+    LAC_CHECK(upload(ctx, &s->hot_count, (const int32_t *)sch->hot_count, (size_t)s->hot_items));
+    LAC_CHECK(replicas(ctx, s, 1));
+    if (call->valid) {
+        s->valid_count = call->valid->count;
+        LAC_CHECK(upload(ctx, &s->valid_user, (const int32_t *)call->valid->user, (size_t)s->valid_count));
+        LAC_CHECK(upload(ctx, &s->valid_item, (const int32_t *)call->valid->item, (size_t)s->valid_count));
+        LAC_CHECK(upload(ctx, &s->valid_rating, (const float *)call->valid->val, (size_t)s->valid_count));
+    }
+    LAC_CUDA_CHECK(ctx, cudaMalloc((void **)&s->sums, 2 * LAC_MF_SSE_SLOTS * sizeof(double)));
+    /* the host arrays must outlive the asynchronous copies */
+    LAC_CUDA_CHECK(ctx, cudaStreamSynchronize(stream));
+    return LAC_SUCCESS;
+}
+
+static lac_status cuda_begin(lac_ctx_t ctx, const lac_mf_call *call, lac_mf_state **out)
+{
+    LAC_CHECK(lac_cuda_use_device(ctx));
+    const lac_mf_data *d = call->data;
+    const lac_mf_factors *f = &call->factors;
+    if (d->num_items > LAC_MF_ITEM_MASK)
+        return lac_error(ctx, LAC_ERR_UNSUPPORTED, "mf CUDA: %lld items, more than the %d the schedule can index",
+                         (long long)d->num_items, LAC_MF_ITEM_MASK);
+    lac_mf_state *s = (lac_mf_state *)calloc(1, sizeof *s);
+    if (!s) return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "out of host memory for the CUDA mf state");
+    s->call = *call;
+    s->num_users = d->num_users;
+    s->num_items = d->num_items;
+    s->nnz = d->nnz;
+    s->k = f->k;
+    s->stride = f->stride;
+    s->mean = (float)f->mean;
+    s->lambda = (float)call->lambda;
+    s->lambda_bias = (float)call->lambda_bias;
+    s->use_bias = call->use_bias;
+    s->rating_min = f->rating_min;
+    s->rating_max = f->rating_max;
+    lac_status st = LAC_SUCCESS;
+    lac_mf_schedule sch;
+    memset(&sch, 0, sizeof sch);
+    int per_sm = 0;
+
+    /* the kernel and the number of groups in flight */
+    s->kernel = lac_mf_cuda_choose_kernel(s->stride / 4, (int)knob(ctx, LAC_KNOB_MF_CUDA_LANES, 0),
+                                          (int)knob(ctx, LAC_KNOB_MF_CUDA_AHEAD, 1));
+    LAC_CHECK_GOTO(lac_mf_cuda_occupancy(ctx, &s->kernel, &per_sm), st, fail);
+    {
+        int64_t resident = (int64_t)(per_sm > 0 ? per_sm : 1) * ctx->cuda->prop.multiProcessorCount;
+        int64_t want = knob(ctx, LAC_KNOB_MF_CUDA_GROUPS, d->nnz / LAC_MF_RATINGS_PER_GROUP);
+        int64_t blocks = lac_mf_schedule_blocks(want, s->kernel.groups_per_block, resident);
+        s->blocks = (unsigned)blocks;
+        s->groups = blocks * s->kernel.groups_per_block;
+    }
+    {
+        lac_mf_schedule_params sp;
+        sp.groups = s->groups;
+        sp.run_max = knob(ctx, LAC_KNOB_MF_CUDA_RUN_MAX, LAC_MF_RUN_MAX);
+        sp.hot = knob(ctx, LAC_KNOB_MF_CUDA_HOT, 0);
+        sp.replica_budget = ctx->cuda->prop.l2CacheSize / 3.0;
+        sp.row_bytes = (double)s->stride * sizeof(float);
+        sp.step_multiple = LAC_MF_CODE_AHEAD;
+        LAC_CHECK_GOTO(lac_mf_schedule_build(ctx, d, &sp, &sch), st, fail);
+    }
+    s->steps = sch.steps;
+    s->runs = sch.runs;
+    s->rows = sch.rows;
+    s->hot_items = sch.hot_items;
+    lac_log(ctx, LAC_LOG_INFO,
+            "mf CUDA: %d lanes a user, %lld groups in %u blocks, %lld runs (at most %lld ratings), %lld steps a "
+            "group (%.1f%% padding), %lld popular items (over %lld ratings) with %lld replica rows",
+            s->kernel.lanes, (long long)s->groups, s->blocks, (long long)s->runs, (long long)sch.run_max,
+            (long long)s->steps, 100.0 * (1.0 - (double)d->nnz / ((double)s->groups * (double)s->steps)),
+            (long long)s->hot_items, (long long)sch.hot, (long long)(s->rows - d->num_items));
+    LAC_CHECK_GOTO(upload_all(ctx, s, call, &sch), st, fail);
+fail:
+    if (st != LAC_SUCCESS) cudaStreamSynchronize(ctx->cuda->stream);
+    lac_mf_schedule_free(&sch);
+    if (st != LAC_SUCCESS) {
+        free_state(s);
+        return st;
+    }
+    *out = s;
+    return LAC_SUCCESS;
+}
+
+/* The sum of LAC_MF_SSE_SLOTS partial sums on the device, in slot order. */
+static lac_status sum_slots(lac_ctx_t ctx, const double *slots, double *sum)
+{
+    cudaStream_t stream = ctx->cuda->stream;
+    double part[LAC_MF_SSE_SLOTS], total = 0.0;
+    LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(part, slots, sizeof part, cudaMemcpyDeviceToHost, stream));
+    LAC_CUDA_CHECK(ctx, cudaStreamSynchronize(stream));
+    for (int i = 0; i < LAC_MF_SSE_SLOTS; i++) total += part[i];
+    *sum = total;
+    return LAC_SUCCESS;
+}
+
+static lac_status cuda_epoch(lac_ctx_t ctx, lac_mf_state *s, float lr, int epoch, double *train_sse)
+{
+    (void)epoch;
+    cudaStream_t stream = ctx->cuda->stream;
+    LAC_CUDA_CHECK(ctx, cudaMemsetAsync(s->sums, 0, LAC_MF_SSE_SLOTS * sizeof(double), stream));
+    if (s->runs > 0) {
+        lac_mf_cuda_epoch_args a;
+        a.code = s->code;
+        a.rating = s->rating;
+        a.group_first_run = s->group_first_run;
+        a.run_user = s->run_user;
+        a.run_weight = s->run_weight;
+        a.steps = s->steps;
+        a.P = s->P;
+        a.Q = s->Q;
+        a.user_bias = s->user_bias;
+        a.item_bias = s->item_bias;
+        a.stride = s->stride;
+        a.mean = s->mean;
+        a.lr = lr;
+        a.shrink = 1.0f - lr * s->lambda;
+        a.shrink_b = 1.0f - lr * s->lambda_bias;
+        a.use_bias = s->use_bias;
+        a.sse = s->sums;
+        LAC_CHECK(lac_mf_cuda_launch_epoch(ctx, &s->kernel, s->blocks, &a));
+        LAC_CHECK(replicas(ctx, s, 0));
+    }
+    return sum_slots(ctx, s->sums, train_sse);
+}
+
+static lac_status cuda_valid_rmse(lac_ctx_t ctx, lac_mf_state *s, double *rmse)
+{
+    cudaStream_t stream = ctx->cuda->stream;
+    if (s->valid_count == 0) {
+        *rmse = NAN;
+        return LAC_SUCCESS;
+    }
+    double *sums = s->sums + LAC_MF_SSE_SLOTS;
+    LAC_CUDA_CHECK(ctx, cudaMemsetAsync(sums, 0, LAC_MF_SSE_SLOTS * sizeof(double), stream));
+    LAC_CHECK(lac_mf_cuda_launch_validation(ctx, s->valid_user, s->valid_item, s->valid_rating, s->valid_count, s->P,
+                                            s->Q, s->user_bias, s->item_bias, s->k, s->stride, s->mean, s->rating_min,
+                                            s->rating_max, sums));
+    double sse = 0.0;
+    LAC_CHECK(sum_slots(ctx, sums, &sse));
+    *rmse = sqrt(sse / (double)s->valid_count);
+    return LAC_SUCCESS;
+}
+
+static lac_status cuda_keep(lac_ctx_t ctx, lac_mf_state *s, int restore)
+{
+    size_t pu = (size_t)s->num_users * (size_t)s->stride, qi = (size_t)s->num_items * (size_t)s->stride;
+    size_t total = pu + qi + (size_t)s->num_users + (size_t)s->num_items * LAC_MF_BIAS_STRIDE;
+    if (!s->best) {
+        if (restore) return lac_error(ctx, LAC_ERR_INTERNAL, "mf CUDA: restore without a kept epoch");
+        LAC_CUDA_CHECK(ctx, cudaMalloc((void **)&s->best, total * sizeof(float) + 4));
+    }
+    float *parts[4] = {s->P, s->Q, s->user_bias, s->item_bias};
+    size_t sizes[4] = {pu, qi, (size_t)s->num_users, (size_t)s->num_items * LAC_MF_BIAS_STRIDE};
+    size_t at = 0;
+    for (int i = 0; i < 4; i++) {
+        float *kept = s->best + at;
+        if (sizes[i])
+            LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(restore ? parts[i] : kept, restore ? kept : parts[i],
+                                                sizes[i] * sizeof(float), cudaMemcpyDeviceToDevice, ctx->cuda->stream));
+        at += sizes[i];
+    }
+    return restore ? replicas(ctx, s, 1) : LAC_SUCCESS;
+}
+
+static lac_status cuda_download(lac_ctx_t ctx, lac_mf_state *s)
+{
+    cudaStream_t stream = ctx->cuda->stream;
+    const lac_mf_factors *f = &s->call.factors;
+    size_t pu = (size_t)s->num_users * (size_t)s->stride, qi = (size_t)s->num_items * (size_t)s->stride;
+    if (pu) LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(f->P, s->P, pu * sizeof(float), cudaMemcpyDeviceToHost, stream));
+    if (qi) LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(f->Q, s->Q, qi * sizeof(float), cudaMemcpyDeviceToHost, stream));
+    if (s->num_users)
+        LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(f->user_bias, s->user_bias, (size_t)s->num_users * sizeof(float),
+                                            cudaMemcpyDeviceToHost, stream));
+    if (s->num_items)
+        LAC_CUDA_CHECK(ctx, cudaMemcpy2DAsync(f->item_bias, sizeof(float), s->item_bias,
+                                              LAC_MF_BIAS_STRIDE * sizeof(float), sizeof(float), (size_t)s->num_items,
+                                              cudaMemcpyDeviceToHost, stream));
+    LAC_CUDA_CHECK(ctx, cudaStreamSynchronize(stream));
+    return LAC_SUCCESS;
+}
+
+static void cuda_end(lac_ctx_t ctx, lac_mf_state *s)
+{
+    if (!s) return;
+    cudaStreamSynchronize(ctx->cuda->stream);
+    free_state(s);
+}
+
+extern "C" const lac_mf_backend lac_mf_cuda_table = {
+    "cuda", 0, cuda_begin, cuda_epoch, cuda_valid_rmse, cuda_keep, cuda_download, cuda_end,
+};

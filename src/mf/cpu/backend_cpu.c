@@ -1,0 +1,183 @@
+/* The CPU backend's table: the ratings laid out block by block for the
+ * epochs of sgd_cpu.c, validation on the host, the kept epoch as a host copy.
+ * The factors are the model's own arrays, trained in place. Two schedules
+ * (the layout serves both):
+ *  - Hogwild (default): one block; threads take whole users in count order, a
+ *    chunk at a time, and share V without locks, as the CUSGD++ lane groups do.
+ *  - deterministic: a B x B grid of blocks (users x items), LIBMF/DSGD style,
+ *    B = 2 x threads, users and items dealt to it by src/mf/schedule.c. */
+#include "mf/cpu/mf_cpu.h"
+#include "mf/schedule.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void cpu_end(lac_ctx_t ctx, lac_mf_state *s)
+{
+    (void)ctx;
+    if (!s) return;
+    free(s->block_seg);
+    free(s->seg_user);
+    free(s->seg_start);
+    free(s->item);
+    free(s->val);
+    free(s->block_sse);
+    free(s->chunk_sse);
+    free(s->stratum_order);
+    for (int i = 0; i < 4; i++) free(s->kept[i]);
+    free(s);
+}
+
+/* Each user's ratings split by column block: counted (fill 0) or written in
+ * block order (fill 1). A block's segments are its users in count order. */
+static void place_rows(lac_mf_state *s, const lac_mf_data *d, const int32_t *row_block, const int32_t *col_block,
+                       int64_t *cnt, int64_t *segs, int64_t *row_cnt, int64_t *write_at, int fill)
+{
+    int B = s->blocks;
+    for (int64_t r = 0; r < d->num_users; r++) {
+        int32_t u = d->row_order[r];
+        int64_t base = (int64_t)row_block[u] * B;
+        for (int c = 0; c < B; c++) row_cnt[c] = 0;
+        for (int64_t a = d->row_start[u]; a < d->row_start[u + 1]; a++) row_cnt[col_block[d->col[a]]]++;
+        for (int c = 0; c < B; c++) {
+            if (!row_cnt[c]) continue;
+            if (!fill) {
+                cnt[base + c] += row_cnt[c];
+                segs[base + c]++;
+                continue;
+            }
+            int64_t sg = segs[base + c]++;
+            s->seg_user[sg] = u;
+            s->seg_start[sg] = cnt[base + c];
+            write_at[c] = cnt[base + c];
+            cnt[base + c] += row_cnt[c];
+        }
+        if (!fill) continue;
+        for (int64_t a = d->row_start[u]; a < d->row_start[u + 1]; a++) {
+            int32_t j = d->col[a];
+            int64_t at = write_at[col_block[j]]++;
+            s->item[at] = j;
+            s->val[at] = d->val[a];
+        }
+    }
+}
+
+static lac_status cpu_begin(lac_ctx_t ctx, const lac_mf_call *call, lac_mf_state **out)
+{
+    const lac_mf_data *d = call->data;
+    lac_mf_state *s = lac_calloc(ctx, 1, sizeof *s);
+    if (!s) return LAC_ERR_OUT_OF_MEMORY;
+    s->call = *call;
+    s->threads = lac_threads(ctx);
+    /* Deterministic: B = 2 blocks per thread and side balance the strata.
+     * Otherwise one block: users whole, shared by the threads (Hogwild). */
+    s->blocks = (s->threads == 1 || !call->deterministic) ? 1 : 2 * s->threads;
+    int B = s->blocks;
+    int64_t nb = (int64_t)B * B, nu = d->num_users, ni = d->num_items;
+    lac_status st = LAC_SUCCESS;
+    int32_t *row_block = lac_malloc(ctx, (size_t)(nu ? nu : 1) * sizeof *row_block);
+    int32_t *col_block = lac_malloc(ctx, (size_t)(ni ? ni : 1) * sizeof *col_block);
+    int64_t *cnt = lac_calloc(ctx, (size_t)nb, sizeof *cnt);
+    int64_t *segs = lac_calloc(ctx, (size_t)nb, sizeof *segs);
+    int64_t *row_cnt = lac_malloc(ctx, (size_t)B * sizeof *row_cnt);
+    int64_t *write_at = lac_malloc(ctx, (size_t)B * sizeof *write_at);
+    s->block_seg = lac_calloc(ctx, (size_t)nb + 1, sizeof *s->block_seg);
+    s->block_sse = lac_calloc(ctx, (size_t)nb, sizeof *s->block_sse);
+    s->stratum_order = lac_malloc(ctx, (size_t)B * sizeof *s->stratum_order);
+    s->item = lac_malloc(ctx, (size_t)(d->nnz ? d->nnz : 1) * sizeof *s->item);
+    s->val = lac_malloc(ctx, (size_t)(d->nnz ? d->nnz : 1) * sizeof *s->val);
+    if (!row_block || !col_block || !cnt || !segs || !row_cnt || !write_at || !s->block_seg || !s->block_sse ||
+        !s->stratum_order || !s->item || !s->val) {
+        st = LAC_ERR_OUT_OF_MEMORY;
+        goto done;
+    }
+    LAC_CHECK_GOTO(lac_mf_deal_blocks(ctx, d, B, row_block, col_block), st, done);
+
+    /* counting pass: ratings and user segments per block */
+    place_rows(s, d, row_block, col_block, cnt, segs, row_cnt, write_at, 0);
+    int64_t total_segs = 0;
+    for (int64_t b = 0; b < nb; b++) {
+        s->block_seg[b] = total_segs;
+        total_segs += segs[b];
+    }
+    s->block_seg[nb] = total_segs;
+    s->seg_user = lac_malloc(ctx, (size_t)(total_segs ? total_segs : 1) * sizeof *s->seg_user);
+    s->seg_start = lac_malloc(ctx, ((size_t)total_segs + 1) * sizeof *s->seg_start);
+    if (!s->seg_user || !s->seg_start) {
+        st = LAC_ERR_OUT_OF_MEMORY;
+        goto done;
+    }
+    {   /* fill pass: block b's ratings start at the sum of the earlier blocks' */
+        int64_t acc = 0;
+        for (int64_t b = 0; b < nb; b++) {
+            int64_t c = cnt[b];
+            cnt[b] = acc;   /* now: the next rating of block b */
+            acc += c;
+            segs[b] = s->block_seg[b];   /* now: the next segment of block b */
+        }
+        place_rows(s, d, row_block, col_block, cnt, segs, row_cnt, write_at, 1);
+        s->seg_start[total_segs] = d->nnz;
+    }
+    s->chunk_sse = lac_calloc(ctx, (size_t)(total_segs / LAC_MF_HOGWILD_CHUNK + 1), sizeof *s->chunk_sse);
+    if (!s->chunk_sse) {
+        st = LAC_ERR_OUT_OF_MEMORY;
+        goto done;
+    }
+    if (call->valid) {   /* room to keep the best epoch */
+        const lac_mf_factors *f = &call->factors;
+        size_t sizes[4] = {(size_t)f->num_users * (size_t)f->stride, (size_t)f->num_items * (size_t)f->stride,
+                           (size_t)f->num_users, (size_t)f->num_items};
+        for (int i = 0; i < 4; i++)
+            if (!(s->kept[i] = lac_malloc(ctx, sizes[i] * sizeof(float) + 1))) {
+                st = LAC_ERR_OUT_OF_MEMORY;
+                goto done;
+            }
+    }
+done:
+    free(row_block);
+    free(col_block);
+    free(cnt);
+    free(segs);
+    free(row_cnt);
+    free(write_at);
+    if (st < 0) {
+        cpu_end(ctx, s);
+        return st;
+    }
+    *out = s;
+    return LAC_SUCCESS;
+}
+
+static lac_status cpu_valid_rmse(lac_ctx_t ctx, lac_mf_state *s, double *rmse)
+{
+    if (!s->call.valid) {
+        *rmse = NAN;
+        return LAC_SUCCESS;
+    }
+    return lac_mf_eval_factors(ctx, &s->call.factors, s->call.valid, NULL, rmse, NULL);
+}
+
+static lac_status cpu_keep(lac_ctx_t ctx, lac_mf_state *s, int restore)
+{
+    const lac_mf_factors *f = &s->call.factors;
+    if (!s->kept[0]) return lac_error(ctx, LAC_ERR_INTERNAL, "mf CPU: keep without validation");
+    float *parts[4] = {f->P, f->Q, f->user_bias, f->item_bias};
+    size_t sizes[4] = {(size_t)f->num_users * (size_t)f->stride, (size_t)f->num_items * (size_t)f->stride,
+                       (size_t)f->num_users, (size_t)f->num_items};
+    for (int i = 0; i < 4; i++)
+        memcpy(restore ? parts[i] : s->kept[i], restore ? s->kept[i] : parts[i], sizes[i] * sizeof(float));
+    return LAC_SUCCESS;
+}
+
+/* The factors are the model's own arrays: nothing to copy. */
+static lac_status cpu_download(lac_ctx_t ctx, lac_mf_state *s)
+{
+    (void)ctx;
+    (void)s;
+    return LAC_SUCCESS;
+}
+
+const lac_mf_backend lac_mf_cpu_backend = {
+    "cpu", 1, cpu_begin, lac_mf_cpu_epoch, cpu_valid_rmse, cpu_keep, cpu_download, cpu_end,
+};

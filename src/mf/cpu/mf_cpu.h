@@ -1,0 +1,28 @@
+/* The CPU backend of mf (src/mf/cpu/): its state for one training, shared by
+ * the layout and table (backend_cpu.c) and the SGD kernels (sgd_cpu.c). */
+#ifndef LACUNA_MF_CPU_H
+#define LACUNA_MF_CPU_H
+
+#include "mf/mf_backend.h"
+
+#define LAC_MF_HOGWILD_CHUNK 64   /* users a thread takes at a time (Hogwild schedule) */
+
+struct lac_mf_state {
+    lac_mf_call call;         /* the factors are trained in place */
+    int blocks;               /* B: 1 (Hogwild) or 2 x threads (deterministic) */
+    int threads;
+    int64_t *block_seg;       /* B*B + 1: segments of block b */
+    int32_t *seg_user;        /* per segment: its user */
+    int64_t *seg_start;       /* segments + 1: ratings of segment s */
+    int32_t *item;            /* ratings in block order */
+    float *val;
+    double *block_sse;        /* per block, summed in a fixed order */
+    double *chunk_sse;        /* per chunk of users (Hogwild schedule) */
+    int *stratum_order;       /* this epoch's stratum order */
+    float *kept[4];           /* P, Q, b, bhat of the kept epoch (with validation) */
+};
+
+/* One epoch of update rule (5) over the block grid (sgd_cpu.c). */
+lac_status lac_mf_cpu_epoch(lac_ctx_t ctx, lac_mf_state *state, float learning_rate, int epoch, double *train_sse);
+
+#endif

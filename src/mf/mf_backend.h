@@ -1,0 +1,131 @@
+/* The contract between the mf front end (src/mf/train.c: checks, model set-up,
+ * the epoch loop, early stopping) and its backends: the CPU one in src/mf/cpu/
+ * and CUSGD++ in src/backend/cuda/mf/. It holds what a backend is handed:
+ *   lac_mf_data     the training ratings grouped by user (CSR, 32-bit item
+ *                   indices), duplicates resolved, rows listed by rating count;
+ *   lac_mf_eval     an evaluation set in the model's dense indices;
+ *   lac_mf_factors  the model's trainable arrays (borrowed) and their shapes;
+ *   lac_mf_call     all of it with the hyper-parameters;
+ * and the backend table. A backend sees nothing of struct lac_mf_model, the id
+ * maps or the rating files. How a backend walks the data (the work deal, hot
+ * item replicas, the stream order) is in src/mf/schedule.h, shared by both. */
+#ifndef LACUNA_MF_BACKEND_H
+#define LACUNA_MF_BACKEND_H
+
+#include "core/internal.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Factor rows are padded to a multiple of this many floats (64 bytes) and
+ * 64-byte aligned, so that vector loops need no tails; the padding stays 0. */
+#define LAC_MF_ROW_ALIGN 16
+
+typedef struct {
+    int64_t num_users, num_items, nnz;
+    int64_t *row_start;       /* num_users + 1 */
+    int32_t *col;             /* nnz item indices, in read order within a row */
+    float *val;               /* nnz ratings */
+    int32_t *row_order;       /* users by rating count, most first (ties: index) */
+    int64_t duplicates;       /* (user, item) pairs dropped: the last rating kept */
+    double mean;              /* mu */
+    float min, max;
+} lac_mf_data;
+
+/* Ratings of some file mapped into a model's dense indices; -1 for an id the
+ * model has not seen. */
+typedef struct {
+    int64_t count;
+    int32_t *user, *item;
+    float *val;
+    int64_t unknown;          /* ratings with an unseen user or item */
+} lac_mf_eval;
+
+/* A model's trainable arrays and what is needed to read them: P (num_users x
+ * stride), Q (num_items x stride), b_i, bhat_j; mu and the rating range. */
+typedef struct {
+    int64_t num_users, num_items;
+    int k, stride;            /* stride: k rounded up to LAC_MF_ROW_ALIGN */
+    float *P, *Q, *user_bias, *item_bias;
+    double mean;              /* mu (0 without biases) */
+    float rating_min, rating_max;   /* predictions are clamped to this range */
+} lac_mf_factors;
+
+/* One training, as a backend receives it. The front end keeps everything it
+ * points to alive until the backend's end. */
+typedef struct {
+    const lac_mf_data *data;
+    const lac_mf_eval *valid; /* may be NULL */
+    lac_mf_factors factors;   /* initial values in; the trained ones after download */
+    double lambda, lambda_bias;
+    int use_bias;
+    int deterministic;        /* the result depends only on the seed (and threads) */
+    uint64_t seed;
+} lac_mf_call;
+
+/* Each backend's own state for one training (defined by the backend). */
+typedef struct lac_mf_state lac_mf_state;
+
+typedef struct {
+    const char *name;
+    int deterministic;        /* can train with call->deterministic */
+    /* Sets up the training: layout, schedule, device copies. */
+    lac_status (*begin)(lac_ctx_t ctx, const lac_mf_call *call, lac_mf_state **state);
+    /* One epoch of update rule (5) at learning_rate (epoch counts from 0);
+     * *train_sse: the sum of squared errors seen before each update
+     * (LIBMF's running training loss). */
+    lac_status (*epoch)(lac_ctx_t ctx, lac_mf_state *state, float learning_rate, int epoch, double *train_sse);
+    /* RMSE of the current factors on call->valid (NaN when it is empty). */
+    lac_status (*valid_rmse)(lac_ctx_t ctx, lac_mf_state *state, double *rmse);
+    /* Keeps the current factors (restore 0) or brings the kept ones back (1). */
+    lac_status (*keep)(lac_ctx_t ctx, lac_mf_state *state, int restore);
+    /* Leaves the trained factors in call->factors' arrays. */
+    lac_status (*download)(lac_ctx_t ctx, lac_mf_state *state);
+    /* Frees the state; accepts NULL. */
+    void (*end)(lac_ctx_t ctx, lac_mf_state *state);
+} lac_mf_backend;
+
+/* The CPU backend (src/mf/cpu/), always built. */
+extern const lac_mf_backend lac_mf_cpu_backend;
+
+/* The CUDA backend (src/backend/cuda/mf/), handed out by the CUDA gateway;
+ * NULL without CUDA in the build. */
+#ifdef LACUNA_HAVE_CUDA
+const lac_mf_backend *lac_mf_backend_cuda(void);
+#else
+static inline const lac_mf_backend *lac_mf_backend_cuda(void) { return NULL; }
+#endif
+
+/* The prediction rule without clamping, mu + b_i + bhat_j + u_i . v_j, for
+ * users/items -1 (unknown) the known terms only. */
+static inline float lac_mf_rule(double mean, const float *P, const float *Q, const float *user_bias,
+                                const float *item_bias, int k, int stride, int64_t u, int64_t j)
+{
+    float s = (float)mean;
+    if (u >= 0) s += user_bias[u];
+    if (j >= 0) s += item_bias[j];
+    if (u >= 0 && j >= 0) {
+        const float *p = P + u * stride, *q = Q + j * stride;
+        float dot = 0.0f;
+        for (int f = 0; f < k; f++) dot += p[f] * q[f];
+        s += dot;
+    }
+    return s;
+}
+
+static inline float lac_mf_factors_score(const lac_mf_factors *m, int64_t u, int64_t j)
+{
+    return lac_mf_rule(m->mean, m->P, m->Q, m->user_bias, m->item_bias, m->k, m->stride, u, j);
+}
+
+/* Host predictions of an evaluation set (clamped to the rating range), with
+ * RMSE and MAE; any output may be NULL. Fixed-order sums: the same result for
+ * any thread count (src/mf/eval.c). */
+lac_status lac_mf_eval_factors(lac_ctx_t ctx, const lac_mf_factors *m, const lac_mf_eval *eval, float *predictions,
+                               double *rmse, double *mae);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

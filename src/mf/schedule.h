@@ -1,0 +1,102 @@
+/* The SGD schedule of mf: how a backend deals the training ratings out, apart
+ * from the update kernels that walk them (LIBMF keeps its scheduler apart the
+ * same way), so that it runs and is tested on the CPU (tests/test_mf_schedule.c).
+ * Plain C, host only.
+ *
+ * CUDA (CUSGD++, src/backend/cuda/mf/): users in order of rating count,
+ * heaviest first; a row longer than run_max cut into runs; runs dealt longest
+ * first, each to the least loaded lane group (LPT); each group's runs laid out
+ * as one stream, padded to one common length, with a flag on a run's first
+ * rating; popular items given replica rows that the groups share out.
+ * CPU (src/mf/cpu/): users and items dealt round-robin in count order to the
+ * B x B block grid of the deterministic mode, and a seeded stratum order. */
+#ifndef LACUNA_MF_SCHEDULE_H
+#define LACUNA_MF_SCHEDULE_H
+
+#include "mf/mf_backend.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A stream cell: the item row (the item's own or a replica) in the low 30
+ * bits, LAC_MF_RUN_START on the first rating of a run; LAC_MF_PAD after a
+ * group's last run. */
+#define LAC_MF_RUN_START 0x40000000
+#define LAC_MF_ITEM_MASK 0x3fffffff
+#define LAC_MF_PAD (-1)
+
+#define LAC_MF_RUN_MAX 512            /* ratings a run at most (default); longer rows are split */
+#define LAC_MF_HOT_RATINGS 512        /* ratings an epoch a row of a popular item, at least */
+#define LAC_MF_MAX_REPLICAS 256       /* rows of one item at most */
+/* Groups in flight: each gets at least this many ratings an epoch. Every
+ * group updates v_j without locks, and the groups that meet on a popular
+ * item overwrite each other's updates; fewer, longer streams lose fewer
+ * (measured, MovieLens-10M shape: 16,384 groups instead of 8,688 were 4%
+ * faster and 0.0005 worse in validation RMSE after 15 epochs). */
+#define LAC_MF_RATINGS_PER_GROUP 1024
+
+typedef struct {
+    int64_t groups;           /* lane groups (streams), >= 1 */
+    int64_t run_max;          /* ratings a run at most; cut to half a group's share (not under 32) */
+    int64_t hot;              /* ratings a replica row; 0: chosen against replica_budget */
+    double replica_budget;    /* bytes the replica rows may take (hot 0) */
+    double row_bytes;         /* bytes of one item row */
+    int64_t step_multiple;    /* streams padded to a multiple of this many steps */
+} lac_mf_schedule_params;
+
+/* The deal for one training. Runs are numbered in stream order: group g's
+ * runs are group_first_run[g] .. group_first_run[g + 1] - 1, in the order
+ * they appear in its stream. */
+typedef struct {
+    int64_t groups, steps;    /* streams, and steps each (a multiple of step_multiple) */
+    int64_t runs, run_max, hot;   /* hot: the threshold used (no replicas under it) */
+    int64_t rows;             /* item rows: the num_items own rows, then the replicas */
+    int64_t hot_items;        /* items with replicas */
+    int32_t *code;            /* groups x steps stream cells */
+    float *rating;            /* groups x steps (0 in padding) */
+    int64_t *group_first_run; /* groups + 1 */
+    int32_t *run_user;        /* runs: the user */
+    float *run_weight;        /* runs: 1 for a whole row, else the run's share of it */
+    int32_t *hot_item;        /* hot_items: the item, */
+    int32_t *hot_first;       /* its first replica row (replica r >= 1 is row hot_first + r - 1), */
+    int32_t *hot_count;       /* its rows in all (own + replicas) */
+} lac_mf_schedule;
+
+/* Builds the CUSGD++ deal of d. Every rating is in exactly one run and one
+ * stream cell; runs are whole rows or pieces of run_max ratings (the last one
+ * shorter), and every group's load is within the longest run of every other
+ * group's (LPT). An item of c ratings gets min(ceil(c / hot), 256, groups)
+ * rows, and group g updates row g mod that count. */
+lac_status lac_mf_schedule_build(lac_ctx_t ctx, const lac_mf_data *d, const lac_mf_schedule_params *p,
+                                 lac_mf_schedule *out);
+void lac_mf_schedule_free(lac_mf_schedule *s);
+
+/* Blocks of per_block groups to start for `want` groups: rounded up to whole
+ * blocks, at most `resident` (one wave: no block waits for another), at least one. */
+int64_t lac_mf_schedule_blocks(int64_t want, int64_t per_block, int64_t resident);
+
+/* Rows (the item's own and its replicas) for an item of `count` ratings. */
+int64_t lac_mf_replica_rows(int64_t count, int64_t hot, int64_t groups);
+
+/* Longest processing time first: item i (of length len[i], in the order
+ * given) to the least loaded group, ties to the lowest group. load (groups)
+ * ends with each group's load; heap (groups) is scratch. */
+void lac_mf_deal_lpt(const int64_t *len, int64_t n, int64_t groups, int64_t *load, int64_t *heap, int64_t *group_of);
+
+/* order: 0..n-1 by count, most first; ties keep index order (a counting sort). */
+lac_status lac_mf_order_by_count(lac_ctx_t ctx, const int64_t *count, int64_t n, int64_t *order);
+
+/* The deterministic CPU grid: users dealt round-robin in rating-count order to
+ * `blocks` row blocks, items by rating count likewise to column blocks, so
+ * blocks hold about the same number of ratings. */
+lac_status lac_mf_deal_blocks(lac_ctx_t ctx, const lac_mf_data *d, int blocks, int32_t *row_block, int32_t *col_block);
+
+/* The order of the B strata in an epoch: a seeded shuffle of 0..B-1, the same
+ * for a seed and epoch in any run. */
+void lac_mf_stratum_order(uint64_t seed, int epoch, int blocks, int *order);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
