@@ -14,7 +14,7 @@
 #define LACUNA_MF_INTERNAL_H
 
 #include "core/internal.h"
-#include "io/ratings_internal.h"
+#include "data/ratings.h"
 #include "mf/mf_backend.h"
 
 #ifdef __cplusplus

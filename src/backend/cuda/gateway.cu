@@ -2,6 +2,7 @@
  * out tables (the device table here; each capability's beside it) and nothing
  * else; front ends pick a table and call it. */
 #include "backend/cuda/cuda_internal.h"
+#include "impute/impute_backend.h"
 #include "map/map_backend.h"
 #include "mf/mf_backend.h"
 
@@ -29,3 +30,7 @@ extern "C" const lac_map_backend *lac_map_backend_cuda(void) { return &lac_map_c
 /* mf: src/backend/cuda/mf/ (mf_sgd.cu). */
 extern "C" const lac_mf_backend lac_mf_cuda_table;
 extern "C" const lac_mf_backend *lac_mf_backend_cuda(void) { return &lac_mf_cuda_table; }
+
+/* impute: no CUDA table yet (the issue "impute on GPUs" adds src/backend/cuda/impute/);
+ * NULL makes the front end refuse an explicit CUDA context and run AUTO on the CPU. */
+extern "C" const lac_impute_backend *lac_impute_backend_cuda(void) { return NULL; }
