@@ -26,18 +26,11 @@ static lac_mf_gen_params mf_gen_defaults(void)
     return p;
 }
 
-void lac_mf_gen_params_init(lac_mf_gen_params *params, size_t struct_size)
-{
-    lac_mf_gen_params d = mf_gen_defaults();
-    lac_params_fill(params, struct_size, &d, sizeof d);
-}
+LAC_PARAMS_INIT(lac_mf_gen_params, mf_gen_defaults())
 
 const char *lac_mf_gen_params_check(const lac_mf_gen_params *given)
 {
-    lac_mf_gen_params d = mf_gen_defaults(), adopted;
-    const char *why = lac_params_adopt(given, &d, sizeof d, &adopted);
-    if (why) return why;
-    const lac_mf_gen_params *p = &adopted;
+    LAC_PARAMS_CHECK_BEGIN(lac_mf_gen_params, given, mf_gen_defaults());
     if (p->users < 1 || p->users > INT32_MAX) return "users must be in [1, 2^31)";
     if (p->items < 2 || p->items > INT32_MAX) return "items must be in [2, 2^31)";
     if (p->ratings < 1) return "ratings must be >= 1";

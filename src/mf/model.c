@@ -25,18 +25,11 @@ static lac_mf_params mf_defaults(void)
     return p;
 }
 
-void lac_mf_params_init(lac_mf_params *params, size_t struct_size)
-{
-    lac_mf_params d = mf_defaults();
-    lac_params_fill(params, struct_size, &d, sizeof d);
-}
+LAC_PARAMS_INIT(lac_mf_params, mf_defaults())
 
 const char *lac_mf_params_check(const lac_mf_params *given)
 {
-    lac_mf_params d = mf_defaults(), adopted;
-    const char *why = lac_params_adopt(given, &d, sizeof d, &adopted);
-    if (why) return why;
-    const lac_mf_params *p = &adopted;
+    LAC_PARAMS_CHECK_BEGIN(lac_mf_params, given, mf_defaults());
     if (p->k < 1 || p->k > 4096) return "k (factors) must be in [1, 4096]";
     if (!(p->lambda >= 0) || !isfinite(p->lambda)) return "lambda must be finite and >= 0";
     if (!(p->lambda_bias >= 0) || !isfinite(p->lambda_bias)) return "lambda_bias must be finite and >= 0";

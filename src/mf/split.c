@@ -17,11 +17,7 @@ static lac_mf_split_params mf_split_defaults(void)
     return p;
 }
 
-void lac_mf_split_params_init(lac_mf_split_params *params, size_t struct_size)
-{
-    lac_mf_split_params d = mf_split_defaults();
-    lac_params_fill(params, struct_size, &d, sizeof d);
-}
+LAC_PARAMS_INIT(lac_mf_split_params, mf_split_defaults())
 
 static double unit(uint64_t seed, uint64_t i) { return (double)(lac_mix64(seed * 0x9e3779b97f4a7c15ull + i + 1) >> 11) * 0x1.0p-53; }
 
