@@ -208,14 +208,40 @@ LAC_API lac_status lac_memcpy(lac_ctx_t ctx, void *dst, lac_memory dst_memory, c
 /* ------------------------------------------------------------------------ */
 /* Files                                                                     */
 /* ------------------------------------------------------------------------ */
+/* Every file the library writes (lac_npy_save, lac_text_save,
+ * lac_ratings_write, lac_mf_model_save, lac_gft_save) is written atomically:
+ * into an unnamed temporary file in the target's folder (O_TMPFILE; a named
+ * "PATH.tmp.XXXXXX" where the file system has none, removed on failure and on
+ * SIGHUP/SIGINT/SIGQUIT/SIGPIPE/SIGTERM/SIGXFSZ when those signals have their
+ * default action), flushed, synced and renamed over the target. A failure
+ * leaves an existing file untouched, same bytes and same inode. A symbolic
+ * link is followed: the file it names is replaced and the link stays. "-"
+ * writes to standard output, and a path that names a device, FIFO or socket
+ * is written in place (never replaced by a regular file); neither can be
+ * taken back after a failure. A folder is LAC_ERR_IO.
+ *
+ * Output sets: between lac_outputs_begin and lac_outputs_commit, the files
+ * written through ctx are written and synced as they come but renamed over
+ * their targets only in lac_outputs_commit, all together, so that a run
+ * whose later step fails leaves every file that existed before it exactly as
+ * it was: lac_outputs_abort (and lac_ctx_destroy) removes them. Until then
+ * the targets still hold their old contents (an input read during the run is
+ * the old file). lac_outputs_commit names every file first and renames them
+ * after, so a full disk or a missing right fails before anything is
+ * replaced. Direct writes (standard output, devices, FIFOs) happen at once.
+ * lac_outputs_commit without an open set does nothing. */
+LAC_API lac_status lac_outputs_begin(lac_ctx_t ctx);
+LAC_API lac_status lac_outputs_commit(lac_ctx_t ctx);
+LAC_API void lac_outputs_abort(lac_ctx_t ctx);
+
 /* NumPy .npy: float32/float64/int32/int64/bool, little-endian, C order,
  * format versions 1.0, 2.0 and 3.0. Anything else is LAC_ERR_FORMAT with the
  * reason. LAC_NPY_MMAP maps the file read-only instead of reading it (for data
- * larger than memory; the array must then not be written). */
+ * larger than memory; the array must then not be written). A folder given as
+ * a file is LAC_ERR_ARGUMENT, for every reader. */
 #define LAC_NPY_MMAP 1u
 LAC_API lac_status lac_npy_load(lac_ctx_t ctx, const char *path, unsigned flags, lac_array *out);
-/* Writes atomically (temporary file + rename): a failure leaves no partial file
- * and an existing file at path untouched. Host arrays only. */
+/* Writes atomically (see "Files" above). Host arrays only. */
 LAC_API lac_status lac_npy_save(lac_ctx_t ctx, const char *path, const lac_array *a);
 
 /* Plain text columns: numbers separated by whitespace or commas, one row a line;
@@ -411,7 +437,8 @@ typedef struct lac_gft *lac_gft_t;
 
 LAC_API lac_status lac_gft_create(lac_ctx_t ctx, lac_graph_t graph, lac_dtype precision, lac_gft_t *out);
 /* A cache file: U and w with the graph's fingerprint, N and the precision,
- * written atomically. */
+ * written atomically (at once, even inside an output set). A path that holds
+ * something other than a basis cache is LAC_ERR_ARGUMENT, never replaced. */
 LAC_API lac_status lac_gft_save(lac_ctx_t ctx, lac_gft_t gft, const char *path);
 /* Loads a cache file and checks it against the graph and the precision (and
  * its own checksum): any mismatch is LAC_ERR_VALUE saying which, a damaged
@@ -419,7 +446,9 @@ LAC_API lac_status lac_gft_save(lac_ctx_t ctx, lac_gft_t gft, const char *path);
 LAC_API lac_status lac_gft_load(lac_ctx_t ctx, const char *path, lac_graph_t graph, lac_dtype precision, lac_gft_t *out);
 /* lac_gft_load when `path` holds a valid cache, else lac_gft_create and (when
  * path is not NULL) lac_gft_save; *from_cache (may be NULL) says which. A cache
- * that does not fit is logged and rebuilt; failing to write it is a warning. */
+ * that does not fit is logged and rebuilt; failing to write it is a warning.
+ * A path that holds something other than a basis cache (a tensor, a folder)
+ * is LAC_ERR_ARGUMENT before any work. */
 LAC_API lac_status lac_gft_load_or_create(lac_ctx_t ctx, lac_graph_t graph, lac_dtype precision, const char *path,
                                   lac_gft_t *out, int *from_cache);
 LAC_API void lac_gft_destroy(lac_gft_t *gft);

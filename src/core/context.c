@@ -92,6 +92,7 @@ lac_status lac_ctx_create(const lac_ctx_params *params, lac_ctx_t *out)
 void lac_ctx_destroy(lac_ctx_t *ctx)
 {
     if (!ctx || !*ctx) return;
+    if ((*ctx)->outputs && (*ctx)->outputs_abort) (*ctx)->outputs_abort(*ctx);   /* staged outputs are dropped */
     const lac_device_backend *device = lac_ctx_device(*ctx);
     if (device) device->ctx_fini(*ctx);
     lac_knobs_free(*ctx);

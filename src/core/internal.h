@@ -16,6 +16,7 @@ extern "C" {
 #define LAC_ERROR_MAX 1024
 
 struct lac_cuda_state;   /* owned by src/backend/cuda */
+struct lac_output_set;   /* owned by src/io (output_set.c) */
 
 struct lac_ctx {
     lac_ctx_params params;
@@ -28,6 +29,8 @@ struct lac_ctx {
     const char *knobs[LAC_KNOB_COUNT];   /* per-context overrides (core/knobs.h), or NULL */
     char *knob_text;              /* the overrides' storage */
     struct lac_cuda_state *cuda;  /* the device backend's state (streams, handles, caches); NULL on CPU */
+    struct lac_output_set *outputs;       /* the open output set (lac_outputs_begin), or NULL */
+    void (*outputs_abort)(lac_ctx_t ctx); /* set by src/io with it: drops it at lac_ctx_destroy */
 };
 
 /* Records "detail" as the last error of ctx (or of the thread when ctx is NULL),
@@ -111,6 +114,12 @@ lac_status lac_params_read(lac_ctx_t ctx, const char *what, const void *given, c
         LAC_CHECK(lac_params_read((ctx), (what), (name), &lac_d_, sizeof lac_d_, &name##_adopted_));     \
         name = &name##_adopted_;                                                                         \
     } while (0)
+
+/* This machine's memory in bytes (0 when unknown). Sizes that input files
+ * ask for (a header's vertex count) are checked against it before anything
+ * is allocated: a file that asks for more is an input error (LAC_ERR_UNSUPPORTED),
+ * not an allocation that fails. */
+double lac_host_memory(void);
 
 /* malloc that records LAC_ERR_OUT_OF_MEMORY with the size on failure. */
 void *lac_malloc(lac_ctx_t ctx, size_t bytes);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static _Thread_local char thread_last_error[LAC_ERROR_MAX];
 
@@ -49,6 +50,12 @@ void lac_clear_error(lac_ctx_t ctx)
 const char *lac_last_error(lac_ctx_t ctx)
 {
     return ctx ? ctx->last_error : thread_last_error;
+}
+
+double lac_host_memory(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? (double)pages * (double)page : 0;
 }
 
 void *lac_malloc(lac_ctx_t ctx, size_t bytes)

@@ -38,6 +38,15 @@ lac_status lac_graph_build(lac_ctx_t ctx, int64_t n, lac_graph_edge *edges, int6
 {
     lac_status st = LAC_SUCCESS;
     pair_line *lines = NULL;
+    /* n comes from a file's header or a caller: offsets and the builder's
+     * counts take 16 bytes a vertex before any edge. */
+    double memory = lac_host_memory();
+    if (memory > 0 && 16.0 * ((double)n + 1) > memory) {
+        free(ids);
+        return lac_error(ctx, LAC_ERR_UNSUPPORTED, "%s: a graph of %lld vertices needs %.3g GB, more than this machine's %.3g GB",
+                         input && input->source ? input->source : "graph", (long long)n, 16e-9 * ((double)n + 1),
+                         1e-9 * memory);
+    }
     struct lac_graph *g = lac_calloc(ctx, 1, sizeof *g);
     if (!g) {
         free(ids);

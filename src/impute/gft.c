@@ -56,6 +56,10 @@ lac_status lac_gft_create(lac_ctx_t ctx, lac_graph_t graph, lac_dtype precision,
     LAC_CHECK(lac_impute_backend_for(ctx, "the CUDA backend has no graph Fourier basis yet; use the CPU", NULL, &backend));
     int64_t n = lac_graph_num_vertices(graph);
     if (n < 1) return lac_error(ctx, LAC_ERR_VALUE, "the graph has no vertices");
+    double bytes = (double)n * (double)n * (double)lac_dtype_size(precision), memory = lac_host_memory();
+    if (memory > 0 && bytes > memory)
+        return lac_error(ctx, LAC_ERR_UNSUPPORTED, "the graph's %lld vertices need a %lld x %lld basis, %.3g GB, more than this "
+                         "machine's %.3g GB", (long long)n, (long long)n, (long long)n, 1e-9 * bytes, 1e-9 * memory);
     struct lac_gft *g = gft_alloc(ctx, n, precision);
     if (!g) return LAC_ERR_OUT_OF_MEMORY;
     double t0 = omp_get_wtime();
@@ -153,6 +157,8 @@ lac_status lac_gft_load_or_create(lac_ctx_t ctx, lac_graph_t graph, lac_dtype pr
     LAC_ARG_NOT_NULL(ctx, out);
     if (from_cache) *from_cache = 0;
     if (path) {
+        /* A file that is not a cache is refused before the work, not replaced after it. */
+        LAC_CHECK(lac_basis_cache_replaceable(ctx, path));
         struct stat sb;
         if (stat(path, &sb) == 0) {
             lac_status st = lac_gft_load(ctx, path, graph, precision, out);

@@ -46,9 +46,22 @@ static uint64_t checksum_update(uint64_t h, const void *data, size_t bytes)
     return h;
 }
 
+lac_status lac_basis_cache_replaceable(lac_ctx_t ctx, const char *path)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0) return LAC_SUCCESS;
+    unsigned char head[6] = {0};
+    FILE *fp = S_ISREG(sb.st_mode) ? fopen(path, "rb") : NULL;
+    size_t got = fp ? fread(head, 1, sizeof head, fp) : 0;
+    if (fp) fclose(fp);
+    if (got == sizeof head && memcmp(head, cache_magic, sizeof head) == 0) return LAC_SUCCESS;
+    return lac_error(ctx, LAC_ERR_ARGUMENT, "%s exists and is not a graph Fourier basis cache: not replacing it", path);
+}
+
 lac_status lac_basis_cache_write(lac_ctx_t ctx, const char *path, const lac_basis_cache_key *key,
                                  const double *eigenvalues, const void *vectors)
 {
+    LAC_CHECK(lac_basis_cache_replaceable(ctx, path));
     size_t esize = lac_dtype_size(key->precision);
     size_t vec_bytes = (size_t)key->n * (size_t)key->n * esize, val_bytes = (size_t)key->n * sizeof(double);
     unsigned char header[CACHE_HEADER];
@@ -68,14 +81,14 @@ lac_status lac_basis_cache_write(lac_ctx_t ctx, const char *path, const lac_basi
         lac_atomic_abort(&af);
         return lac_error(ctx, LAC_ERR_IO, "writing %s failed", path);
     }
-    return lac_atomic_commit(ctx, &af);
+    return lac_atomic_commit_now(ctx, &af);
 }
 
 lac_status lac_basis_cache_read(lac_ctx_t ctx, const char *path, const lac_basis_cache_key *key, double **eigenvalues,
                                 void **vectors)
 {
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return lac_error(ctx, LAC_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    FILE *fp;
+    LAC_CHECK(lac_open_input(ctx, path, &fp));
     lac_status st = LAC_SUCCESS;
     double *values = NULL;
     void *basis = NULL;

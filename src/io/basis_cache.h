@@ -17,8 +17,15 @@ typedef struct {
     uint64_t fingerprint;    /* the graph's (lac_graph_info.fingerprint) */
 } lac_basis_cache_key;
 
+/* Whether path may be written as a cache: it does not exist, or it is a
+ * regular file that starts as a basis cache does (any version). Anything
+ * else (a tensor, a model, a folder, a device) is LAC_ERR_ARGUMENT: a cache
+ * never replaces a file that is not one. */
+lac_status lac_basis_cache_replaceable(lac_ctx_t ctx, const char *path);
+
 /* Writes n float64 eigenvalues and the n x n vectors (column-major, in the
- * key's precision) atomically. */
+ * key's precision) atomically, after lac_basis_cache_replaceable; the file
+ * is kept even while an output set is open (it is not a run's output). */
 lac_status lac_basis_cache_write(lac_ctx_t ctx, const char *path, const lac_basis_cache_key *key,
                                  const double *eigenvalues, const void *vectors);
 

@@ -1,6 +1,7 @@
 /* lac_graph_load: its parameters, and the choice of reader (Matrix Market when
  * the file starts with %%MatrixMarket, else an edge list). */
 #include "io/graph_readers.h"
+#include "io/io_internal.h"
 
 #include <errno.h>
 #include <string.h>
@@ -26,8 +27,8 @@ lac_status lac_graph_load(lac_ctx_t ctx, const char *path, const lac_graph_param
         return lac_error(ctx, LAC_ERR_ARGUMENT, "graph format must be auto, edge list or Matrix Market");
     if (p.num_vertices < 0)
         return lac_error(ctx, LAC_ERR_ARGUMENT, "num_vertices = %lld is negative", (long long)p.num_vertices);
-    FILE *fp = fopen(path, "r");
-    if (!fp) return lac_error(ctx, LAC_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    FILE *fp;
+    LAC_CHECK(lac_open_input(ctx, path, &fp));
     lac_graph_format format = p.format;
     if (format == LAC_GRAPH_AUTO) {
         char head[15] = {0};

@@ -23,10 +23,11 @@ lac_status lac_graph_load_vertex_set(lac_ctx_t ctx, lac_graph_t graph, const cha
 
     unsigned char *set = lac_calloc(ctx, (size_t)(n > 0 ? n : 1), 1);
     if (!set) return LAC_ERR_OUT_OF_MEMORY;
-    FILE *fp = fopen(path, "r");
-    if (!fp) {
+    FILE *fp;
+    lac_status opened = lac_open_input(ctx, path, &fp);
+    if (opened < 0) {
         free(set);
-        return lac_error(ctx, LAC_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+        return opened;
     }
     lac_status st = LAC_SUCCESS;
     char *line = NULL, **tokens = NULL;

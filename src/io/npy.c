@@ -13,6 +13,7 @@
 
 #define NPY_MAGIC "\x93NUMPY"
 #define NPY_MAGIC_LEN 6
+#define NPY_MAX_HEADER (1 << 20)
 
 static const char *skip_space(const char *p)
 {
@@ -105,6 +106,10 @@ lac_status lac_npy_load(lac_ctx_t ctx, const char *path, unsigned flags, lac_arr
         st = lac_error(ctx, LAC_ERR_IO, "cannot stat %s: %s", path, strerror(errno));
         goto done;
     }
+    if (S_ISDIR(sb.st_mode)) {
+        st = lac_error(ctx, LAC_ERR_ARGUMENT, "%s is a directory, not a file", path);
+        goto done;
+    }
     unsigned char pre[12];
     ssize_t got = pread(fd, pre, sizeof pre, 0);
     if (got < 10 || memcmp(pre, NPY_MAGIC, NPY_MAGIC_LEN) != 0) {
@@ -129,6 +134,11 @@ lac_status lac_npy_load(lac_ctx_t ctx, const char *path, unsigned flags, lac_arr
     }
     if ((off_t)data_offset > sb.st_size) {
         st = lac_error(ctx, LAC_ERR_FORMAT, "%s: truncated .npy header", path);
+        goto done;
+    }
+    if (header_len > NPY_MAX_HEADER) {   /* numpy writes a few hundred bytes; a dictionary, not data */
+        st = lac_error(ctx, LAC_ERR_FORMAT, "%s: a .npy header of %zu bytes (this reader takes up to %d)", path,
+                       header_len, NPY_MAX_HEADER);
         goto done;
     }
     header = malloc(header_len + 1);

@@ -1,8 +1,11 @@
 /* Rating readers: whitespace triples (LIBMF), MovieLens "::", u.data (tab +
- * timestamp), CSV with a header, Matrix Market coordinate. Every malformed
- * line is an error naming file and line, or is counted and skipped. */
+ * timestamp), CSV (RFC 4180 quoting, an optional header), Matrix Market
+ * coordinate. Every malformed line is an error naming file and line, or is
+ * counted and skipped. */
 #include "data/ratings.h"
+#include "io/io_internal.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -26,6 +29,51 @@ typedef struct {
 } field;
 
 #define MAX_FIELDS 8
+
+/* Splits a CSV line into fields by RFC 4180, unquoting in place: a field
+ * whose first character (after spaces) is '"' is quoted, "" in it is a
+ * quote and commas and line breaks are text, and only spaces may follow its
+ * closing quote; an unquoted field is trimmed of spaces and tabs and may hold
+ * no quote. Returns the field count (up to MAX_FIELDS kept), or -1 with *why. */
+static int split_csv(char *line, field *f, const char **why)
+{
+    int n = 0;
+    char *p = line;
+    for (;;) {
+        while (*p == ' ' || *p == '\t') p++;
+        char *start = p, *end;
+        if (*p == '"') {
+            char *w = start = ++p;
+            for (;; p++) {
+                if (!*p) {
+                    *why = "a quoted field has no closing quote";
+                    return -1;
+                }
+                if (*p == '"' && p[1] != '"') break;
+                *w++ = *p;
+                p += *p == '"';   /* "" is one quote */
+            }
+            end = w;
+            for (p++; *p == ' ' || *p == '\t'; p++) {}
+            if (*p && *p != ',') {
+                *why = "text after a quoted field's closing quote";
+                return -1;
+            }
+        } else {
+            while (*p && *p != ',' && *p != '"') p++;
+            if (*p == '"') {
+                *why = "a quote inside an unquoted field (quote the whole field, doubling its quotes)";
+                return -1;
+            }
+            end = p;
+            while (end > start && (end[-1] == ' ' || end[-1] == '\t')) end--;
+        }
+        if (n < MAX_FIELDS) f[n] = (field){start, (size_t)(end - start)};
+        n++;
+        if (*p != ',') return n;
+        p++;
+    }
+}
 
 /* Splits line into fields by the format's separator; returns the field count
  * (up to MAX_FIELDS; more are counted but not kept). */
@@ -94,9 +142,53 @@ static int parse_index(field f, long long *out)
     return 1;
 }
 
+/* A field that reads as a number, as a rating or a numeric id would; "nan"
+ * and "inf" read as names here. */
+static int looks_numeric(field f)
+{
+    char buf[64];
+    if (!field_text(f, buf, sizeof buf)) return 0;
+    char *end;
+    strtod(buf, &end);
+    return *end == '\0' && (isdigit((unsigned char)buf[0]) || strchr("+-.", buf[0]));
+}
+
+/* The rule for a CSV file's first line that is not a rating: it is a header
+ * when it has three or more fields and each is a name (not empty, not a
+ * number), as "userId,movieId,rating,timestamp"; anything else ("1,1,x") is
+ * a malformed line, never dropped silently. */
+static int is_csv_header(const field *f, int n)
+{
+    if (n < 3) return 0;
+    for (int i = 0; i < n && i < MAX_FIELDS; i++)
+        if (f[i].len == 0 || looks_numeric(f[i])) return 0;
+    return 1;
+}
+
+/* Whether a CSV line ends inside a quoted field, by split_csv's rules: its
+ * record then goes on over the next line. */
+static int ends_in_quotes(const char *p)
+{
+    int quoted = 0, field_start = 1;
+    for (; *p; p++) {
+        if (quoted) {
+            if (*p == '"' && p[1] == '"') p++;
+            else if (*p == '"') quoted = 0;
+        } else if (*p == ',') {
+            field_start = 1;
+        } else if (field_start && *p == '"') {
+            quoted = 1, field_start = 0;
+        } else if (*p != ' ' && *p != '\t') {
+            field_start = 0;
+        }
+    }
+    return quoted;
+}
+
 static lac_ratings_format guess_format(const char *line)
 {
     if (strncmp(line, "%%MatrixMarket", 14) == 0) return LAC_RATINGS_MATRIX_MARKET;
+    if (line[strspn(line, " \t")] == '"') return LAC_RATINGS_CSV;   /* a quoted first field */
     if (strstr(line, "::")) return LAC_RATINGS_MOVIELENS;
     if (strchr(line, ',')) return LAC_RATINGS_CSV;
     field f[MAX_FIELDS];
@@ -109,6 +201,36 @@ static void chomp(char *line, ssize_t *len)
     while (*len > 0 && (line[*len - 1] == '\n' || line[*len - 1] == '\r')) line[--*len] = '\0';
 }
 
+/* A CSV record whose quotes are open at the end of its line goes on over the
+ * next lines (a quoted line break): they join it with '\n'. -1 when the file
+ * ends first, or out of memory. */
+static ssize_t join_quoted_lines(FILE *fp, char **line, size_t *cap, ssize_t len, long long *lineno)
+{
+    char *more = NULL;
+    size_t more_cap = 0;
+    ssize_t got = 0;
+    while (ends_in_quotes(*line)) {
+        if ((got = getline(&more, &more_cap, fp)) < 0) break;
+        ++*lineno;
+        chomp(more, &got);
+        if ((size_t)(len + got + 2) > *cap) {
+            size_t grown_cap = (size_t)(len + got + 2) * 2;
+            char *grown = realloc(*line, grown_cap);
+            if (!grown) {
+                got = -1;
+                break;
+            }
+            *line = grown;
+            *cap = grown_cap;
+        }
+        (*line)[len++] = '\n';
+        memcpy(*line + len, more, (size_t)got + 1);
+        len += got;
+    }
+    free(more);
+    return got < 0 ? -1 : len;
+}
+
 lac_status lac_ratings_read(lac_ctx_t ctx, const char *path, const lac_ratings_read_params *params,
                             lac_ratings_t *out)
 {
@@ -118,27 +240,32 @@ lac_status lac_ratings_read(lac_ctx_t ctx, const char *path, const lac_ratings_r
     if (params) LAC_CHECK(lac_params_read(ctx, "ratings reader", params, &p, sizeof p, &p));
     if (p.format < LAC_RATINGS_AUTO || p.format > LAC_RATINGS_MATRIX_MARKET)
         return lac_error(ctx, LAC_ERR_ARGUMENT, "unknown ratings format %d", (int)p.format);
-    FILE *fp = fopen(path, "r");
-    if (!fp) return lac_error(ctx, LAC_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    FILE *fp;
+    LAC_CHECK(lac_open_input(ctx, path, &fp));
 
     lac_ratings_t r = NULL;
     lac_status st = lac_ratings_new(ctx, 1024, &r);
     char *line = NULL;
     size_t line_cap = 0;
     ssize_t len;
-    long long lineno = 0, mm_rows = -1, mm_cols = -1, mm_nnz = -1;
+    long long lineno = 0, first_line = 0, mm_rows = -1, mm_cols = -1, mm_nnz = -1;
     int mm_header = 0, csv_first = 1;
     lac_ratings_format format = p.format;
     if (st < 0) goto done;
 
     while ((len = getline(&line, &line_cap, fp)) >= 0) {
-        lineno++;
+        first_line = ++lineno;
         chomp(line, &len);
         if (format == LAC_RATINGS_AUTO) {
             const char *s = line;
             while (*s == ' ' || *s == '\t') s++;
             if (!*s || *s == '#') continue;
             format = guess_format(line);
+        }
+        if (format == LAC_RATINGS_CSV && ends_in_quotes(line) && (len = join_quoted_lines(fp, &line, &line_cap, len, &lineno)) < 0) {
+            st = lac_error(ctx, ferror(fp) ? LAC_ERR_IO : LAC_ERR_FORMAT, "%s:%lld: a quoted field has no closing quote",
+                           path, first_line);
+            goto done;
         }
         const char *why = NULL;
         if (format == LAC_RATINGS_MATRIX_MARKET) {
@@ -163,8 +290,10 @@ lac_status lac_ratings_read(lac_ctx_t ctx, const char *path, const lac_ratings_r
             if (*s == '#') continue;
         }
         field f[MAX_FIELDS];
-        int n = split_fields(line, format, f);
+        int n = format == LAC_RATINGS_CSV ? split_csv(line, f, &why) : split_fields(line, format, f);
         if (n == 0 || (n == 1 && f[0].len == 0)) continue;   /* blank line */
+        int csv_header_possible = format == LAC_RATINGS_CSV && csv_first;
+        if (format == LAC_RATINGS_CSV) csv_first = 0;
 
         if (format == LAC_RATINGS_MATRIX_MARKET && mm_rows < 0) {
             if (n != 3 || !parse_index(f[0], &mm_rows) || !parse_index(f[1], &mm_cols) || !parse_index(f[2], &mm_nnz) ||
@@ -175,7 +304,9 @@ lac_status lac_ratings_read(lac_ctx_t ctx, const char *path, const lac_ratings_r
             continue;
         }
         float value = 0;
-        if (format == LAC_RATINGS_MATRIX_MARKET) {
+        if (why) {
+            /* a CSV line that does not split */
+        } else if (format == LAC_RATINGS_MATRIX_MARKET) {
             long long i, j;
             if (n != 3) why = "expected 'row column value'";
             else if (!parse_index(f[0], &i) || !parse_index(f[1], &j)) why = "row or column is not an integer";
@@ -189,22 +320,20 @@ lac_status lac_ratings_read(lac_ctx_t ctx, const char *path, const lac_ratings_r
                       : format == LAC_RATINGS_CSV     ? "expected 'user,item,rating,...'"
                                                       : "expected 'user item rating [timestamp]'";
             } else if (!parse_rating(f[2], &value)) {
-                if (format == LAC_RATINGS_CSV && csv_first) {
-                    csv_first = 0;   /* the header line */
-                    continue;
-                }
-                why = "the rating is not a finite number";
+                if (csv_header_possible && is_csv_header(f, n)) continue;
+                why = csv_header_possible ? "the first line is neither a header (names only) nor a rating line: "
+                                            "the rating is not a finite number"
+                                          : "the rating is not a finite number";
             } else if (f[0].len == 0 || f[1].len == 0) {
                 why = "empty user or item id";
             }
-            csv_first = 0;
         }
         if (why) {
             if (p.skip_bad) {
                 r->skipped++;
                 continue;
             }
-            st = lac_error(ctx, LAC_ERR_FORMAT, "%s:%lld: %s (format %s)", path, lineno, why,
+            st = lac_error(ctx, LAC_ERR_FORMAT, "%s:%lld: %s (format %s)", path, first_line, why,
                            lac_ratings_format_name(format));
             goto done;
         }

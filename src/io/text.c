@@ -34,8 +34,8 @@ lac_status lac_text_load(lac_ctx_t ctx, const char *path, lac_dtype dtype, lac_a
     size_t esize = lac_dtype_size(dtype);
     if (esize == 0 || dtype == LAC_BOOL)
         return lac_error(ctx, LAC_ERR_DTYPE, "text columns load as float32, float64, int32 or int64");
-    FILE *fp = fopen(path, "r");
-    if (!fp) return lac_error(ctx, LAC_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    FILE *fp;
+    LAC_CHECK(lac_open_input(ctx, path, &fp));
 
     lac_status st = LAC_SUCCESS;
     char *line = NULL;
