@@ -102,6 +102,96 @@ TEST(malformed_lines_name_file_and_line)
     read_text("bad7.txt", "u1 i1 1e999\n", LAC_RATINGS_AUTO, 0, LAC_ERR_FORMAT);
 }
 
+TEST(csv_quoting_by_rfc_4180)
+{
+    /* quoted ids keep their commas, doubled quotes and line breaks */
+    lac_ratings_t r = read_text("q.csv",
+                                "user,item,rating\n\"a,b\",1,5\n \"say \"\"hi\"\"\" , x ,2\n\"two\nlines\",\"\",3\n",
+                                LAC_RATINGS_AUTO, 0, LAC_ERR_FORMAT);
+    CHECK_STR_CONTAINS(lac_last_error(ctx), ":4: empty user or item id");   /* the record that starts on line 4 */
+    r = read_text("q.csv", "user,item,rating\n\"a,b\",1,5\n \"say \"\"hi\"\"\" , x ,2\n\"two\nlines\",\"i\",3\nc,1,4\n",
+                  LAC_RATINGS_AUTO, 0, 0);
+    static const entry want[] = {{"a,b", "1", 5}, {"say \"hi\"", "x", 2}, {"two\nlines", "i", 3}, {"c", "1", 4}};
+    check_entries(r, want, 4);
+    lac_ratings_destroy(&r);
+    /* a quoted first field makes the guess CSV even with '::' inside */
+    r = read_text("q2.csv", "\"a::b\",1,5\n", LAC_RATINGS_AUTO, 0, 0);
+    static const entry colons[] = {{"a::b", "1", 5}};
+    check_entries(r, colons, 1);
+    lac_ratings_destroy(&r);
+    /* what RFC 4180 does not allow is an error naming the line */
+    read_text("q3.csv", "u,i,r\na\"b,1,5\n", LAC_RATINGS_CSV, 0, LAC_ERR_FORMAT);
+    CHECK_STR_CONTAINS(lac_last_error(ctx), ":2: a quote inside an unquoted field");
+    read_text("q4.csv", "u,i,r\n\"a\"b,1,5\n", LAC_RATINGS_CSV, 0, LAC_ERR_FORMAT);
+    CHECK_STR_CONTAINS(lac_last_error(ctx), ":2: text after a quoted field");
+    read_text("q5.csv", "u,i,r\n1,2,3\n\"open,1,5\n4,5,6\n", LAC_RATINGS_CSV, 0, LAC_ERR_FORMAT);
+    CHECK_STR_CONTAINS(lac_last_error(ctx), ":3: a quoted field has no closing quote");
+}
+
+TEST(csv_first_line_is_a_header_only_by_the_rule)
+{
+    /* headerless: the first line is data */
+    lac_ratings_t r = read_text("h1.csv", "u1,i9,4.5\n42,i9,1\nu1,007,3\n", LAC_RATINGS_AUTO, 0, 0);
+    check_entries(r, three, 3);
+    lac_ratings_destroy(&r);
+    /* a malformed first line is neither a header nor data: refused, not dropped */
+    read_text("h2.csv", "1,1,x\n2,2,3\n", LAC_RATINGS_AUTO, 0, LAC_ERR_FORMAT);
+    CHECK_STR_CONTAINS(lac_last_error(ctx), ":1: the first line is neither a header");
+    read_text("h3.csv", "user,item\n2,2,3\n", LAC_RATINGS_CSV, 0, LAC_ERR_FORMAT);
+    CHECK_STR_CONTAINS(lac_last_error(ctx), ":1:");
+    read_text("h4.csv", "user,,rating\n2,2,3\n", LAC_RATINGS_CSV, 0, LAC_ERR_FORMAT);
+    /* with skip_bad it is counted, as every malformed line */
+    r = read_text("h5.csv", "1,1,x\n2,2,3\n", LAC_RATINGS_CSV, 1, 0);
+    CHECK_INT(lac_ratings_count(r), 1);
+    CHECK_INT(lac_ratings_skipped(r), 1);
+    lac_ratings_destroy(&r);
+    /* names only, "nan" and "inf" among them, make a header */
+    r = read_text("h6.csv", "user,item,nan\n2,2,3\n", LAC_RATINGS_CSV, 0, 0);
+    CHECK_INT(lac_ratings_count(r), 1);
+    CHECK_INT(lac_ratings_skipped(r), 0);
+    lac_ratings_destroy(&r);
+    /* a header-like line after the first is malformed */
+    read_text("h7.csv", "user,item,rating\n1,2,3\nuser,item,rating\n", LAC_RATINGS_CSV, 0, LAC_ERR_FORMAT);
+    CHECK_STR_CONTAINS(lac_last_error(ctx), ":3:");
+}
+
+TEST(writers_quote_or_refuse_ids_they_cannot_hold)
+{
+    /* CSV quotes: every id comes back as it was */
+    lac_ratings_t r = read_text("w.csv", "u,i,r\n\"a,b\",\" pad \",1\n\"q\"\"x\",\"two\nlines\",2\nplain,#i,3\n", LAC_RATINGS_CSV, 0, 0);
+    static const entry want[] = {{"a,b", " pad ", 1}, {"q\"x", "two\nlines", 2}, {"plain", "#i", 3}};
+    check_entries(r, want, 3);
+    char path[512];
+    harness_temp_path(path, sizeof path, "w-out");
+    CHECK_OK(ctx, lac_ratings_write(ctx, path, LAC_RATINGS_CSV, r));
+    lac_ratings_t back = NULL;
+    CHECK_OK(ctx, lac_ratings_read(ctx, path, NULL, &back));
+    check_entries(back, want, 3);
+    lac_ratings_destroy(&back);
+    /* formats without quoting refuse such ids, naming one, and write nothing */
+    remove(path);
+    CHECK_STATUS(ctx, lac_ratings_write(ctx, path, LAC_RATINGS_TRIPLES, r), LAC_ERR_VALUE);
+    CHECK_STR_CONTAINS(lac_last_error(ctx), "'a,b' cannot be written as triples");
+    CHECK_STATUS(ctx, lac_ratings_write(ctx, path, LAC_RATINGS_UDATA, r), LAC_ERR_VALUE);
+    CHECK_STATUS(ctx, lac_ratings_write(ctx, path, LAC_RATINGS_MOVIELENS, r), LAC_ERR_VALUE);
+    CHECK_STR_CONTAINS(lac_last_error(ctx), "item id ' pad '");
+    FILE *fp = fopen(path, "r");
+    CHECK(fp == NULL);
+    if (fp) fclose(fp);
+    lac_ratings_destroy(&r);
+    r = read_text("w2.csv", "u,i,r\n\"a b\",x,1\n", LAC_RATINGS_CSV, 0, 0);
+    CHECK_STATUS(ctx, lac_ratings_write(ctx, path, LAC_RATINGS_TRIPLES, r), LAC_ERR_VALUE);
+    CHECK_STR_CONTAINS(lac_last_error(ctx), "space or a tab");
+    CHECK_OK(ctx, lac_ratings_write(ctx, path, LAC_RATINGS_MOVIELENS, r));   /* "a b" is fine between '::' */
+    lac_ratings_destroy(&r);
+    r = read_text("w3.csv", "u,i,r\n#a,x,1\n", LAC_RATINGS_CSV, 0, 0);
+    CHECK_STATUS(ctx, lac_ratings_write(ctx, path, LAC_RATINGS_TRIPLES, r), LAC_ERR_VALUE);
+    CHECK_STR_CONTAINS(lac_last_error(ctx), "comment");
+    CHECK_OK(ctx, lac_ratings_write(ctx, path, LAC_RATINGS_MATRIX_MARKET, r));   /* positions, not ids */
+    lac_ratings_destroy(&r);
+    remove(path);
+}
+
 TEST(matrix_market_broken_forms)
 {
     read_text("mm1.mtx", "%%MatrixMarket matrix coordinate real general\n2 2 3\n1 1 1\n2 2 2\n", LAC_RATINGS_AUTO, 0,
@@ -196,6 +286,9 @@ int main(void)
     RUN(reads_movielens_udata_and_csv);
     RUN(reads_matrix_market);
     RUN(malformed_lines_name_file_and_line);
+    RUN(csv_quoting_by_rfc_4180);
+    RUN(csv_first_line_is_a_header_only_by_the_rule);
+    RUN(writers_quote_or_refuse_ids_they_cannot_hold);
     RUN(matrix_market_broken_forms);
     RUN(skip_bad_counts_and_skips);
     RUN(empty_inputs_are_value_errors);
