@@ -210,6 +210,30 @@ TEST(matrix_market_errors)
     CHECK(g == NULL);
 }
 
+TEST(matrix_market_sizes_are_checked_against_the_file)
+{
+    lac_graph_t g = NULL;
+    /* an entry past the size line's count is an error, not an edge dropped */
+    CHECK_STATUS(ctx, load_text("%%MatrixMarket matrix coordinate pattern general\n3 3 1\n1 2\n2 3\n", NULL, &g),
+                 LAC_ERR_FORMAT);
+    CHECK_STR_CONTAINS(lac_last_error(ctx), ":4: more entries than the 1");
+    /* comments and blank lines after the last entry are fine */
+    CHECK_OK(ctx, load_text("%%MatrixMarket matrix coordinate pattern general\n3 3 1\n1 2\n% end\n\n", NULL, &g));
+    lac_graph_destroy(&g);
+    /* sizes a 60-byte file cannot hold: input errors before any allocation */
+    CHECK_STATUS(ctx, load_text("%%MatrixMarket matrix coordinate pattern general\n3 3 1000000000000\n1 2\n", NULL, &g),
+                 LAC_ERR_FORMAT);
+    CHECK_STR_CONTAINS(lac_last_error(ctx), "promises 1000000000000 entries");
+    CHECK_STATUS(ctx, load_text("%%MatrixMarket matrix coordinate pattern general\n"
+                                "1000000000000 1000000000000 1\n1 2\n", NULL, &g),
+                 LAC_ERR_UNSUPPORTED);
+    CHECK_STR_CONTAINS(lac_last_error(ctx), "1000000000000 vertices");
+    lac_graph_params p = lac_graph_params_default();
+    p.num_vertices = 1000000000000LL;
+    CHECK_STATUS(ctx, load_text("0 1\n", &p, &g), LAC_ERR_UNSUPPORTED);
+    CHECK(g == NULL);
+}
+
 TEST(from_edges_matches_the_file_reader_and_fingerprints)
 {
     int64_t src[4] = {0, 1, 2, 3}, dst[4] = {1, 2, 3, 0};
@@ -293,6 +317,7 @@ int main(void)
     RUN(edge_list_errors_name_the_line);
     RUN(matrix_market_pattern_symmetric_and_real_general);
     RUN(matrix_market_errors);
+    RUN(matrix_market_sizes_are_checked_against_the_file);
     RUN(from_edges_matches_the_file_reader_and_fingerprints);
     RUN(vertex_sets_from_id_files);
     RUN(laplacian_eigenvalues_of_small_graphs);

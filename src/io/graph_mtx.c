@@ -7,10 +7,18 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static void lower_in_place(char *s)
 {
     for (; *s; s++) *s = (char)tolower((unsigned char)*s);
+}
+
+/* A line that holds no entry: blank, or a '%' comment. */
+static int no_entry(const char *line)
+{
+    while (*line && isspace((unsigned char)*line)) line++;
+    return *line == '%' || *line == '\0';
 }
 
 lac_status lac_graph_read_matrix_market(lac_ctx_t ctx, const char *path, FILE *fp, lac_graph_t *out)
@@ -85,17 +93,32 @@ lac_status lac_graph_read_matrix_market(lac_ctx_t ctx, const char *path, FILE *f
         st = lac_error(ctx, LAC_ERR_VALUE, "%s: the graph has no vertices", path);
         goto done;
     }
-    edges = lac_malloc(ctx, (size_t)(nnz > 0 ? nnz : 1) * sizeof *edges);
+    /* The size line is checked against the file before it sizes anything:
+     * an entry takes 4 bytes at the least ("1 1" and a line break). */
+    struct stat sb;
+    long here = ftell(fp);
+    if (fstat(fileno(fp), &sb) == 0 && S_ISREG(sb.st_mode) && here >= 0 &&
+        (double)nnz > ((double)sb.st_size - (double)here + 1) / 4) {
+        st = lac_error(ctx, LAC_ERR_FORMAT, "%s:%lld: the size line promises %lld entries; the %lld bytes after it hold %.0f at most",
+                       path, (long long)lineno, nnz, (long long)(sb.st_size - here), ((double)sb.st_size - (double)here + 1) / 4);
+        goto done;
+    }
+    int64_t count = 0, entries = 0, cap = nnz < 65536 ? nnz : 65536;
+    edges = lac_malloc(ctx, (size_t)(cap > 0 ? cap : 1) * sizeof *edges);
     if (!edges) {
         st = LAC_ERR_OUT_OF_MEMORY;
         goto done;
     }
-    int64_t count = 0, entries = 0;
-    while (entries < nnz && getline(&line, &line_cap, fp) >= 0) {
+    while (getline(&line, &line_cap, fp) >= 0) {
         lineno++;
+        if (no_entry(line)) continue;
+        if (entries == nnz) {
+            st = lac_error(ctx, LAC_ERR_FORMAT, "%s:%lld: more entries than the %lld the size line says", path,
+                           (long long)lineno, nnz);
+            goto done;
+        }
         char *p = line;
         while (*p && isspace((unsigned char)*p)) p++;
-        if (*p == '%' || *p == '\0') continue;
         char *end;
         errno = 0;
         long long i = strtoll(p, &end, 10);
@@ -131,6 +154,15 @@ lac_status lac_graph_read_matrix_market(lac_ctx_t ctx, const char *path, FILE *f
         }
         entries++;
         if (!lac_graph_input_count(&input, i, j, w)) continue;
+        if (count == cap) {   /* grows with what the file holds, not with what its size line says */
+            cap = 2 * cap < nnz ? 2 * cap : nnz;
+            lac_graph_edge *grown = realloc(edges, (size_t)cap * sizeof *edges);
+            if (!grown) {
+                st = lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "out of memory for %lld edges of %s", (long long)cap, path);
+                goto done;
+            }
+            edges = grown;
+        }
         edges[count].u = i - 1;
         edges[count].v = j - 1;
         edges[count++].w = w;
