@@ -80,6 +80,18 @@ expect_bad "unknown verb" "unknown verb" fill --graph "$dir/g.txt"
 printf '0 1\n1 x\n' >"$dir/broken.txt"
 expect_bad "malformed graph" "broken.txt:2:" run --graph "$dir/broken.txt" --tensor "$dir/x.npy" --out "$dir/bad.npy"
 
+# Sizes from a header that the file cannot back: input errors, not allocations
+printf '%%%%MatrixMarket matrix coordinate pattern general\n1000000000000 1000000000000 1\n1 2\n' >"$dir/huge.mtx"
+expect_bad "10^12 vertices in a 60-byte file" "1000000000000 vertices" gen --graph "$dir/huge.mtx" --out "$dir/bad.npy" --truth "$dir/bz.npy" --observed "$dir/bo.txt"
+printf '%%%%MatrixMarket matrix coordinate pattern general\n3 3 1000000000000\n1 2\n' >"$dir/many.mtx"
+expect_bad "10^12 entries in a 60-byte file" "promises 1000000000000 entries" gen --graph "$dir/many.mtx" --out "$dir/bad.npy" --truth "$dir/bz.npy" --observed "$dir/bo.txt"
+printf '%%%%MatrixMarket matrix coordinate pattern general\n3 3 1\n1 2\n2 3\n' >"$dir/extra.mtx"
+expect_bad "more entries than the size line" "more entries than the 1" run --graph "$dir/extra.mtx" --tensor "$dir/x.npy" --out "$dir/bad.npy"
+if [ -x /usr/bin/python3 ]; then
+  out=$("$tool" impute run --graph "$dir/g.txt" --tensor "$dir/x.npy" --truth "$dir/z.npy" --out "$dir/y5.npy" --iters 2 --json --quiet)
+  /usr/bin/python3 -c 'import json,sys; json.loads(sys.argv[1])' "$out" || fail "impute run --json does not parse: $out"
+fi
+
 # --device cuda: a clear error, never a crash (no CUDA in the build, or no impute there yet)
 "$tool" impute run --graph "$dir/g.txt" --tensor "$dir/x.npy" --out "$dir/bad.npy" --device cuda --quiet 2>"$dir/err.txt"
 rc=$?

@@ -66,6 +66,18 @@ check "no --source exits 2" "[ $rc -eq 2 ]"
 check "--plan with fewer --out than --source exits 2" "[ $rc -eq 2 ] && [ ! -e one.npy ]"
 "$tool" map --plan --bridge R.txt --source S.txt --source S3.txt --out p1.npy --out p2.npy >/dev/null 2>&1; rc=$?
 check "--plan with one bad source writes neither output" "[ $rc -eq 2 ] && [ ! -e p1.npy ] && [ ! -e p2.npy ]"
+# A bridge value that would size T beyond memory (no --targets): exit 2, no overflow in max(R) + 1
+printf '1000000000000000000\n' > Rhuge.txt; printf '9223372036854775807\n' > Rmax.txt; printf '1\n' > S1.txt
+for r in Rhuge.txt Rmax.txt; do
+  err=$("$tool" map --source S1.txt --bridge $r --out bad.npy 2>&1); rc=$?
+  check "$r without --targets exits 2 asking for --targets" "[ $rc -eq 2 ] && grep -q 'give --targets' <<<\"\$err\" && [ ! -e bad.npy ]"
+done
+err=$("$tool" map --source S1.txt --bridge Rmax.txt --targets 3 2>&1); rc=$?
+check "with --targets it is an index out of range" "[ $rc -eq 2 ] && grep -q 'outside \[0, 3)' <<<\"\$err\""
+if [ -x /usr/bin/python3 ]; then
+  json=$("$tool" map --source S.txt --bridge R.txt --json --quiet)
+  check "--json parses" "/usr/bin/python3 -c 'import json,sys; json.loads(sys.argv[1])' \"\$json\""
+fi
 "$tool" map --help >/dev/null; rc=$?
 check "--help exits 0" "[ $rc -eq 0 ]"
 check "--help documents the default targets" "\"$tool\" map --help | grep -q 'max(R) + 1'"

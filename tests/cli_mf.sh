@@ -78,5 +78,56 @@ check "train --help lists -l2" "[ $rc -eq 0 ]"
 "$tool" mf predict model.bin /nonexistent/t.txt >/dev/null 2>&1; rc=$?
 check "missing test file exits 1" "[ $rc -eq 1 ]"
 
+# mf gen refuses negative sizes, rank and noise (they once fell back to the presets)
+for opt in "--users -5" "--items -1" "--ratings -1" "--rank -1" "--noise -1"; do
+  err=$("$tool" mf gen $opt neg.txt 2>&1); rc=$?
+  check "gen $opt exits 2 and writes nothing" "[ $rc -eq 2 ] && [ ! -e neg.txt ] && grep -q -- '${opt% *} must be' <<<\"\$err\""
+done
+
+# --json is JSON for every verb: ids escaped, numbers that are not finite null
+py=/usr/bin/python3
+awk '{ $1 = "q\"u\\" $1 "\001"; print }' train.txt > odd.txt   # user ids with a quote, a backslash, a control byte
+"$tool" mf train --device cpu --quiet -k 4 -t 3 odd.txt odd.bin
+"$tool" mf recommend odd.bin --all -n 3 --json > rec.json; rc=$?
+check "recommend --json --all exits 0" "[ $rc -eq 0 ]"
+if [ -x "$py" ]; then
+  check "recommend --json: every line parses and the user ids come back exactly" \
+    "$py -c 'import json,sys; got={json.loads(l)[\"user\"] for l in open(\"rec.json\")}; want={l.split()[0] for l in open(\"odd.txt\")}; sys.exit(got != want)'"
+  for cmd in "mf train --device cpu -k 4 -t 2 --json train.txt j.bin" "mf predict --json model.bin test.txt"; do
+    "$tool" $cmd > one.json 2>/dev/null
+    check "$cmd prints one line of JSON" "[ \$(wc -l < one.json) -eq 1 ] && $py -c 'import json; json.load(open(\"one.json\"))'"
+  done
+  # A model whose first user's factors are NaN (checksum recomputed): RMSE is NaN, printed as null.
+  $py - <<'PYEOF'
+import struct
+b = bytearray(open("model.bin", "rb").read())
+header = struct.unpack_from("<I", b, 12)[0]
+k = struct.unpack_from("<i", b, 16 + 16)[0]
+for f in range(k):
+    struct.pack_into("<f", b, 16 + header + 4 * f, float("nan"))
+h = 1469598103934665603
+for x in b[:-8]:
+    h = ((h ^ x) * 1099511628211) & 0xFFFFFFFFFFFFFFFF
+struct.pack_into("<Q", b, len(b) - 8, h)
+open("nan.bin", "wb").write(bytes(b))
+PYEOF
+  out=$("$tool" mf predict --json nan.bin train.txt); rc=$?
+  check "predict --json with a NaN model exits 0" "[ $rc -eq 0 ]"
+  check "predict --json prints null for a NaN RMSE, never nan" "grep -q '\"rmse\":null' <<<\"\$out\" && ! grep -qi 'nan' <<<\"\$out\""
+  check "and it parses" "$py -c 'import json,sys; json.loads(sys.argv[1])' \"\$out\""
+else
+  echo "skip: /usr/bin/python3 not found; JSON not parsed"
+fi
+
+# ids a format cannot hold are refused, and neither output is written
+printf 'user,item,rating\n"a,b",1,5\nc,2,4\nd,1,3\n' > commas.csv
+"$tool" mf split commas.csv c_train.txt c_test.txt > /dev/null 2>&1; rc=$?
+check "split to triples of an id with a comma exits 2, writes neither file" "[ $rc -eq 2 ] && [ ! -e c_train.txt ] && [ ! -e c_test.txt ]"
+"$tool" mf split --out-format csv --fraction 0.5 --seed 2 commas.csv c_train.csv c_test.csv 2>/dev/null; rc=$?
+check "split --out-format csv quotes it" "[ $rc -eq 0 ] && cat c_train.csv c_test.csv | grep -qx '\"a,b\",1,5'"
+mkdir modeldir
+err=$("$tool" mf predict modeldir test.txt 2>&1); rc=$?
+check "a directory given as MODEL exits 2 with a clear message" "[ $rc -eq 2 ] && grep -q 'is a directory' <<<\"\$err\""
+
 echo "$passes passed, $fails failed"
 [ $fails -eq 0 ]

@@ -50,7 +50,18 @@ int cli_make_context(const char *cmd, const char *device, int threads, lac_ctx_t
     }
     lac_status st = lac_ctx_create(&p, ctx);
     if (st < 0) return cli_status_error(cmd, NULL, st);
+    if ((st = lac_outputs_begin(*ctx)) < 0) {
+        int rc = cli_status_error(cmd, *ctx, st);
+        lac_ctx_destroy(ctx);
+        return rc;
+    }
     return CLI_OK;
+}
+
+int cli_commit_outputs(const char *cmd, lac_ctx_t ctx)
+{
+    lac_status st = lac_outputs_commit(ctx);
+    return st < 0 ? cli_status_error(cmd, ctx, st) : CLI_OK;
 }
 
 const char *cli_backend_name(lac_ctx_t ctx)

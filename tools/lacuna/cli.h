@@ -19,8 +19,30 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
  * fits the status (2 for caller errors, 1 for runtime failures). */
 int cli_status_error(const char *cmd, lac_ctx_t ctx, lac_status st);
 
-/* Makes a context from --device (auto|cpu|cuda|cuda:N) and --threads. */
+/* Makes a context from --device (auto|cpu|cuda|cuda:N) and --threads, with
+ * an output set open on it (lac_outputs_begin): every file the command
+ * writes is staged until cli_commit_outputs, and dropped with the context
+ * when the command fails, so that a failure anywhere leaves every file that
+ * existed before exactly as it was. */
 int cli_make_context(const char *cmd, const char *device, int threads, lac_ctx_t *ctx);
+/* Renames the staged outputs over their targets, together; on failure
+ * (exit 1, message printed) none is. Call it when everything else
+ * succeeded, before saying so. */
+int cli_commit_outputs(const char *cmd, lac_ctx_t ctx);
+
+/* The files a run names, checked before anything is read (files.c): an
+ * input that is a directory, and an output that is the same file as one of
+ * the inputs or as another output (compared by device and inode, so through
+ * symbolic and hard links; an output not there yet by its folder and name,
+ * after the links of a dangling symbolic link) are usage errors (exit 2)
+ * naming both. Entries whose path is NULL or "-" are left out. */
+typedef struct {
+    const char *role;   /* as the user wrote it: "--source", "TRAIN" */
+    const char *path;
+} cli_file;
+#define CLI_MAX_FILES (2 * CLI_MAX_REPEATS + 4)
+int cli_check_files(const char *cmd, const cli_file *inputs, int num_inputs, const cli_file *outputs,
+                    int num_outputs);
 /* "cpu" or "cuda" for JSON output. */
 const char *cli_backend_name(lac_ctx_t ctx);
 

@@ -3,6 +3,7 @@
  *   gen  makes the paper's synthetic data on any graph
  * Both share the graph options and the cache of the graph Fourier basis. */
 #include "cli.h"
+#include "json.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -167,15 +168,22 @@ static int parse_args(int argc, char **argv, impute_options *o)
     if (why) return cli_usage_error(CMD, "%s", why);
     if (!o->graph) return cli_usage_error(CMD, "--graph is required");
     if (!o->out) return cli_usage_error(CMD, "--out is required");
+    /* --cache is read and may be written: it must be neither an input nor an output. */
+    const char *cache = o->no_cache ? NULL : o->cache;
     if (is_run) {
         if (!o->tensor) return cli_usage_error(CMD, "run needs --tensor");
-    } else {
-        if (!o->truth || !o->observed) return cli_usage_error(CMD, "gen needs --truth and --observed besides --out");
-        if (o->rank > (o->m < o->n ? o->m : o->n))
-            return cli_usage_error(CMD, "--rank %lld exceeds min(m, n) = %lld", (long long)o->rank,
-                                   (long long)(o->m < o->n ? o->m : o->n));
+        const cli_file inputs[] = {{"--graph", o->graph}, {"--tensor", o->tensor}, {"--observed", o->observed},
+                                   {"--truth", o->truth}};
+        const cli_file outputs[] = {{"--out", o->out}, {"--log", o->log}, {"--cache", cache}};
+        return cli_check_files(CMD, inputs, 4, outputs, 3);
     }
-    return CLI_OK;
+    if (!o->truth || !o->observed) return cli_usage_error(CMD, "gen needs --truth and --observed besides --out");
+    if (o->rank > (o->m < o->n ? o->m : o->n))
+        return cli_usage_error(CMD, "--rank %lld exceeds min(m, n) = %lld", (long long)o->rank,
+                               (long long)(o->m < o->n ? o->m : o->n));
+    const cli_file inputs[] = {{"--graph", o->graph}};
+    const cli_file outputs[] = {{"--out", o->out}, {"--truth", o->truth}, {"--observed", o->observed}, {"--cache", cache}};
+    return cli_check_files(CMD, inputs, 1, outputs, 4);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -305,12 +313,6 @@ static bool ends_with(const char *s, const char *suffix)
     return a >= b && strcmp(s + a - b, suffix) == 0;
 }
 
-static void print_number(const char *key, double v, bool last)
-{
-    if (isfinite(v)) printf("\"%s\":%.9g%s", key, v, last ? "" : ",");
-    else printf("\"%s\":null%s", key, last ? "" : ",");
-}
-
 static int run(lac_ctx_t ctx, impute_options *o)
 {
     int rc = CLI_OK;
@@ -353,14 +355,13 @@ static int run(lac_ctx_t ctx, impute_options *o)
     cli_progress_done();
     if (st < 0) goto fail;
 
+    /* Staged, and renamed over the targets together once both are written. */
     if ((st = lac_npy_save(ctx, o->out, &out)) < 0) goto fail;
     if (o->log) {
         lac_array rows = lac_array_matrix(log.rows, LAC_FLOAT64, log.count, 8);
-        if ((st = lac_text_save(ctx, o->log, &rows)) < 0) {
-            unlink(o->out);   /* all outputs or none */
-            goto fail;
-        }
+        if ((st = lac_text_save(ctx, o->log, &rows)) < 0) goto fail;
     }
+    if ((rc = cli_commit_outputs(CMD, ctx)) != CLI_OK) goto done;
     if (!o->quiet) {
         fprintf(stderr, "lacuna impute: %lld iterations over %lld lambda values in %.2f s (GFT %.2f, SVT %.2f, iGFT %.2f); "
                         "%lld observed, %lld partial, %lld missing vertices\n",
@@ -372,20 +373,27 @@ static int run(lac_ctx_t ctx, impute_options *o)
                     res.rmse_missing);
     }
     if (o->json) {
-        printf("{\"iterations\":%lld,\"steps\":%lld,", (long long)res.iterations, (long long)res.steps);
-        print_number("seconds", res.seconds, false);
+        cli_json j;
+        cli_json_begin(&j, stdout);
+        cli_json_int(&j, "iterations", res.iterations);
+        cli_json_int(&j, "steps", res.steps);
+        cli_json_real(&j, "seconds", res.seconds, "%.9g");
         if (have_truth) {
-            print_number("rmse_all", res.rmse_all, false);
-            print_number("rmse_missing", res.rmse_missing, false);
+            cli_json_real(&j, "rmse_all", res.rmse_all, "%.9g");
+            cli_json_real(&j, "rmse_missing", res.rmse_missing, "%.9g");
         }
-        print_number("seconds_eigen", lac_gft_seconds(gft), false);
-        print_number("seconds_gft", res.seconds_gft, false);
-        print_number("seconds_svt", res.seconds_svt, false);
-        print_number("seconds_igft", res.seconds_igft, false);
-        printf("\"basis_cached\":%s,\"converged\":%s,\"observed_vertices\":%lld,\"partial_vertices\":%lld,"
-               "\"missing_vertices\":%lld,\"precision\":\"%s\",\"device\":\"%s\"}\n",
-               cached ? "true" : "false", res.converged ? "true" : "false", (long long)res.observed_vertices,
-               (long long)res.partial_vertices, (long long)res.missing_vertices, precisions[o->precision], cli_backend_name(ctx));
+        cli_json_real(&j, "seconds_eigen", lac_gft_seconds(gft), "%.9g");
+        cli_json_real(&j, "seconds_gft", res.seconds_gft, "%.9g");
+        cli_json_real(&j, "seconds_svt", res.seconds_svt, "%.9g");
+        cli_json_real(&j, "seconds_igft", res.seconds_igft, "%.9g");
+        cli_json_bool(&j, "basis_cached", cached);
+        cli_json_bool(&j, "converged", res.converged);
+        cli_json_int(&j, "observed_vertices", res.observed_vertices);
+        cli_json_int(&j, "partial_vertices", res.partial_vertices);
+        cli_json_int(&j, "missing_vertices", res.missing_vertices);
+        cli_json_string(&j, "precision", precisions[o->precision]);
+        cli_json_string(&j, "device", cli_backend_name(ctx));
+        cli_json_end(&j);
     }
     goto done;
 fail:
@@ -411,7 +419,6 @@ static int gen(lac_ctx_t ctx, impute_options *o)
     lac_graph_t graph = NULL;
     lac_gft_t gft = NULL;
     lac_array truth = {0}, observed = {0}, ids = {0};
-    const char *written[2] = {NULL, NULL};
 
     if ((rc = load_graph(ctx, o, &graph)) != CLI_OK) goto done;
     int cached = 0;
@@ -425,9 +432,9 @@ static int gen(lac_ctx_t ctx, impute_options *o)
     gp.m = o->m, gp.n = o->n, gp.rank = o->rank, gp.observed_ratio = o->ratio, gp.seed = (uint64_t)o->seed;
     if ((st = lac_impute_generate(ctx, &gp, gft, &truth, &observed)) < 0) goto fail;
 
-    /* Z first, then X = Z with NaN in the unobserved slices, in place. */
+    /* Z first, then X = Z with NaN in the unobserved slices, in place; the
+     * three files are staged and renamed over their targets together. */
     if ((st = lac_npy_save(ctx, o->truth, &truth)) < 0) goto fail;
-    written[0] = o->truth;
     const unsigned char *obs = observed.data;
     const int64_t mn = o->m * o->n;
     int64_t count = 0;
@@ -442,21 +449,18 @@ static int gen(lac_ctx_t ctx, impute_options *o)
         }
     }
     if ((st = lac_npy_save(ctx, o->out, &truth)) < 0) goto fail;
-    written[1] = o->out;
     int64_t id_shape[1] = {count};
     if ((st = lac_array_alloc(ctx, LAC_INT64, 1, id_shape, &ids)) < 0) goto fail;
     for (int64_t v = 0, i = 0; v < N; v++)
         if (obs[v] && (st = lac_graph_id_of_vertex(ctx, graph, v, (int64_t *)ids.data + i++)) < 0) goto fail;
     if ((st = lac_text_save(ctx, o->observed, &ids)) < 0) goto fail;
-    written[0] = written[1] = NULL;
+    if ((rc = cli_commit_outputs(CMD, ctx)) != CLI_OK) goto done;
     if (!o->quiet)
         fprintf(stderr, "lacuna impute: %lld x %lld x %lld graph-tensor of rank %lld, %lld of %lld vertices observed\n",
                 (long long)N, (long long)o->m, (long long)o->n, (long long)o->rank, (long long)count, (long long)N);
     goto done;
 fail:
     rc = cli_status_error(CMD, ctx, st);
-    for (int i = 0; i < 2; i++)   /* all outputs or none */
-        if (written[i]) unlink(written[i]);
 done:
     lac_array_release(&ids);
     lac_array_release(&observed);

@@ -2,11 +2,13 @@
  * serves several sources against one bridge; times the mapping alone
  * (--repeat, --json). Inputs are memory-mapped .npy files or text columns. */
 #include "cli.h"
+#include "json.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #define CMD "map"
 #define MAX_SOURCES CLI_MAX_REPEATS
@@ -100,7 +102,14 @@ static int parse_args(int argc, char **argv, map_options *o)
         return cli_usage_error(CMD, "--accumulate needs --out (the T to fold into)");
     const char *why = lac_map_params_check(&o->params);
     if (why) return cli_usage_error(CMD, "%s", why);
-    return CLI_OK;
+    /* With --accumulate each --out is read as well, but only as its own T. */
+    cli_file inputs[CLI_MAX_FILES], outputs[CLI_MAX_REPEATS];
+    int num_inputs = 0;
+    inputs[num_inputs++] = (cli_file){"--bridge", o->bridge};
+    inputs[num_inputs++] = (cli_file){"--weights", o->weights};
+    for (int k = 0; k < o->sources.count; k++) inputs[num_inputs++] = (cli_file){"--source", o->sources.values[k]};
+    for (int k = 0; k < o->outs.count; k++) outputs[k] = (cli_file){"--out", o->outs.values[k]};
+    return cli_check_files(CMD, inputs, num_inputs, outputs, o->outs.count);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -131,16 +140,33 @@ static lac_status save_output(lac_ctx_t ctx, const char *path, const lac_array *
     return is_text_path(path) ? lac_text_save(ctx, path, T) : lac_npy_save(ctx, path, T);
 }
 
-/* max(R) + 1 (0 for an empty bridge); a negative entry is left to lac_map to
- * report with its position. */
-static int64_t default_targets(const lac_array *R)
+/* The host's memory in bytes (0 when unknown). */
+static double host_memory(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? (double)pages * (double)page : 0;
+}
+
+/* max(R) + 1 (0 for an empty bridge) into *n; a negative entry is left to
+ * lac_map to report with its position. Without --targets a bridge value
+ * decides how large T is, so one that asks for more targets than memory
+ * holds (8 bytes each at the least) is an input error, not an allocation
+ * that fails. */
+static int default_targets(const lac_array *R, const char *path, int64_t *n)
 {
     int64_t m = R->ndim == 1 ? R->shape[0] : 0, top = -1;
     if (R->dtype == LAC_INT32)
         for (int64_t i = 0; i < m; i++) top = ((const int32_t *)R->data)[i] > top ? ((const int32_t *)R->data)[i] : top;
     else if (R->dtype == LAC_INT64)
         for (int64_t i = 0; i < m; i++) top = ((const int64_t *)R->data)[i] > top ? ((const int64_t *)R->data)[i] : top;
-    return top + 1;
+    double memory = host_memory();
+    if (top == INT64_MAX || (memory > 0 && 8.0 * ((double)top + 1) > memory))
+        return cli_usage_error(CMD,
+                               "bridge '%s' holds %lld: max(R) + 1 targets would need %.3g GB, more than this machine's "
+                               "%.3g GB; give --targets N (the bridge's values must lie in [0, N))",
+                               path, (long long)top, 8e-9 * ((double)top + 1), 1e-9 * memory);
+    *n = top + 1;
+    return CLI_OK;
 }
 
 /* T for one source: the --out file's array with --accumulate, else a new one. */
@@ -337,7 +363,7 @@ int cmd_map(int argc, char **argv)
         n = old.ndim >= 1 ? old.shape[0] : 0;
         lac_array_release(&old);
     }
-    if (n < 0) n = default_targets(&R);
+    if (n < 0 && (rc = default_targets(&R, o.bridge, &n)) != CLI_OK) goto done;
 
     double plan_build_ms = 0;
     if (o.plan) {
@@ -354,8 +380,8 @@ int cmd_map(int argc, char **argv)
         }
     }
 
-    /* Map every source first and write the outputs only when all succeeded,
-     * so that a failure leaves no output file. */
+    /* Every output is staged (cli_make_context) and renamed over its target
+     * only when all are written: a failure leaves every file as it was. */
     for (int k = 0; k < o.sources.count; k++) {
         const char *out = o.outs.count ? o.outs.values[k] : NULL;
         if ((rc = load_input(ctx, "source", o.sources.values[k], LAC_FLOAT64, &S)) != CLI_OK) goto done;
@@ -373,17 +399,25 @@ int cmd_map(int argc, char **argv)
     for (int k = 0; k < o.outs.count; k++) {
         lac_status st = save_output(ctx, o.outs.values[k], &results[k]);
         if (st < 0) {
-            for (int j = 0; j < k; j++) remove(o.outs.values[j]);   /* all or nothing */
             rc = cli_status_error(CMD, ctx, st);
             goto done;
         }
     }
+    if ((rc = cli_commit_outputs(CMD, ctx)) != CLI_OK) goto done;
     for (int k = 0; k < o.sources.count; k++) {
         if (o.json) {
-            printf("{\"m\":%lld,\"n\":%lld,\"op\":\"%s\",\"device\":\"%s\",\"median_ms\":%.6f", (long long)rows[k],
-                   (long long)n, lac_map_op_name(o.params.op), cli_backend_name(ctx), times_ms[k]);
-            if (o.plan) printf(",\"source\":%d,\"plan_build_ms\":%.6f", k, plan_build_ms);
-            printf("}\n");
+            cli_json j;
+            cli_json_begin(&j, stdout);
+            cli_json_int(&j, "m", rows[k]);
+            cli_json_int(&j, "n", n);
+            cli_json_string(&j, "op", lac_map_op_name(o.params.op));
+            cli_json_string(&j, "device", cli_backend_name(ctx));
+            cli_json_real(&j, "median_ms", times_ms[k], "%.6f");
+            if (o.plan) {
+                cli_json_int(&j, "source", k);
+                cli_json_real(&j, "plan_build_ms", plan_build_ms, "%.6f");
+            }
+            cli_json_end(&j);
         } else if (!o.outs.count) {
             print_target(&results[k], o.sources.count > 1 ? o.sources.values[k] : NULL);
         }

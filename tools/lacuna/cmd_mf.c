@@ -48,11 +48,11 @@ static int mf_gen(int argc, char **argv)
          .help = "preset sizes: small 1000 x 500, 50000 ratings; ml10m 69878 x 10677, 10M ratings, 0.5-5 stars; "
                  "netflix 480189 x 17770, 100M ratings, 1-5 stars",
          .choices = shapes, .show_default = 1},
-        {"--users", NULL, CLI_INT64, &users, "N", .help = "override the preset's users"},
-        {"--items", NULL, CLI_INT64, &items, "N", .help = "override the preset's items"},
-        {"--ratings", NULL, CLI_INT64, &ratings, "N", .help = "override the preset's ratings"},
-        {"--rank", NULL, CLI_INT, &rank, "R", .help = "true rank of the signal (default 10)"},
-        {"--noise", NULL, CLI_DOUBLE, &noise, "S", .help = "noise std. dev. (default 0.5)"},
+        {"--users", NULL, CLI_INT64, &users, "N", .help = "override the preset's users", CLI_AT_LEAST(1)},
+        {"--items", NULL, CLI_INT64, &items, "N", .help = "override the preset's items", CLI_AT_LEAST(2)},
+        {"--ratings", NULL, CLI_INT64, &ratings, "N", .help = "override the preset's ratings", CLI_AT_LEAST(1)},
+        {"--rank", NULL, CLI_INT, &rank, "R", .help = "true rank of the signal (default 10)", CLI_IN(1, 1024)},
+        {"--noise", NULL, CLI_DOUBLE, &noise, "S", .help = "noise std. dev. (default 0.5)", CLI_AT_LEAST(0)},
         {"--stars", NULL, CLI_ENUM, &stars, NULL, .help = "1-5, or 0.5-5 in halves (default from the shape)",
          .choices = star_kinds},
         {"--seed", NULL, CLI_INT64, &seed, "S", .help = "random seed", .show_default = 1},
@@ -74,7 +74,7 @@ static int mf_gen(int argc, char **argv)
     if (rc != CLI_OK) return rc == CLI_HELP ? CLI_OK : rc;
     if (shape == SHAPE_ML10M) p.users = 69878, p.items = 10677, p.ratings = 10000054, p.half_stars = 1;
     if (shape == SHAPE_NETFLIX) p.users = 480189, p.items = 17770, p.ratings = 100480507, p.half_stars = 0;
-    /* Negative sizes, rank and noise leave the preset's (as they always have). */
+    /* The parser refuses negative sizes, rank and noise; -1 is "not given". */
     if (users >= 0) p.users = users;
     if (items >= 0) p.items = items;
     if (ratings >= 0) p.ratings = ratings;
@@ -91,7 +91,8 @@ static int mf_gen(int argc, char **argv)
     lac_status st = lac_mf_generate(ctx, &p, &r);
     if (st == LAC_SUCCESS) st = lac_ratings_write(ctx, out, (lac_ratings_format)(format + 1), r);
     if (st < 0) rc = cli_status_error(cmd, ctx, st);
-    else fprintf(stderr, "lacuna mf gen: %lld ratings of %lld users x %lld items to %s\n",
+    else rc = cli_commit_outputs(cmd, ctx);
+    if (rc == CLI_OK) fprintf(stderr, "lacuna mf gen: %lld ratings of %lld users x %lld items to %s\n",
                  (long long)lac_ratings_count(r), (long long)p.users, (long long)p.items, out);
     lac_ratings_destroy(&r);
     lac_ctx_destroy(&ctx);
@@ -127,6 +128,8 @@ static int mf_split(int argc, char **argv)
     };
     int rc = cli_parse(&command, argc, argv, files, NULL);
     if (rc != CLI_OK) return rc == CLI_HELP ? CLI_OK : rc;
+    const cli_file inputs[] = {{"IN", files[0]}}, outputs[] = {{"TRAIN", files[1]}, {"TEST", files[2]}};
+    if ((rc = cli_check_files(cmd, inputs, 1, outputs, 2)) != CLI_OK) return rc;
     sp.seed = (uint64_t)seed;
     lac_ratings_read_params rp = cli_ratings_input_params(&in);
     lac_ratings_format out = (lac_ratings_format)(out_format + 1);
@@ -139,7 +142,8 @@ static int mf_split(int argc, char **argv)
     if (st == LAC_SUCCESS) st = lac_ratings_write(ctx, files[1], out, train);
     if (st == LAC_SUCCESS) st = lac_ratings_write(ctx, files[2], out, test);
     if (st < 0) rc = cli_status_error(cmd, ctx, st);
-    else fprintf(stderr, "lacuna mf split: %lld ratings to %s, %lld to %s%s\n", (long long)lac_ratings_count(train),
+    else rc = cli_commit_outputs(cmd, ctx);
+    if (rc == CLI_OK) fprintf(stderr, "lacuna mf split: %lld ratings to %s, %lld to %s%s\n", (long long)lac_ratings_count(train),
                  files[1], (long long)lac_ratings_count(test), files[2],
                  lac_ratings_skipped(all) ? " (malformed lines skipped)" : "");
     lac_ratings_destroy(&all);

@@ -1,6 +1,7 @@
 /* lacuna mf predict (RMSE/MAE, one prediction a line as LIBMF's mf-predict
  * writes them) and lacuna mf recommend (top-N unrated items per user). */
 #include "cli.h"
+#include "json.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -31,6 +32,8 @@ int cmd_mf_predict(int argc, char **argv)
     };
     int rc = cli_parse(&command, argc, argv, files, &nfiles);
     if (rc != CLI_OK) return rc == CLI_HELP ? CLI_OK : rc;
+    const cli_file inputs[] = {{"MODEL", files[0]}, {"TEST", files[1]}}, outputs[] = {{"OUT", nfiles == 3 ? files[2] : NULL}};
+    if ((rc = cli_check_files(cmd, inputs, 2, outputs, 1)) != CLI_OK) return rc;
     lac_ratings_read_params rp = cli_ratings_input_params(&in);
     lac_ctx_t ctx;
     rc = cli_make_context(cmd, "cpu", threads, &ctx);
@@ -57,9 +60,17 @@ int cmd_mf_predict(int argc, char **argv)
     }
     if (st < 0) {
         rc = cli_status_error(cmd, ctx, st);
+    } else if ((rc = cli_commit_outputs(cmd, ctx)) != CLI_OK) {
+        /* the message is out; OUT is as it was */
     } else if (json) {
-        printf("{\"rmse\":%.6g,\"mae\":%.6g,\"count\":%lld,\"unknown\":%lld,\"skipped\":%lld}\n", rmse, mae,
-               (long long)lac_ratings_count(test), (long long)unknown, (long long)lac_ratings_skipped(test));
+        cli_json j;
+        cli_json_begin(&j, stdout);
+        cli_json_real(&j, "rmse", rmse, "%.6g");
+        cli_json_real(&j, "mae", mae, "%.6g");
+        cli_json_int(&j, "count", lac_ratings_count(test));
+        cli_json_int(&j, "unknown", unknown);
+        cli_json_int(&j, "skipped", lac_ratings_skipped(test));
+        cli_json_end(&j);
     } else {
         printf("RMSE = %.4f, MAE = %.4f over %lld ratings", rmse, mae, (long long)lac_ratings_count(test));
         if (unknown) printf(" (%lld with a user or item the model has not seen)", (long long)unknown);
@@ -98,6 +109,8 @@ int cmd_mf_recommend(int argc, char **argv)
     };
     int rc = cli_parse(&command, argc, argv, &model_path, NULL);
     if (rc != CLI_OK) return rc == CLI_HELP ? CLI_OK : rc;
+    const cli_file inputs[] = {{"MODEL", model_path}};
+    if ((rc = cli_check_files(cmd, inputs, 1, NULL, 0)) != CLI_OK) return rc;
     /* Of --users and --all, the one given last counts. */
     if (all && cli_find(&command, "--all")->seen > cli_find(&command, "--users")->seen) user_list = NULL;
     lac_ctx_t ctx;
@@ -149,20 +162,25 @@ int cmd_mf_recommend(int argc, char **argv)
     }
     for (int64_t i = 0; i < count; i++) {
         const char *uid = lac_mf_model_user_id(model, users[i]);
-        if (json) printf("{\"user\":\"%s\",\"items\":[", uid);
-        int first = 1;
+        cli_json line;
+        if (json) {
+            cli_json_begin(&line, stdout);
+            cli_json_string(&line, "user", uid);
+            cli_json_array(&line, "items");
+        }
         for (int64_t r = 0; r < n; r++) {
             int64_t j = items[i * n + r];
             if (j < 0) break;
             if (json) {
-                printf("%s{\"item\":\"%s\",\"score\":%.4f}", first ? "" : ",", lac_mf_model_item_id(model, j),
-                       scores[i * n + r]);
+                cli_json_object(&line, NULL);
+                cli_json_string(&line, "item", lac_mf_model_item_id(model, j));
+                cli_json_real(&line, "score", scores[i * n + r], "%.4f");
+                cli_json_close(&line);
             } else {
                 printf("%s\t%s\t%.4f\n", uid, lac_mf_model_item_id(model, j), scores[i * n + r]);
             }
-            first = 0;
         }
-        if (json) printf("]}\n");
+        if (json) cli_json_end(&line);
     }
 done:
     free(list);

@@ -1,6 +1,7 @@
 /* lacuna mf train: LIBMF-like options, a progress line per epoch on a
  * terminal, a --json summary. */
 #include "cli.h"
+#include "json.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -21,12 +22,6 @@ static int on_epoch(int epoch, double train_rmse, double valid_rmse, double seco
         cli_progress("epoch %d/%d  train RMSE %.4f  valid RMSE %.4f  %.2f s", epoch, s->epochs_max, train_rmse,
                      valid_rmse, seconds);
     return 0;
-}
-
-static void json_number(const char *key, double v, int last)
-{
-    if (isfinite(v)) printf("\"%s\":%.6g%s", key, v, last ? "" : ",");
-    else printf("\"%s\":null%s", key, last ? "" : ",");
 }
 
 int cmd_mf_train(int argc, char **argv)
@@ -71,6 +66,8 @@ int cmd_mf_train(int argc, char **argv)
     };
     int rc = cli_parse(&command, argc, argv, files, NULL);
     if (rc != CLI_OK) return rc == CLI_HELP ? CLI_OK : rc;
+    const cli_file inputs[] = {{"TRAIN", files[0]}, {"--valid", valid_path}}, outputs[] = {{"MODEL", files[1]}};
+    if ((rc = cli_check_files(cmd, inputs, 2, outputs, 1)) != CLI_OK) return rc;
     p.seed = (uint64_t)seed;
     lac_ratings_read_params rp = cli_ratings_input_params(&in);
     const char *why = lac_mf_params_check(&p);
@@ -92,16 +89,24 @@ int cmd_mf_train(int argc, char **argv)
     if (st == LAC_SUCCESS) st = lac_mf_model_save(ctx, files[1], model);
     if (st < 0) {
         rc = cli_status_error(cmd, ctx, st);
+    } else if ((rc = cli_commit_outputs(cmd, ctx)) != CLI_OK) {
+        /* the message is out; the model file is as it was */
     } else if (json) {
-        printf("{\"epochs\":%d,\"best_epoch\":%d,", rep.epochs, rep.best_epoch);
-        json_number("seconds", rep.seconds, 0);
-        json_number("train_rmse", rep.train_rmse, 0);
-        json_number("valid_rmse", rep.valid_rmse, 0);
-        printf("\"k\":%d,\"ratings\":%lld,\"users\":%lld,\"items\":%lld,\"duplicates\":%lld,\"skipped\":%lld,"
-               "\"backend\":\"%s\"}\n",
-               p.k, (long long)lac_ratings_count(train), (long long)lac_ratings_num_users(train),
-               (long long)lac_ratings_num_items(train), (long long)rep.duplicates,
-               (long long)(lac_ratings_skipped(train) + lac_ratings_skipped(valid)), cli_backend_name(ctx));
+        cli_json j;
+        cli_json_begin(&j, stdout);
+        cli_json_int(&j, "epochs", rep.epochs);
+        cli_json_int(&j, "best_epoch", rep.best_epoch);
+        cli_json_real(&j, "seconds", rep.seconds, "%.6g");
+        cli_json_real(&j, "train_rmse", rep.train_rmse, "%.6g");
+        cli_json_real(&j, "valid_rmse", rep.valid_rmse, "%.6g");
+        cli_json_int(&j, "k", p.k);
+        cli_json_int(&j, "ratings", lac_ratings_count(train));
+        cli_json_int(&j, "users", lac_ratings_num_users(train));
+        cli_json_int(&j, "items", lac_ratings_num_items(train));
+        cli_json_int(&j, "duplicates", rep.duplicates);
+        cli_json_int(&j, "skipped", lac_ratings_skipped(train) + lac_ratings_skipped(valid));
+        cli_json_string(&j, "backend", cli_backend_name(ctx));
+        cli_json_end(&j);
     } else if (!quiet) {
         printf("trained %d epochs (kept epoch %d) in %.2f s on %s: train RMSE %.4f", rep.epochs, rep.best_epoch,
                rep.seconds, cli_backend_name(ctx), rep.train_rmse);
