@@ -83,7 +83,7 @@ template <class O> __global__ void map_piece_counts_kernel(const O *offsets, int
     }
 }
 
-__global__ void map_piece_targets_kernel(const int64_t *piece_offsets, int64_t n, int64_t *piece_target)
+static __global__ void map_piece_targets_kernel(const int64_t *piece_offsets, int64_t n, int64_t *piece_target)
 {
     for (int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j < n; j += (int64_t)gridDim.x * blockDim.x)
         for (int64_t p = piece_offsets[j]; p < piece_offsets[j + 1]; p++) piece_target[p] = j;

@@ -130,7 +130,7 @@ template <class I> __global__ void local_hits_kernel(const I *bridge, int64_t m,
 
 /* Back from words to a bridge (for the sorted plan of calls this path does not
  * serve). */
-__global__ void local_unpack_kernel(const uint32_t *words, int64_t m, int64_t c, int32_t *bridge)
+static __global__ void local_unpack_kernel(const uint32_t *words, int64_t m, int64_t c, int32_t *bridge)
 {
     for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k < m; k += (int64_t)gridDim.x * blockDim.x) {
         uint32_t w = words[k];
