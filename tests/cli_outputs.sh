@@ -108,6 +108,13 @@ check "--out - writes the output to standard output" "[ $rc -eq 0 ] && cmp -s fr
 n=$("$tool" mf predict model.bin all.txt - | grep -c '^[0-9-]')
 check "mf predict OUT '-' prints one prediction per rating (and RMSE)" "[ $n -eq \$(wc -l < all.txt) ]"
 
+if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null &&
+   unshare --mount --propagation private sh -c 'umount -l /proc' 2>/dev/null; then
+  # without /proc the unnamed file is named by linkat's AT_EMPTY_PATH form
+  unshare --mount --propagation private sh -c "umount -l /proc && exec '$tool' map --source S.txt --bridge R.txt --out noproc.npy --quiet"
+  check "without /proc (root): the output is written, nothing left" "cmp -s noproc.npy direct.npy && ! litter"
+fi
+
 # --- an output that is one of the inputs: exit 2 before anything is read ---
 keep S.txt R.txt all.txt model.bin X.npy Z.npy
 refused() {   # refused WHAT PATTERN ARGS...: exit 2 within 10 s, message, inputs untouched

@@ -79,7 +79,9 @@ static void use_default_mode(int fd)
 }
 
 /* An O_TMPFILE file in folder, or -1 where the file system (or the knob)
- * says no, or /proc is missing (linkat names the file through it). */
+ * says no, or nothing could name it later: linkat names it through
+ * /proc/self/fd, or without /proc by the AT_EMPTY_PATH form, which needs
+ * CAP_DAC_READ_SEARCH (taken here as being root). */
 static int open_unnamed(lac_ctx_t ctx, const char *folder)
 {
 #ifdef O_TMPFILE
@@ -88,10 +90,20 @@ static int open_unnamed(lac_ctx_t ctx, const char *folder)
     if (fd < 0) return -1;
     char proc[32];
     snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
-    if (access(proc, F_OK) == 0) return fd;
+    if (access(proc, F_OK) == 0 || geteuid() == 0) return fd;
     close(fd);
 #endif
     return -1;
+}
+
+/* Gives the open unnamed file fd the name `name`. */
+static int link_unnamed(int fd, const char *name)
+{
+    char proc[32];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+    if (linkat(AT_FDCWD, proc, AT_FDCWD, name, AT_SYMLINK_FOLLOW) == 0) return 0;
+    if (errno != ENOENT || access("/proc/self/fd", F_OK) == 0) return -1;
+    return linkat(fd, "", AT_FDCWD, name, AT_EMPTY_PATH);
 }
 
 /* "TARGET.tmp.XXXXXX" with six characters that differ from call to call. */
@@ -184,14 +196,12 @@ lac_status lac_atomic_name(lac_ctx_t ctx, lac_atomic_file *af)
     size_t len = strlen(af->target) + TMP_SUFFIX;
     char *name = malloc(len);
     if (!name) return out_of_memory(ctx, af, af->path);
-    char proc[32];
-    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fileno(af->fp));
     int e = EEXIST;
     for (int attempt = 0; attempt < 100 && e == EEXIST; attempt++) {
         temporary_name(name, len, af->target);
         /* Listed before it exists, so that no moment leaves it unlisted. */
         int slot = lac_temp_register(name);
-        if (linkat(AT_FDCWD, proc, AT_FDCWD, name, AT_SYMLINK_FOLLOW) == 0) {
+        if (link_unnamed(fileno(af->fp), name) == 0) {
             af->tmp_path = name;
             af->tmp_slot = slot;
             return LAC_SUCCESS;

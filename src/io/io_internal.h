@@ -15,7 +15,8 @@ extern "C" {
  * file it names is replaced. Three kinds:
  *  - UNNAMED: an O_TMPFILE file in the target's folder, which has no name at
  *    all until it is complete (not even SIGKILL leaves litter), then linked
- *    under a temporary name and renamed over the target;
+ *    under a temporary name (linkat through /proc/self/fd, or its
+ *    AT_EMPTY_PATH form without /proc) and renamed over the target;
  *  - NAMED: where the folder's file system has no O_TMPFILE (or the knob
  *    LACUNA_IO_TMPFILE=0 says so), "TARGET.tmp.XXXXXX", removed on failure
  *    and on SIGHUP, SIGINT, SIGQUIT, SIGPIPE, SIGTERM and SIGXFSZ;
