@@ -267,21 +267,19 @@ static int temporaries_in(const char *folder)
     return count;
 }
 
-/* A fresh folder for one test; paths in it by name. */
-static void make_folder(char *folder, size_t len, const char *name)
-{
-    harness_temp_path(folder, len, name);
-    char cmd[700];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", folder);
-    if (system(cmd) != 0) HARNESS_FAIL("cannot clear %s", folder);
-    mkdir(folder, 0755);
-}
-
 static void remove_folder(const char *folder)
 {
     char cmd[700];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", folder);
     if (system(cmd) != 0) HARNESS_FAIL("cannot remove %s", folder);
+}
+
+/* A fresh folder for one test. */
+static void make_folder(char *folder, size_t len, const char *name)
+{
+    harness_temp_path(folder, len, name);
+    remove_folder(folder);
+    mkdir(folder, 0755);
 }
 
 static float three_values[3] = {1, 2, 3};

@@ -49,6 +49,13 @@ static lac_ratings_t read_text(const char *name, const char *text, lac_ratings_f
     return r;
 }
 
+/* Reads text that must be refused as malformed, the message saying `says`. */
+static void refused(const char *name, const char *text, lac_ratings_format format, const char *says)
+{
+    read_text(name, text, format, 0, LAC_ERR_FORMAT);
+    CHECK_STR_CONTAINS(lac_last_error(ctx), says);
+}
+
 static const entry three[] = {{"u1", "i9", 4.5f}, {"42", "i9", 1.0f}, {"u1", "007", 3.0f}};
 
 TEST(reads_whitespace_triples)
@@ -104,12 +111,11 @@ TEST(malformed_lines_name_file_and_line)
 
 TEST(csv_quoting_by_rfc_4180)
 {
-    /* quoted ids keep their commas, doubled quotes and line breaks */
-    lac_ratings_t r = read_text("q.csv",
-                                "user,item,rating\n\"a,b\",1,5\n \"say \"\"hi\"\"\" , x ,2\n\"two\nlines\",\"\",3\n",
-                                LAC_RATINGS_AUTO, 0, LAC_ERR_FORMAT);
-    CHECK_STR_CONTAINS(lac_last_error(ctx), ":4: empty user or item id");   /* the record that starts on line 4 */
-    r = read_text("q.csv", "user,item,rating\n\"a,b\",1,5\n \"say \"\"hi\"\"\" , x ,2\n\"two\nlines\",\"i\",3\nc,1,4\n",
+    /* quoted ids keep their commas, doubled quotes and line breaks; an error
+     * names the line its record starts on */
+    refused("q.csv", "user,item,rating\n\"a,b\",1,5\n \"say \"\"hi\"\"\" , x ,2\n\"two\nlines\",\"\",3\n",
+            LAC_RATINGS_AUTO, ":4: empty user or item id");
+    lac_ratings_t r = read_text("q.csv", "user,item,rating\n\"a,b\",1,5\n \"say \"\"hi\"\"\" , x ,2\n\"two\nlines\",\"i\",3\nc,1,4\n",
                   LAC_RATINGS_AUTO, 0, 0);
     static const entry want[] = {{"a,b", "1", 5}, {"say \"hi\"", "x", 2}, {"two\nlines", "i", 3}, {"c", "1", 4}};
     check_entries(r, want, 4);
@@ -120,12 +126,9 @@ TEST(csv_quoting_by_rfc_4180)
     check_entries(r, colons, 1);
     lac_ratings_destroy(&r);
     /* what RFC 4180 does not allow is an error naming the line */
-    read_text("q3.csv", "u,i,r\na\"b,1,5\n", LAC_RATINGS_CSV, 0, LAC_ERR_FORMAT);
-    CHECK_STR_CONTAINS(lac_last_error(ctx), ":2: a quote inside an unquoted field");
-    read_text("q4.csv", "u,i,r\n\"a\"b,1,5\n", LAC_RATINGS_CSV, 0, LAC_ERR_FORMAT);
-    CHECK_STR_CONTAINS(lac_last_error(ctx), ":2: text after a quoted field");
-    read_text("q5.csv", "u,i,r\n1,2,3\n\"open,1,5\n4,5,6\n", LAC_RATINGS_CSV, 0, LAC_ERR_FORMAT);
-    CHECK_STR_CONTAINS(lac_last_error(ctx), ":3: a quoted field has no closing quote");
+    refused("q3.csv", "u,i,r\na\"b,1,5\n", LAC_RATINGS_CSV, ":2: a quote inside an unquoted field");
+    refused("q4.csv", "u,i,r\n\"a\"b,1,5\n", LAC_RATINGS_CSV, ":2: text after a quoted field");
+    refused("q5.csv", "u,i,r\n1,2,3\n\"open,1,5\n4,5,6\n", LAC_RATINGS_CSV, ":3: a quoted field has no closing quote");
 }
 
 TEST(csv_first_line_is_a_header_only_by_the_rule)
@@ -135,10 +138,8 @@ TEST(csv_first_line_is_a_header_only_by_the_rule)
     check_entries(r, three, 3);
     lac_ratings_destroy(&r);
     /* a malformed first line is neither a header nor data: refused, not dropped */
-    read_text("h2.csv", "1,1,x\n2,2,3\n", LAC_RATINGS_AUTO, 0, LAC_ERR_FORMAT);
-    CHECK_STR_CONTAINS(lac_last_error(ctx), ":1: the first line is neither a header");
-    read_text("h3.csv", "user,item\n2,2,3\n", LAC_RATINGS_CSV, 0, LAC_ERR_FORMAT);
-    CHECK_STR_CONTAINS(lac_last_error(ctx), ":1:");
+    refused("h2.csv", "1,1,x\n2,2,3\n", LAC_RATINGS_AUTO, ":1: the first line is neither a header");
+    refused("h3.csv", "user,item\n2,2,3\n", LAC_RATINGS_CSV, ":1:");
     read_text("h4.csv", "user,,rating\n2,2,3\n", LAC_RATINGS_CSV, 0, LAC_ERR_FORMAT);
     /* with skip_bad it is counted, as every malformed line */
     r = read_text("h5.csv", "1,1,x\n2,2,3\n", LAC_RATINGS_CSV, 1, 0);
@@ -151,8 +152,7 @@ TEST(csv_first_line_is_a_header_only_by_the_rule)
     CHECK_INT(lac_ratings_skipped(r), 0);
     lac_ratings_destroy(&r);
     /* a header-like line after the first is malformed */
-    read_text("h7.csv", "user,item,rating\n1,2,3\nuser,item,rating\n", LAC_RATINGS_CSV, 0, LAC_ERR_FORMAT);
-    CHECK_STR_CONTAINS(lac_last_error(ctx), ":3:");
+    refused("h7.csv", "user,item,rating\n1,2,3\nuser,item,rating\n", LAC_RATINGS_CSV, ":3:");
 }
 
 TEST(writers_quote_or_refuse_ids_they_cannot_hold)
