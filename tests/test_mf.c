@@ -286,6 +286,11 @@ TEST(model_file_round_trip_and_corruption)
     CHECK_STATUS(ctx, lac_mf_model_load(ctx, path, &back), LAC_ERR_FORMAT);
     CHECK_STR_CONTAINS(lac_last_error(ctx), "too short");
     CHECK(back == NULL);
+    /* a folder given as the model: the caller's mistake, not an attempt to read it */
+    const char *dir = getenv("LACUNA_TEST_TMPDIR");
+    CHECK_STATUS(ctx, lac_mf_model_load(ctx, dir ? dir : ".", &back), LAC_ERR_ARGUMENT);
+    CHECK_STR_CONTAINS(lac_last_error(ctx), "directory");
+    CHECK(back == NULL);
     remove(path);
     free(bytes);
     free(pa);

@@ -117,8 +117,8 @@ lac_status lac_mf_model_load(lac_ctx_t ctx, const char *path, lac_mf_model_t *ou
 {
     LAC_ARG_NOT_NULL(ctx, path);
     LAC_ARG_NOT_NULL(ctx, out);
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return lac_error(ctx, LAC_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    FILE *fp = NULL;
+    LAC_CHECK(lac_open_input(ctx, path, &fp));
     lac_status st = LAC_SUCCESS;
     unsigned char *buf = NULL;
     lac_mf_model_t m = NULL;
