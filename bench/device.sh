@@ -7,7 +7,8 @@
 #   OUT=/some/dir bash bench/device.sh                 # everything
 #   DEVICE_SECTIONS="build test" bash bench/device.sh  # a subset, in this order
 #
-# Sections: build, test, map (more capabilities add a function section_X and
+# Sections: build, test, sanitize (the CUDA tests under compute-sanitizer),
+# map (more capabilities add a function section_X and
 # their name to DEVICE_SECTIONS_ALL). Knobs for the map section:
 #   MAP_SWEEP=quick|full   quick: the 40M table only (default full)
 #   MAP_EXPLORE=1          also time forced reduction strategies (tuning)
@@ -24,7 +25,7 @@ OUT=${OUT:-$PWD/build-device-out}
 BUILD=${BUILD:-$PWD/build-device}
 PEERS=${PEERS:-$PWD/.peers}
 JOBS=${JOBS:-$(nproc)}
-DEVICE_SECTIONS_ALL="build test map"
+DEVICE_SECTIONS_ALL="build test sanitize map"
 DEVICE_SECTIONS=${DEVICE_SECTIONS:-$DEVICE_SECTIONS_ALL}
 MAP_SWEEP=${MAP_SWEEP:-full}
 MAP_EXPLORE=${MAP_EXPLORE:-0}
@@ -102,6 +103,38 @@ section_test() {
     local rc=$?
     grep -E "tests passed|tests failed|passed, .* failed|FAIL" "$OUT/test.log" | head -20 | tee -a "$SUMMARY"
     [ $rc -eq 0 ] && say "cuda tests ok" || say "cuda tests FAILED (rc $rc; see test.log)"
+}
+
+# The CUDA tests under compute-sanitizer (memcheck, then racecheck): zero
+# reports is the pass. Machines whose runtime refuses the tool ("Device not
+# supported", seen under gVisor) say so and the section is skipped, not failed.
+section_sanitize() {
+    if ! command -v compute-sanitizer >/dev/null; then
+        say "sanitize: no compute-sanitizer on this machine: skipped"
+        return 0
+    fi
+    : >"$OUT/sanitize.log"
+    local t tool rc any=0
+    for t in "$BUILD"/tests/cuda_test_*; do
+        [ -x "$t" ] || continue
+        for tool in memcheck racecheck; do
+            (cd "$BUILD/tests" && LACUNA_TEST_TMPDIR="$BUILD/tests" LACUNA_SOURCE_DIR="$PWD/.." \
+                compute-sanitizer --tool "$tool" --error-exitcode 86 --leak-check no "$t") >>"$OUT/sanitize.log" 2>&1
+            rc=$?
+            if grep -q "Device not supported\|Unable to find injection library\|Target application terminated before first instrumented API call" "$OUT/sanitize.log"; then
+                say "sanitize: compute-sanitizer cannot instrument this machine's device: skipped (see sanitize.log)"
+                return 0
+            fi
+            if [ $rc -eq 0 ]; then
+                say "sanitize: $(basename "$t") under $tool: 0 errors"
+            else
+                say "sanitize: $(basename "$t") under $tool FAILED (rc $rc; see sanitize.log)"
+                any=1
+            fi
+        done
+    done
+    grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/sanitize.log" | sort | uniq -c | tee -a "$SUMMARY"
+    return $any
 }
 
 # One map_bench run; extra JSON key/values (e.g. strategy) are prepended to each line.
