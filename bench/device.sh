@@ -105,9 +105,12 @@ section_test() {
     [ $rc -eq 0 ] && say "cuda tests ok" || say "cuda tests FAILED (rc $rc; see test.log)"
 }
 
-# The CUDA tests under compute-sanitizer (memcheck, then racecheck): zero
-# reports is the pass. Machines whose runtime refuses the tool ("Device not
-# supported", seen under gVisor) say so and the section is skipped, not failed.
+# The CUDA tests under compute-sanitizer: every test under memcheck first,
+# then racecheck (10-100x slower: each run is bounded by SANITIZE_TIMEOUT
+# seconds, default 240; a run cut there is reported as such, not as a pass).
+# Zero reports is the pass. Machines whose runtime refuses the tool ("Device
+# not supported", seen under gVisor) say so and the section is skipped.
+#   SANITIZE_TOOLS="memcheck racecheck" (default)
 section_sanitize() {
     if ! command -v compute-sanitizer >/dev/null; then
         say "sanitize: no compute-sanitizer on this machine: skipped"
@@ -115,22 +118,22 @@ section_sanitize() {
     fi
     : >"$OUT/sanitize.log"
     local t tool rc any=0
-    for t in "$BUILD"/tests/cuda_test_*; do
-        [ -x "$t" ] || continue
-        for tool in memcheck racecheck; do
+    for tool in ${SANITIZE_TOOLS:-memcheck racecheck}; do
+        for t in "$BUILD"/tests/cuda_test_*; do
+            [ -x "$t" ] || continue
             (cd "$BUILD/tests" && LACUNA_TEST_TMPDIR="$BUILD/tests" LACUNA_SOURCE_DIR="$PWD/.." \
-                compute-sanitizer --tool "$tool" --error-exitcode 86 --leak-check no "$t") >>"$OUT/sanitize.log" 2>&1
+                timeout "${SANITIZE_TIMEOUT:-240}" compute-sanitizer --tool "$tool" --error-exitcode 86 \
+                --leak-check no "$t") >>"$OUT/sanitize.log" 2>&1
             rc=$?
-            if grep -q "Device not supported\|Unable to find injection library\|Target application terminated before first instrumented API call" "$OUT/sanitize.log"; then
+            if grep -q "Device not supported\|Unable to find injection library" "$OUT/sanitize.log"; then
                 say "sanitize: compute-sanitizer cannot instrument this machine's device: skipped (see sanitize.log)"
                 return 0
             fi
-            if [ $rc -eq 0 ]; then
-                say "sanitize: $(basename "$t") under $tool: 0 errors"
-            else
-                say "sanitize: $(basename "$t") under $tool FAILED (rc $rc; see sanitize.log)"
-                any=1
-            fi
+            case $rc in
+            0) say "sanitize: $(basename "$t") under $tool: 0 errors" ;;
+            124) say "sanitize: $(basename "$t") under $tool: cut at ${SANITIZE_TIMEOUT:-240} s (no verdict)" ;;
+            *) say "sanitize: $(basename "$t") under $tool FAILED (rc $rc; see sanitize.log)"; any=1 ;;
+            esac
         done
     done
     grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/sanitize.log" | sort | uniq -c | tee -a "$SUMMARY"
