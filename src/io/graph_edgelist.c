@@ -156,7 +156,7 @@ lac_status lac_graph_read_edge_list(lac_ctx_t ctx, const char *path, FILE *fp, c
         int64_t distinct = 0;
         for (int64_t i = 0; i < 2 * count; i++)
             if (i == 0 || all[i] != all[i - 1]) all[distinct++] = all[i];
-        if (distinct == max_id + 1) {
+        if (max_id == distinct - 1) {   /* ids exactly 0..n-1 (no overflow at INT64_MAX) */
             free(all);
             n = distinct;
         } else {

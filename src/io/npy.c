@@ -170,7 +170,7 @@ lac_status lac_npy_load(lac_ctx_t ctx, const char *path, unsigned flags, lac_arr
             st = lac_error(ctx, LAC_ERR_FORMAT, "%s: shape overflows", path);
             goto done;
         }
-    if ((uint64_t)sb.st_size < data_offset + bytes) {
+    if ((uint64_t)sb.st_size < data_offset || (uint64_t)sb.st_size - data_offset < bytes) {   /* no wrap-around */
         st = lac_error(ctx, LAC_ERR_FORMAT, "%s is truncated: the header promises %zu data bytes, the file has %lld",
                        path, bytes, (long long)(sb.st_size - (off_t)data_offset));
         goto done;
