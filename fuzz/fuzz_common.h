@@ -43,11 +43,9 @@ lac_graph_t fuzz_graph_from_text(lac_ctx_t ctx, const char *edge_list);
 void fuzz_check_graph(lac_graph_t graph, const char *call);
 
 /* The graphs the graph-dependent harnesses (basis caches, vertex sets) read
- * against; make_seeds.c writes its seeds against the same ones. The largest
- * remapped id is 2^63 - 2, not INT64_MAX, while an edge list naming INT64_MAX
- * is undefined behaviour (fuzz/regressions/edge_list/KNOWN-int64-max-id.txt). */
+ * against; make_seeds.c writes its seeds against the same ones. */
 #define FUZZ_GRAPH_PLAIN "0 1\n1 2\n2 3\n3 0\n0 2 0.5\n"
-#define FUZZ_GRAPH_REMAPPED "3 17\n17 1000000\n1000000 9223372036854775806\n3 42 2.5\n"
+#define FUZZ_GRAPH_REMAPPED "3 17\n17 1000000\n1000000 9223372036854775807\n3 42 2.5\n"
 
 #ifdef __cplusplus
 }

@@ -79,7 +79,14 @@ for f in "${known[@]+"${known[@]}"}"; do
   echo "fuzz_$name: known, not fixed yet: $(basename "$f"): ${known_sigs[-1]}"
 done
 
-# 2. Fuzzing.
+# 2. Fuzzing. A kept corpus that has grown past 2000 inputs is minimised
+# first (libFuzzer's -merge), so that reading it back does not eat the pass.
+if [ "$(find "$work/corpus" -type f | wc -l)" -gt 2000 ]; then
+  rm -rf "$work/corpus.min" && mkdir -p "$work/corpus.min"
+  if "$bin" "${limits[@]}" -merge=1 "$work/corpus.min" "$work/corpus" >"$work/merge.log" 2>&1; then
+    rm -rf "$work/corpus" && mv "$work/corpus.min" "$work/corpus"
+  fi
+fi
 [ -f "$here/known-ubsan.supp" ] && UBSAN_OPTIONS="$UBSAN_OPTIONS:suppressions=$here/known-ubsan.supp"
 [ -f "$here/known-lsan.supp" ] && export LSAN_OPTIONS="suppressions=$here/known-lsan.supp:${LSAN_OPTIONS:-}"
 dict_flag=()
