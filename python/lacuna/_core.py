@@ -123,7 +123,25 @@ def check_threads(threads):
     return int(threads)
 
 
-class Context:
+class Closeable:
+    """Objects that own library handles: closed by close(), by a with-block or
+    when collected (errors while collecting are dropped)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+class Context(Closeable):
     """One lac_ctx_t. Used by one thread at a time: either through the
     per-thread cache (context()) or owned by one object with a lock."""
 
@@ -160,12 +178,6 @@ class Context:
         if self.handle is not None:
             self._destroy(ctypes.byref(self.handle))
             self.handle = None
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
 
 
 _local = threading.local()

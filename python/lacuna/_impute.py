@@ -33,7 +33,7 @@ def _precision(value):
     raise input_error("precision must be 'single' (float32) or 'double' (float64), not %r" % (value,))
 
 
-class Graph:
+class Graph(_core.Closeable):
     """An undirected weighted graph for impute, and its graph Fourier basis
     (computed once per precision, on first use, and kept).
 
@@ -156,19 +156,6 @@ class Graph:
         if self._handle is not None:
             self._destroy(ctypes.byref(self._handle))
             self._handle = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def __repr__(self):
         if self._handle is None:

@@ -87,7 +87,7 @@ def map(S, R, n=None, op="sum", weights=None, out=None, deterministic=False, dev
     return T
 
 
-class MapPlan:
+class MapPlan(_core.Closeable):
     """A plan for one bridge used many times: R is checked once, then every
     execute() is a contention-free, deterministic map. The plan keeps its own
     copy of what it needs (R may change afterwards) and its own context; it may
@@ -151,19 +151,6 @@ class MapPlan:
         ctx = getattr(self, "_ctx", None)
         if ctx is not None:
             ctx.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def __repr__(self):
         if self._handle is None:

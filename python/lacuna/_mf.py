@@ -183,7 +183,7 @@ _PARAM_NAMES = ("k", "lambda", "lambda_bias", "alpha", "beta", "epochs", "use_bi
                 "deterministic", "seed")
 
 
-class MF:
+class MF(_core.Closeable):
     """Matrix factorisation of sparse ratings by SGD (docs/mf.md):
     r_hat(u, i) = mu + b_u + bhat_i + p_u . q_i.
 
@@ -490,12 +490,6 @@ class MF:
             if self._model:
                 self._destroy(ctypes.byref(self._model))
             self._model = None
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def __repr__(self):
         if self._model is None:
