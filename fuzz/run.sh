@@ -39,12 +39,12 @@ signature() {
     echo "check: $check"
     return
   fi
-  if grep -q 'detected memory leaks' "$1"; then
+  if grep -a -q 'detected memory leaks' "$1"; then
     kind=leak
   else
     kind=$(sed -n 's/^SUMMARY: [A-Za-z]*: \([A-Za-z-]*\).*/\1/p' "$1" | head -1)
   fi
-  frames=$(grep -E '^ +#[0-9]+ 0x[0-9a-f]+ in [^ ]+ [^ ]*/src/' "$1" | head -3 | awk '{print $4}' | paste -sd'<' -)
+  frames=$(grep -a -E '^ +#[0-9]+ 0x[0-9a-f]+ in [^ ]+ [^ ]*/src/' "$1" | head -3 | awk '{print $4}' | paste -sd'<' -)
   echo "${kind:-crash} in ${frames:-?}"
 }
 
@@ -116,7 +116,7 @@ while :; do
     [ -n "$artifact" ] && rm -f "$artifact"
     continue
   fi
-  grep -v -E '^#[0-9]+\s' "$log" | tail -80
+  grep -a -v -E '^#[0-9]+\s' "$log" | tail -80
   echo "fuzz_$name: FAILED after $(( $(date +%s) - start ))s (exit $rc): $sig" >&2
   if [ -n "$artifact" ]; then
     echo "  the input: $artifact" >&2
@@ -125,7 +125,7 @@ while :; do
   fi
   exit 1
 done
-cov=$(grep -o 'cov: [0-9]*' "$work/fuzz.log" | tail -1)
+cov=$(grep -a -o 'cov: [0-9]*' "$work/fuzz.log" | tail -1)
 summary="fuzz_$name: $runs runs in $(( $(date +%s) - start ))s, ${cov:-cov: ?}, $(find "$work/corpus" -type f | wc -l) inputs kept in $work/corpus"
 [ $refound -gt 0 ] && summary="$summary; known findings came up $refound times"
 echo "$summary" | tee "$work/summary.txt"
