@@ -12,6 +12,8 @@ PREFIX ?= /usr/local
 BUILD ?= build
 BUILD_ASAN ?= build-asan
 BUILD_FUZZ ?= build-fuzz
+# Where each harness keeps its corpus and summary, inside the fuzz build.
+FUZZ_WORK = fuzz/work
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 # The fuzzers: Debian's clang with its libFuzzer runtime; seconds per harness
@@ -71,11 +73,11 @@ build-fuzz: deps $(BUILD_FUZZ)/CMakeCache.txt
 # at a time on two cores); a line each says how many inputs it ran.
 test-fuzz: build-fuzz
 	cd $(BUILD_FUZZ) && ctest --output-on-failure -L fuzz -j $(JOBS); \
-	  rc=$$?; cat fuzz/work/*/summary.txt 2>/dev/null; exit $$rc
+	  rc=$$?; cat $(FUZZ_WORK)/*/summary.txt 2>/dev/null; exit $$rc
 
 fuzz: build-fuzz
 	cd $(BUILD_FUZZ) && FUZZ_SECONDS=$(FUZZ_SECONDS) ctest --output-on-failure -L fuzz -j $(FUZZ_JOBS); \
-	  rc=$$?; cat fuzz/work/*/summary.txt 2>/dev/null; exit $$rc
+	  rc=$$?; cat $(FUZZ_WORK)/*/summary.txt 2>/dev/null; exit $$rc
 
 test: test-cpu test-asan test-fuzz
 
