@@ -321,6 +321,35 @@ TEST(output_set_renames_every_file_at_commit)
     remove_folder(folder);
 }
 
+TEST(bytes_save_writes_them_as_they_are_in_the_set)
+{
+    char folder[512], a[600], missing[600];
+    make_folder(folder, sizeof folder, "bytes");
+    snprintf(a, sizeof a, "%s/p.svg", folder);
+    snprintf(missing, sizeof missing, "%s/no/such/p.svg", folder);
+    static const char picture[] = "<svg>\0binary\n</svg>";
+    CHECK_OK(ctx, lac_bytes_save(ctx, a, picture, sizeof picture));
+    FILE *fp = fopen(a, "rb");
+    char back[64] = {0};
+    size_t n = fp ? fread(back, 1, sizeof back, fp) : 0;
+    if (fp) fclose(fp);
+    CHECK_INT(n, sizeof picture);
+    CHECK(memcmp(back, picture, sizeof picture) == 0);
+    CHECK_OK(ctx, lac_bytes_save(ctx, a, NULL, 0));   /* empty */
+    CHECK(holds(a, ""));
+    CHECK_STATUS(ctx, lac_bytes_save(ctx, a, NULL, 3), LAC_ERR_ARGUMENT);
+    /* staged in a set, dropped with it */
+    write_bytes(a, "the old picture");
+    CHECK_OK(ctx, lac_outputs_begin(ctx));
+    CHECK_OK(ctx, lac_bytes_save(ctx, a, "new", 3));
+    CHECK(holds(a, "the old picture"));
+    CHECK_STATUS(ctx, lac_bytes_save(ctx, missing, "new", 3), LAC_ERR_IO);
+    lac_outputs_abort(ctx);
+    CHECK(holds(a, "the old picture"));
+    CHECK_INT(temporaries_in(folder), 0);
+    remove_folder(folder);
+}
+
 TEST(failed_output_set_keeps_every_file_as_it_was)
 {
     char folder[512], a[600], b[600], missing[600];
@@ -536,6 +565,7 @@ int main(void)
     RUN(text_columns_load_and_save);
     RUN(output_set_renames_every_file_at_commit);
     RUN(failed_output_set_keeps_every_file_as_it_was);
+    RUN(bytes_save_writes_them_as_they_are_in_the_set);
     RUN(named_temporaries_when_the_knob_says_so);
     RUN(writes_go_through_links_and_into_devices_and_fifos);
     RUN(folders_are_refused_as_files);

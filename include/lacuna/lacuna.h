@@ -208,7 +208,7 @@ LAC_API lac_status lac_memcpy(lac_ctx_t ctx, void *dst, lac_memory dst_memory, c
 /* ------------------------------------------------------------------------ */
 /* Files                                                                     */
 /* ------------------------------------------------------------------------ */
-/* Every file the library writes (lac_npy_save, lac_text_save,
+/* Every file the library writes (lac_npy_save, lac_text_save, lac_bytes_save,
  * lac_ratings_write, lac_mf_model_save, lac_gft_save) is written atomically:
  * into an unnamed temporary file in the target's folder (O_TMPFILE; a named
  * "PATH.tmp.XXXXXX" where the file system has none, removed on failure and on
@@ -250,6 +250,9 @@ LAC_API lac_status lac_npy_save(lac_ctx_t ctx, const char *path, const lac_array
 LAC_API lac_status lac_text_load(lac_ctx_t ctx, const char *path, lac_dtype dtype, lac_array *out);
 /* One row a line; atomic as lac_npy_save. */
 LAC_API lac_status lac_text_save(lac_ctx_t ctx, const char *path, const lac_array *a);
+/* size bytes from data, as they are (an SVG picture, an HTML page); atomic
+ * as lac_npy_save and staged in an open output set like every other output. */
+LAC_API lac_status lac_bytes_save(lac_ctx_t ctx, const char *path, const void *data, size_t size);
 
 /* ------------------------------------------------------------------------ */
 /* map: T[R[i]] op= w[i] * S[i]                                              */

@@ -4,6 +4,7 @@
  * Both share the graph options and the cache of the graph Fourier basis. */
 #include "cli.h"
 #include "json.h"
+#include "plot.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -17,7 +18,7 @@
 typedef struct {
     const char *verb;
     const char *graph, *cache, *device;
-    const char *tensor, *observed, *out, *truth, *log;
+    const char *tensor, *observed, *out, *truth, *log, *plot;
     int64_t vertices, m, n, rank, seed;
     int threads, no_cache, json, quiet;
     int graph_format, precision, output, dtype;   /* indices into the lists below; dtype -1: the precision's */
@@ -115,6 +116,8 @@ static int parse_args(int argc, char **argv, impute_options *o)
         {"--log", NULL, CLI_STRING, &o->log, "FILE",
          .help = "one line per iteration: iteration step lambda_max change mean_rank seconds rmse_all rmse_missing "
                  "(NaN without --truth)"},
+        {"--plot", NULL, CLI_STRING, &o->plot, "FILE.svg",
+         .help = "the relative change (and rMSE with --truth) by iteration and by time, as an SVG picture"},
         {"--json", NULL, CLI_FLAG, &o->json, NULL,
          .help = "one line of JSON on stdout: iterations, seconds, rmse_all and rmse_missing (with --truth), and more"},
         {0},
@@ -174,8 +177,8 @@ static int parse_args(int argc, char **argv, impute_options *o)
         if (!o->tensor) return cli_usage_error(CMD, "run needs --tensor");
         const cli_file inputs[] = {{"--graph", o->graph}, {"--tensor", o->tensor}, {"--observed", o->observed},
                                    {"--truth", o->truth}};
-        const cli_file outputs[] = {{"--out", o->out}, {"--log", o->log}, {"--cache", cache}};
-        return cli_check_files(CMD, inputs, 4, outputs, 3);
+        const cli_file outputs[] = {{"--out", o->out}, {"--log", o->log}, {"--plot", o->plot}, {"--cache", cache}};
+        return cli_check_files(CMD, inputs, 4, outputs, 4);
     }
     if (!o->truth || !o->observed) return cli_usage_error(CMD, "gen needs --truth and --observed besides --out");
     if (o->rank > (o->m < o->n ? o->m : o->n))
@@ -361,6 +364,7 @@ static int run(lac_ctx_t ctx, impute_options *o)
         lac_array rows = lac_array_matrix(log.rows, LAC_FLOAT64, log.count, 8);
         if ((st = lac_text_save(ctx, o->log, &rows)) < 0) goto fail;
     }
+    if (o->plot && (rc = cli_plot_impute_run(CMD, ctx, o->plot, log.rows, log.count)) != CLI_OK) goto done;
     if ((rc = cli_commit_outputs(CMD, ctx)) != CLI_OK) goto done;
     if (!o->quiet) {
         fprintf(stderr, "lacuna impute: %lld iterations over %lld lambda values in %.2f s (GFT %.2f, SVT %.2f, iGFT %.2f); "

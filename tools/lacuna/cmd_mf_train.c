@@ -2,6 +2,7 @@
  * terminal, a --json summary. */
 #include "cli.h"
 #include "json.h"
+#include "plot.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -10,11 +11,13 @@
 typedef struct {
     int epochs_max;
     int quiet;
+    cli_curve curve;   /* for --log and --plot */
 } progress_state;
 
 static int on_epoch(int epoch, double train_rmse, double valid_rmse, double seconds, void *user)
 {
-    const progress_state *s = user;
+    progress_state *s = user;
+    cli_curve_add(&s->curve, (const double[CLI_MF_CURVE_WIDTH]){epoch, train_rmse, valid_rmse, seconds});
     if (s->quiet) return 0;
     if (isnan(valid_rmse))
         cli_progress("epoch %d/%d  train RMSE %.4f  %.2f s", epoch, s->epochs_max, train_rmse, seconds);
@@ -26,7 +29,7 @@ static int on_epoch(int epoch, double train_rmse, double valid_rmse, double seco
 
 int cmd_mf_train(int argc, char **argv)
 {
-    const char *cmd = "mf train", *files[2], *valid_path = NULL, *device = "auto";
+    const char *cmd = "mf train", *files[2], *valid_path = NULL, *device = "auto", *log_path = NULL, *plot_path = NULL;
     int json = 0, quiet = 0, threads = 0;
     lac_mf_params p = lac_mf_params_default();
     cli_ratings_input in;
@@ -53,6 +56,9 @@ int cmd_mf_train(int argc, char **argv)
         {"--device", NULL, CLI_STRING, &device, "D", .help = "auto|cpu|cuda|cuda:N", .show_default = 1},
         {"--json", NULL, CLI_FLAG, &json, NULL, .help = "one line of JSON on stdout"},
         {"--quiet", NULL, CLI_FLAG, &quiet, NULL, .help = "no progress"},
+        {"--log", NULL, CLI_STRING, &log_path, "FILE",
+         .help = "one line per epoch: epoch train_rmse valid_rmse seconds (NaN without --valid)"},
+        {"--plot", NULL, CLI_STRING, &plot_path, "FILE.svg", .help = "the RMSE by epoch and by time, as an SVG picture"},
         {0},
     };
     const cli_command command = {
@@ -66,8 +72,9 @@ int cmd_mf_train(int argc, char **argv)
     };
     int rc = cli_parse(&command, argc, argv, files, NULL);
     if (rc != CLI_OK) return rc == CLI_HELP ? CLI_OK : rc;
-    const cli_file inputs[] = {{"TRAIN", files[0]}, {"--valid", valid_path}}, outputs[] = {{"MODEL", files[1]}};
-    if ((rc = cli_check_files(cmd, inputs, 2, outputs, 1)) != CLI_OK) return rc;
+    const cli_file inputs[] = {{"TRAIN", files[0]}, {"--valid", valid_path}}, outputs[] = {{"MODEL", files[1]},
+        {"--log", log_path}, {"--plot", plot_path}};
+    if ((rc = cli_check_files(cmd, inputs, 2, outputs, 3)) != CLI_OK) return rc;
     p.seed = (uint64_t)seed;
     lac_ratings_read_params rp = cli_ratings_input_params(&in);
     const char *why = lac_mf_params_check(&p);
@@ -81,14 +88,20 @@ int cmd_mf_train(int argc, char **argv)
     lac_ratings_t train = NULL, valid = NULL;
     lac_mf_model_t model = NULL;
     lac_mf_report rep;
-    progress_state ps = {p.epochs, quiet};
+    progress_state ps = {p.epochs, quiet, {.width = CLI_MF_CURVE_WIDTH}};
     lac_status st = lac_ratings_read(ctx, files[0], &rp, &train);
     if (st == LAC_SUCCESS && valid_path) st = lac_ratings_read(ctx, valid_path, &rp, &valid);
     if (st == LAC_SUCCESS) st = lac_mf_train(ctx, &p, train, valid, on_epoch, &ps, &model, &rep);
     cli_progress_done();
     if (st == LAC_SUCCESS) st = lac_mf_model_save(ctx, files[1], model);
+    if (st == LAC_SUCCESS && log_path) {
+        lac_array rows = lac_array_matrix(ps.curve.rows, LAC_FLOAT64, ps.curve.count, CLI_MF_CURVE_WIDTH);
+        st = lac_text_save(ctx, log_path, &rows);
+    }
     if (st < 0) {
         rc = cli_status_error(cmd, ctx, st);
+    } else if (plot_path && (rc = cli_plot_mf_train(cmd, ctx, plot_path, ps.curve.rows, ps.curve.count)) != CLI_OK) {
+        /* the message is out; no file is written */
     } else if ((rc = cli_commit_outputs(cmd, ctx)) != CLI_OK) {
         /* the message is out; the model file is as it was */
     } else if (json) {
@@ -116,6 +129,7 @@ int cmd_mf_train(int argc, char **argv)
         if (lac_ratings_skipped(train) + lac_ratings_skipped(valid))
             printf("%lld malformed lines skipped\n", (long long)(lac_ratings_skipped(train) + lac_ratings_skipped(valid)));
     }
+    cli_curve_free(&ps.curve);
     lac_mf_model_destroy(&model);
     lac_ratings_destroy(&train);
     lac_ratings_destroy(&valid);
