@@ -435,7 +435,11 @@ LAC_API lac_status lac_graph_load_vertex_set(lac_ctx_t ctx, lac_graph_t graph, c
 /* The GFT basis of a graph: L = U diag(w) U^T with U orthogonal (LAPACK
  * syevd), eigenvalues w ascending. The GFT of a graph-tensor G (N slices
  * G(v)) is Ĝ(k) = sum_v U[v, k] G(v), i.e. Ĝ = U^T G; the inverse is G = U Ĝ.
- * precision LAC_FLOAT32 or LAC_FLOAT64 (the eigendecomposition runs in it). */
+ * precision LAC_FLOAT32 or LAC_FLOAT64 (the eigendecomposition runs in it).
+ * U is canonical inside each repeated (numerically degenerate) eigenvalue's
+ * eigenspace: a function of the eigenspace alone, whatever rotation or signs
+ * the eigensolver returned, so every backend gives the same basis
+ * (docs/impute.md, "The canonical basis"). */
 typedef struct lac_gft *lac_gft_t;
 
 LAC_API lac_status lac_gft_create(lac_ctx_t ctx, lac_graph_t graph, lac_dtype precision, lac_gft_t *out);
@@ -445,7 +449,9 @@ LAC_API lac_status lac_gft_create(lac_ctx_t ctx, lac_graph_t graph, lac_dtype pr
 LAC_API lac_status lac_gft_save(lac_ctx_t ctx, lac_gft_t gft, const char *path);
 /* Loads a cache file and checks it against the graph and the precision (and
  * its own checksum): any mismatch is LAC_ERR_VALUE saying which, a damaged
- * file LAC_ERR_FORMAT. */
+ * file or one of a later format LAC_ERR_FORMAT. A file of the first format
+ * (whose basis was not canonical) is made canonical on load, and rewritten by
+ * lac_gft_load_or_create. */
 LAC_API lac_status lac_gft_load(lac_ctx_t ctx, const char *path, lac_graph_t graph, lac_dtype precision, lac_gft_t *out);
 /* lac_gft_load when `path` holds a valid cache, else lac_gft_create and (when
  * path is not NULL) lac_gft_save; *from_cache (may be NULL) says which. A cache

@@ -1,7 +1,8 @@
 /* The graph Fourier basis: the eigendecomposition L = U diag(w) U^T of the
- * normalised Laplacian (on the context's backend), and when to use its cache
- * file (src/io/basis_cache.c) so that repeated runs on one graph skip the
- * eigendecomposition. */
+ * normalised Laplacian (on the context's backend), made canonical inside its
+ * degenerate eigenspaces (gft_canonical.c) so that every backend gives the
+ * same basis, and when to use its cache file (src/io/basis_cache.c) so that
+ * repeated runs on one graph skip the eigendecomposition. */
 #include "impute/impute_front.h"
 #include "io/basis_cache.h"
 
@@ -68,14 +69,18 @@ lac_status lac_gft_create(lac_ctx_t ctx, lac_graph_t graph, lac_dtype precision,
     /* L is symmetric, so its row-major layout is also the column-major one
      * syevd reads; U comes back column-major in place. */
     if (st >= 0) st = backend->eigen(ctx, precision, n, g->vectors, 1, g->eigenvalues);
+    double t1 = omp_get_wtime();
+    int64_t groups = 0;
+    if (st >= 0) st = lac_gft_canonicalize(ctx, precision, n, g->vectors, g->eigenvalues, &groups);
     if (st < 0) {
         gft_free(g);
         return st;
     }
     g->seconds = omp_get_wtime() - t0;
     g->graph_fingerprint = lac_graph_get_info(graph).fingerprint;
-    lac_log(ctx, LAC_LOG_INFO, "graph Fourier basis: N = %lld, %s, %.2f s, eigenvalues [%.6g, %.6g]", (long long)n,
-            lac_dtype_name(precision), g->seconds, g->eigenvalues[0], g->eigenvalues[n - 1]);
+    lac_log(ctx, LAC_LOG_INFO, "graph Fourier basis: N = %lld, %s, %.2f s (canonical: %lld degenerate eigenspaces, %.3f s), "
+            "eigenvalues [%.6g, %.6g]", (long long)n, lac_dtype_name(precision), g->seconds, (long long)groups,
+            omp_get_wtime() - t1, g->eigenvalues[0], g->eigenvalues[n - 1]);
     *out = g;
     return LAC_SUCCESS;
 }
@@ -123,7 +128,10 @@ lac_status lac_gft_save(lac_ctx_t ctx, lac_gft_t gft, const char *path)
     return lac_basis_cache_write(ctx, path, &key, gft->eigenvalues, gft->vectors);
 }
 
-lac_status lac_gft_load(lac_ctx_t ctx, const char *path, lac_graph_t graph, lac_dtype precision, lac_gft_t *out)
+/* lac_gft_load; *old says the file held a basis of format 1 (the solver's
+ * own), made canonical here. */
+static lac_status gft_load(lac_ctx_t ctx, const char *path, lac_graph_t graph, lac_dtype precision, lac_gft_t *out,
+                           int *old)
 {
     LAC_ARG_NOT_NULL(ctx, path);
     LAC_ARG_NOT_NULL(ctx, graph);
@@ -133,12 +141,17 @@ lac_status lac_gft_load(lac_ctx_t ctx, const char *path, lac_graph_t graph, lac_
     lac_basis_cache_key key = {info.num_vertices, precision, info.fingerprint};
     double *eigenvalues = NULL;
     void *vectors = NULL;
-    LAC_CHECK(lac_basis_cache_read(ctx, path, &key, &eigenvalues, &vectors));
-    struct lac_gft *g = lac_calloc(ctx, 1, sizeof *g);
+    int version = 0;
+    LAC_CHECK(lac_basis_cache_read(ctx, path, &key, &eigenvalues, &vectors, &version));
+    *old = version < 2;
+    lac_status st = *old ? lac_gft_canonicalize(ctx, precision, info.num_vertices, vectors, eigenvalues, NULL) : LAC_SUCCESS;
+    if (*old && st >= 0)
+        lac_log(ctx, LAC_LOG_INFO, "%s holds a basis of cache format 1: made canonical on load", path);
+    struct lac_gft *g = st >= 0 ? lac_calloc(ctx, 1, sizeof *g) : NULL;
     if (!g) {
         free(eigenvalues);
         free(vectors);
-        return LAC_ERR_OUT_OF_MEMORY;
+        return st < 0 ? st : LAC_ERR_OUT_OF_MEMORY;
     }
     g->n = info.num_vertices;
     g->precision = precision;
@@ -148,6 +161,12 @@ lac_status lac_gft_load(lac_ctx_t ctx, const char *path, lac_graph_t graph, lac_
     g->seconds = 0;
     *out = g;
     return LAC_SUCCESS;
+}
+
+lac_status lac_gft_load(lac_ctx_t ctx, const char *path, lac_graph_t graph, lac_dtype precision, lac_gft_t *out)
+{
+    int old;
+    return gft_load(ctx, path, graph, precision, out, &old);
 }
 
 lac_status lac_gft_load_or_create(lac_ctx_t ctx, lac_graph_t graph, lac_dtype precision, const char *path,
@@ -161,11 +180,16 @@ lac_status lac_gft_load_or_create(lac_ctx_t ctx, lac_graph_t graph, lac_dtype pr
         LAC_CHECK(lac_basis_cache_replaceable(ctx, path));
         struct stat sb;
         if (stat(path, &sb) == 0) {
-            lac_status st = lac_gft_load(ctx, path, graph, precision, out);
+            int old = 0;
+            lac_status st = gft_load(ctx, path, graph, precision, out, &old);
             if (st >= 0) {
                 if (from_cache) *from_cache = 1;
                 lac_log(ctx, LAC_LOG_INFO, "graph Fourier basis from the cache %s", path);
-                return st;
+                /* An old-format cache is rewritten with the canonical basis it now holds. */
+                if (old && lac_gft_save(ctx, *out, path) < 0)
+                    lac_log(ctx, LAC_LOG_WARN, "could not rewrite the cache: %s", lac_last_error(ctx));
+                lac_clear_error(ctx);
+                return LAC_SUCCESS;
             }
             if (st == LAC_ERR_OUT_OF_MEMORY) return st;
             lac_log(ctx, LAC_LOG_WARN, "cache not used, recomputing: %s", lac_last_error(ctx));

@@ -10,13 +10,14 @@
 #include <sys/stat.h>
 
 /* Cache file layout, little-endian:
- *   0  "LACGFT" 0 1        magic and format version 1
+ *   0  "LACGFT" 0 V        magic and format version V: 2 holds the canonical
+ *                          basis (docs/impute.md), 1 (older) the solver's own
  *   8  u64 N
  *  16  u32 element bytes (4 or 8), u32 zero
  *  24  u64 the graph's fingerprint
  *  32  u64 checksum of everything after the header
  *  40  N float64 eigenvalues, then N*N elements of U column-major */
-static const unsigned char cache_magic[8] = {'L', 'A', 'C', 'G', 'F', 'T', 0, 1};
+static const unsigned char cache_magic[8] = {'L', 'A', 'C', 'G', 'F', 'T', 0, LAC_BASIS_CACHE_VERSION};
 enum { CACHE_HEADER = 40 };
 
 static void put_u64(unsigned char *p, uint64_t v)
@@ -85,7 +86,7 @@ lac_status lac_basis_cache_write(lac_ctx_t ctx, const char *path, const lac_basi
 }
 
 lac_status lac_basis_cache_read(lac_ctx_t ctx, const char *path, const lac_basis_cache_key *key, double **eigenvalues,
-                                void **vectors)
+                                void **vectors, int *version)
 {
     FILE *fp;
     LAC_CHECK(lac_open_input(ctx, path, &fp));
@@ -95,8 +96,13 @@ lac_status lac_basis_cache_read(lac_ctx_t ctx, const char *path, const lac_basis
     unsigned char header[CACHE_HEADER];
     struct stat sb;
     if (fstat(fileno(fp), &sb) != 0 || fread(header, 1, sizeof header, fp) != sizeof header ||
-        memcmp(header, cache_magic, 8) != 0) {
+        memcmp(header, cache_magic, 7) != 0) {
         st = lac_error(ctx, LAC_ERR_FORMAT, "%s is not a graph Fourier basis cache (bad header)", path);
+        goto done;
+    }
+    if (header[7] < 1 || header[7] > LAC_BASIS_CACHE_VERSION) {
+        st = lac_error(ctx, LAC_ERR_FORMAT, "%s is a basis cache of format %d; this version reads formats 1 to %d", path,
+                       header[7], LAC_BASIS_CACHE_VERSION);
         goto done;
     }
     uint64_t n = get_u64(header + 8), esize = get_u64(header + 16), fp64 = get_u64(header + 24);
@@ -142,6 +148,7 @@ lac_status lac_basis_cache_read(lac_ctx_t ctx, const char *path, const lac_basis
     }
     *eigenvalues = values;
     *vectors = basis;
+    *version = header[7];
     values = NULL;
     basis = NULL;
 done:

@@ -10,6 +10,10 @@
 extern "C" {
 #endif
 
+/* The format written. 2: the basis is canonical inside degenerate
+ * eigenspaces (src/impute/gft_canonical.c); 1 files are still read. */
+#define LAC_BASIS_CACHE_VERSION 2
+
 /* What a cache file must match to be used. */
 typedef struct {
     int64_t n;               /* vertices: eigenvalues hold n, vectors n * n */
@@ -30,11 +34,12 @@ lac_status lac_basis_cache_write(lac_ctx_t ctx, const char *path, const lac_basi
                                  const double *eigenvalues, const void *vectors);
 
 /* Reads a file made for `key`: on success *eigenvalues (n doubles) and
- * *vectors (n * n elements) are the caller's to free. A file for another N,
- * graph or precision is LAC_ERR_VALUE saying which; a damaged one
- * LAC_ERR_FORMAT; an unreadable one LAC_ERR_IO. */
+ * *vectors (n * n elements) are the caller's to free and *version is the
+ * file's format. A file for another N, graph or precision is LAC_ERR_VALUE
+ * saying which; a damaged one or one of a later format LAC_ERR_FORMAT; an
+ * unreadable one LAC_ERR_IO. */
 lac_status lac_basis_cache_read(lac_ctx_t ctx, const char *path, const lac_basis_cache_key *key, double **eigenvalues,
-                                void **vectors);
+                                void **vectors, int *version);
 
 #ifdef __cplusplus
 }
