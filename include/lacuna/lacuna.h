@@ -764,6 +764,40 @@ typedef struct {
 LAC_API lac_status lac_mf_train(lac_ctx_t ctx, const lac_mf_params *params, lac_ratings_t train, lac_ratings_t valid,
                         lac_mf_epoch_fn on_epoch, void *on_epoch_user, lac_mf_model_t *out,
                         lac_mf_report *report);
+
+/* Checkpoints of a long training, for lac_mf_train_checkpointed. Every
+ * `every` epochs and after the last one, the file at path is replaced
+ * atomically (at once, not with an output set: it is worth keeping when a
+ * later step fails) by the training's state: the model kind, the factors,
+ * the kept epoch's factors, the epoch reached, the early-stopping state, the
+ * parameters and fingerprints of the training and validation ratings (the
+ * learning rate and every random draw are functions of the parameters, the
+ * seed and the epoch). It is not a model file. An existing file that is not
+ * a checkpoint is never replaced (LAC_ERR_ARGUMENT). With resume = 1 training
+ * goes on from the file up to params->epochs in all: the same ratings (and
+ * ids) for training and validation and the same parameters but epochs are
+ * required, else LAC_ERR_ARGUMENT naming what differs (a missing file too).
+ * On the CPU with deterministic = 1 and the same threads, a resumed training
+ * gives the same bits as one without a break. */
+typedef struct {
+    size_t struct_size;               /* sizeof: set by lac_mf_checkpoint_params_default() */
+    const char *path;         /* NULL: no checkpoints */
+    int every;                /* epochs between checkpoints; default 1 */
+    int resume;               /* go on from path; default 0 */
+} lac_mf_checkpoint_params;
+
+LAC_API void lac_mf_checkpoint_params_init(lac_mf_checkpoint_params *params, size_t struct_size);
+static inline lac_mf_checkpoint_params lac_mf_checkpoint_params_default(void)
+{
+    lac_mf_checkpoint_params p;
+    lac_mf_checkpoint_params_init(&p, sizeof p);
+    return p;
+}
+/* lac_mf_train with checkpoints (checkpoint may be NULL: none). */
+LAC_API lac_status lac_mf_train_checkpointed(lac_ctx_t ctx, const lac_mf_params *params,
+                                             const lac_mf_checkpoint_params *checkpoint, lac_ratings_t train,
+                                             lac_ratings_t valid, lac_mf_epoch_fn on_epoch, void *on_epoch_user,
+                                             lac_mf_model_t *out, lac_mf_report *report);
 LAC_API void lac_mf_model_destroy(lac_mf_model_t *model);
 
 LAC_API int64_t lac_mf_model_num_users(lac_mf_model_t model);

@@ -269,6 +269,15 @@ class lac_mf_params(Structure):
 lac_mf_epoch_fn = CFUNCTYPE(c_int, c_int, c_double, c_double, c_double, c_void_p)
 
 
+class lac_mf_checkpoint_params(Structure):
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("path", c_char_p),
+        ("every", c_int),
+        ("resume", c_int),
+    ]
+
+
 class lac_mf_report(Structure):
     _fields_ = [
         ("epochs", c_int),
@@ -283,7 +292,7 @@ class lac_mf_report(Structure):
 # Every struct mirrored here, by its C name (for the header check).
 STRUCTS = [lac_ctx_params, lac_array, lac_map_params, lac_graph_params, lac_graph_info, lac_impute_iteration,
            lac_impute_params, lac_impute_result, lac_impute_gen_params, lac_ratings_read_params,
-           lac_mf_split_params, lac_mf_gen_params, lac_mf_params, lac_mf_report]
+           lac_mf_split_params, lac_mf_gen_params, lac_mf_params, lac_mf_report, lac_mf_checkpoint_params]
 
 # Opaque handles: plain pointers.
 lac_ctx_t = c_void_p
@@ -362,6 +371,10 @@ PROTOTYPES = {
     "lac_mf_params_check": (c_char_p, [_P(lac_mf_params)]),
     "lac_mf_train": (_st, [lac_ctx_t, _P(lac_mf_params), lac_ratings_t, lac_ratings_t, lac_mf_epoch_fn, c_void_p,
                            _P(lac_mf_model_t), _P(lac_mf_report)]),
+    "lac_mf_checkpoint_params_init": (None, [_P(lac_mf_checkpoint_params), c_size_t]),
+    "lac_mf_train_checkpointed": (_st, [lac_ctx_t, _P(lac_mf_params), _P(lac_mf_checkpoint_params), lac_ratings_t,
+                                        lac_ratings_t, lac_mf_epoch_fn, c_void_p, _P(lac_mf_model_t),
+                                        _P(lac_mf_report)]),
     "lac_mf_model_destroy": (None, [_P(lac_mf_model_t)]),
     "lac_mf_model_num_users": (c_int64, [lac_mf_model_t]),
     "lac_mf_model_num_items": (c_int64, [lac_mf_model_t]),

@@ -84,6 +84,11 @@ typedef struct {
     lac_status (*download)(lac_ctx_t ctx, lac_mf_state *state);
     /* Frees the state; accepts NULL. */
     void (*end)(lac_ctx_t ctx, lac_mf_state *state);
+    /* Checkpoints: copy the current factors (kept 0) or the kept epoch's (1)
+     * into host arrays shaped as call->factors, or set them from such arrays
+     * (a resumed training). */
+    lac_status (*get)(lac_ctx_t ctx, lac_mf_state *state, int kept, const lac_mf_factors *to);
+    lac_status (*put)(lac_ctx_t ctx, lac_mf_state *state, int kept, const lac_mf_factors *from);
 } lac_mf_backend;
 
 /* The CPU backend (src/mf/cpu/), always built. */

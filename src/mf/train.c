@@ -3,6 +3,7 @@
  * the best model kept; the epochs themselves run on one backend table
  * (mf_backend.h): the CPU's (src/mf/cpu/) or CUSGD++ (src/backend/cuda/mf/). */
 #include "mf/mf_internal.h"
+#include "mf/checkpoint.h"
 #include "core/random.h"
 
 #include <math.h>
@@ -151,16 +152,43 @@ static const lac_mf_backend *pick_backend(lac_ctx_t ctx, const lac_mf_params *p,
     return cuda;
 }
 
+static lac_mf_checkpoint_params checkpoint_defaults(void)
+{
+    lac_mf_checkpoint_params p;
+    memset(&p, 0, sizeof p);
+    p.struct_size = sizeof p;
+    p.every = 1;
+    return p;
+}
+
+LAC_PARAMS_INIT(lac_mf_checkpoint_params, checkpoint_defaults())
+
 lac_status lac_mf_train(lac_ctx_t ctx, const lac_mf_params *params, lac_ratings_t train, lac_ratings_t valid,
                         lac_mf_epoch_fn on_epoch, void *on_epoch_user, lac_mf_model_t *out, lac_mf_report *report)
+{
+    return lac_mf_train_checkpointed(ctx, params, NULL, train, valid, on_epoch, on_epoch_user, out, report);
+}
+
+lac_status lac_mf_train_checkpointed(lac_ctx_t ctx, const lac_mf_params *params,
+                                     const lac_mf_checkpoint_params *checkpoint, lac_ratings_t train,
+                                     lac_ratings_t valid, lac_mf_epoch_fn on_epoch, void *on_epoch_user,
+                                     lac_mf_model_t *out, lac_mf_report *report)
 {
     LAC_ARG_NOT_NULL(ctx, ctx);
     LAC_ARG_NOT_NULL(ctx, params);
     LAC_ARG_NOT_NULL(ctx, train);
     LAC_ARG_NOT_NULL(ctx, out);
     LAC_ADOPT_PARAMS(ctx, "mf", lac_mf_params, params, lac_mf_params_default());
+    lac_mf_checkpoint_params no_checkpoint = checkpoint_defaults();
+    if (!checkpoint) checkpoint = &no_checkpoint;
+    LAC_ADOPT_PARAMS(ctx, "mf checkpoint", lac_mf_checkpoint_params, checkpoint, checkpoint_defaults());
     const char *why = lac_mf_params_check(params);
     if (why) return lac_error(ctx, LAC_ERR_ARGUMENT, "mf parameters: %s", why);
+    const char *ck_path = checkpoint->path;
+    if (ck_path && checkpoint->every < 1)
+        return lac_error(ctx, LAC_ERR_ARGUMENT, "checkpoint every %d epochs: must be >= 1", checkpoint->every);
+    if (checkpoint->resume && !ck_path) return lac_error(ctx, LAC_ERR_ARGUMENT, "resume without a checkpoint path");
+    if (ck_path && !checkpoint->resume) LAC_CHECK(lac_mf_checkpoint_replaceable(ctx, ck_path));
     if (train->count == 0) return lac_error(ctx, LAC_ERR_VALUE, "the training ratings are empty");
     if (valid && valid->count == 0) return lac_error(ctx, LAC_ERR_VALUE, "the validation ratings are empty");
     lac_status st = LAC_SUCCESS;
@@ -173,7 +201,14 @@ lac_status lac_mf_train(lac_ctx_t ctx, const lac_mf_params *params, lac_ratings_
     lac_mf_eval veval;
     lac_mf_call call;
     lac_mf_state *state = NULL;
+    lac_mf_checkpoint ck;
+    lac_mf_factors ck_scratch;
+    lac_mf_run run;
     memset(&veval, 0, sizeof veval);
+    memset(&ck, 0, sizeof ck);
+    memset(&ck_scratch, 0, sizeof ck_scratch);
+    /* the state of the epoch loop, as a checkpoint holds it */
+    lac_mf_progress pr = {0, 0, 0, INFINITY, NAN, NAN, 0.0};
 
     LAC_CHECK(lac_mf_data_build(ctx, train, &data));
     if (data.duplicates)
@@ -182,47 +217,54 @@ lac_status lac_mf_train(lac_ctx_t ctx, const lac_mf_params *params, lac_ratings_
     LAC_CHECK_GOTO(model_from_data(ctx, params, train, &data, &m), st, done);
     LAC_CHECK_GOTO(sort_rated_items(ctx, m, &data), st, done);
     if (valid) LAC_CHECK_GOTO(lac_mf_eval_map(ctx, m, valid, &veval), st, done);
+    run = (lac_mf_run){params, &data, valid ? &veval : NULL, m, lac_threads(ctx)};
+    if (checkpoint->resume) {
+        LAC_CHECK_GOTO(lac_mf_checkpoint_read(ctx, ck_path, &run, &ck), st, done);
+        pr = ck.progress;
+        t0 -= pr.seconds;
+    }
 
     call = lac_mf_model_call(m, &data, valid ? &veval : NULL);
     LAC_CHECK_GOTO(be->begin(ctx, &call, &state), st, done);
+    if (checkpoint->resume) LAC_CHECK_GOTO(lac_mf_checkpoint_apply(ctx, &ck, be, state), st, done);
 
-    double best = INFINITY, last_valid = NAN, last_train = NAN;
-    int best_epoch = 0, since_best = 0, epoch = 0;
-    for (epoch = 0; epoch < params->epochs; epoch++) {
+    /* a resumed training that had stopped early stops again at once */
+    int stopped = valid && pr.since_best >= params->patience;
+    int epoch;
+    for (epoch = pr.epoch; epoch < params->epochs && !stopped; epoch++) {
         float lr = (float)lac_mf_learning_rate(params, epoch);
         double sse = 0.0, vr = NAN;
         LAC_CHECK_GOTO(be->epoch(ctx, state, lr, epoch, &sse), st, done);
         if (valid) LAC_CHECK_GOTO(be->valid_rmse(ctx, state, &vr), st, done);
-        last_train = sqrt(sse / (double)data.nnz);
-        last_valid = vr;
-        if (!isfinite(last_train)) {
+        pr.last_train = sqrt(sse / (double)data.nnz);
+        pr.last_valid = vr;
+        if (!isfinite(pr.last_train)) {
             st = lac_error(ctx, LAC_ERR_VALUE,
                            "training diverged at epoch %d (training RMSE %g): lower the learning rate (alpha = %g)",
-                           epoch + 1, last_train, params->alpha);
+                           epoch + 1, pr.last_train, params->alpha);
             goto done;
         }
-        int stop = 0;
         if (valid) {
-            if (vr < best * (1.0 - params->min_gain)) {
-                best = vr;
-                best_epoch = epoch + 1;
-                since_best = 0;
+            if (vr < pr.best * (1.0 - params->min_gain)) {
+                pr.best = vr;
+                pr.best_epoch = epoch + 1;
+                pr.since_best = 0;
                 LAC_CHECK_GOTO(be->keep(ctx, state, 0), st, done);
-            } else if (++since_best >= params->patience) {
-                stop = 1;
+            } else if (++pr.since_best >= params->patience) {
+                stopped = 1;
             }
         }
-        if (on_epoch && on_epoch(epoch + 1, last_train, vr, omp_get_wtime() - t0, on_epoch_user)) stop = 1;
-        if (stop) {
-            epoch++;
-            break;
-        }
+        pr.epoch = epoch + 1;
+        pr.seconds = omp_get_wtime() - t0;
+        if (on_epoch && on_epoch(epoch + 1, pr.last_train, vr, pr.seconds, on_epoch_user)) stopped = 1;
+        if (ck_path && (pr.epoch % checkpoint->every == 0 || stopped || pr.epoch == params->epochs))
+            LAC_CHECK_GOTO(lac_mf_checkpoint_save(ctx, ck_path, &run, &pr, be, state, &ck_scratch), st, done);
     }
-    int epochs_run = epoch;
-    if (!valid) best_epoch = epochs_run;
+    int epochs_run = pr.epoch, best_epoch = valid ? pr.best_epoch : epochs_run;
+    double last_valid = pr.last_valid;
     if (valid && best_epoch != epochs_run) {
         LAC_CHECK_GOTO(be->keep(ctx, state, 1), st, done);
-        last_valid = best;
+        last_valid = pr.best;
     }
     LAC_CHECK_GOTO(be->download(ctx, state), st, done);
     m->epochs = best_epoch;
@@ -234,12 +276,13 @@ lac_status lac_mf_train(lac_ctx_t ctx, const lac_mf_params *params, lac_ratings_
     rep.valid_rmse = valid ? last_valid : NAN;
     rep.duplicates = data.duplicates;
     rep.seconds = omp_get_wtime() - t0;
-    (void)last_train;
     if (report) *report = rep;
     *out = m;
     m = NULL;
 done:
     be->end(ctx, state);
+    lac_mf_checkpoint_free(&ck);
+    lac_mf_checkpoint_scratch_free(&ck_scratch);
     lac_mf_eval_free(&veval);
     lac_mf_model_destroy(&m);
     lac_mf_data_free(&data);

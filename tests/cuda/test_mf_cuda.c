@@ -7,7 +7,10 @@
  * MovieLens-10M shape the validation RMSE must come within 0.005 of the
  * CPU's, and predictions of the downloaded model must reproduce the RMSE
  * reported on the device. A popular item's replicas must average their
- * updates, and rows split over several groups must still converge. */
+ * updates, and rows split over several groups must still converge. A
+ * checkpoint written on the device resumes to the same model, bit for bit,
+ * on the device and on the CPU, and a training broken off and resumed on the
+ * device comes as close as one without a break. */
 #include "harness.h"
 #include "lacuna/lacuna.h"
 #include "mf/mf_internal.h"
@@ -200,6 +203,91 @@ TEST(popular_item_replicas_average_their_updates)
     lac_ratings_destroy(&r);
 }
 
+/* Bytes of a model as saved. */
+static unsigned char *model_bytes(lac_mf_model_t m, const char *name, long *size)
+{
+    char path[512];
+    harness_temp_path(path, sizeof path, name);
+    unsigned char *buf = NULL;
+    *size = -1;
+    if (lac_mf_model_save(cpu, path, m) != LAC_SUCCESS) return NULL;
+    FILE *fp = fopen(path, "rb");
+    if (fp && fseek(fp, 0, SEEK_END) == 0 && (*size = ftell(fp)) > 0 && fseek(fp, 0, SEEK_SET) == 0 &&
+        (buf = malloc((size_t)*size)) && fread(buf, 1, (size_t)*size, fp) != (size_t)*size) {
+        free(buf);
+        buf = NULL;
+    }
+    if (fp) fclose(fp);
+    remove(path);
+    return buf;
+}
+
+static int same_model(lac_mf_model_t a, lac_mf_model_t b)
+{
+    long na, nb;
+    unsigned char *x = model_bytes(a, "ck_a.bin", &na), *y = model_bytes(b, "ck_b.bin", &nb);
+    int same = x && y && na == nb && memcmp(x, y, (size_t)na) == 0;
+    free(x);
+    free(y);
+    return same;
+}
+
+TEST(checkpoints_written_on_the_device_resume_anywhere)
+{
+    lac_mf_gen_params g = lac_mf_gen_params_default();
+    g.users = 4000;
+    g.items = 1500;
+    g.ratings = 300000;
+    g.seed = 5;
+    lac_ratings_t all = NULL, train = NULL, valid = NULL;
+    CHECK_OK(cpu, lac_mf_generate(cpu, &g, &all));
+    lac_mf_split_params sp = lac_mf_split_params_default();
+    CHECK_OK(cpu, lac_mf_split(cpu, &sp, all, &train, &valid));
+    char path[512];
+    harness_temp_path(path, sizeof path, "mf.ck");
+    remove(path);
+    lac_mf_params p = lac_mf_params_default();
+    p.epochs = 60;
+    lac_mf_checkpoint_params ck = lac_mf_checkpoint_params_default();
+    ck.path = path;
+    lac_mf_model_t a = NULL, b = NULL, c = NULL, d = NULL;
+    lac_mf_report ra, rb, rc, rd;
+    CHECK_OK(gpu, lac_mf_train_checkpointed(gpu, &p, &ck, train, valid, NULL, NULL, &a, &ra));
+    printf("    %d epochs, kept %d, valid RMSE %.4f\n", ra.epochs, ra.best_epoch, ra.valid_rmse);
+    /* at its end: nothing left to train, the model comes from the file */
+    ck.resume = 1;
+    CHECK_OK(gpu, lac_mf_train_checkpointed(gpu, &p, &ck, train, valid, NULL, NULL, &b, &rb));
+    CHECK_OK(cpu_all, lac_mf_train_checkpointed(cpu_all, &p, &ck, train, valid, NULL, NULL, &c, &rc));
+    if (a && b && c) {
+        CHECK(same_model(a, b));
+        CHECK(same_model(a, c));
+        CHECK_INT(rb.epochs, ra.epochs);
+        CHECK_INT(rb.best_epoch, ra.best_epoch);
+        CHECK_INT(rc.best_epoch, ra.best_epoch);
+    }
+    /* broken off after 3 epochs, resumed on the device */
+    remove(path);
+    ck.resume = 0;
+    p.epochs = 3;
+    CHECK_OK(gpu, lac_mf_train_checkpointed(gpu, &p, &ck, train, valid, NULL, NULL, &d, &rd));
+    lac_mf_model_destroy(&d);
+    ck.resume = 1;
+    p.epochs = 60;
+    CHECK_OK(gpu, lac_mf_train_checkpointed(gpu, &p, &ck, train, valid, NULL, NULL, &d, &rd));
+    if (d) {
+        printf("    3 + resumed: %d epochs, kept %d, valid RMSE %.4f\n", rd.epochs, rd.best_epoch, rd.valid_rmse);
+        CHECK(fabs(rd.valid_rmse - ra.valid_rmse) <= 0.005);
+    }
+    remove(path);
+    lac_mf_model_destroy(&a);
+    lac_mf_model_destroy(&b);
+    lac_mf_model_destroy(&c);
+    lac_mf_model_destroy(&d);
+    lac_ratings_destroy(&all);
+    lac_ratings_destroy(&train);
+    lac_ratings_destroy(&valid);
+}
+
 int main(void)
 {
     if (lac_cuda_device_count() == 0) {
@@ -221,6 +309,7 @@ int main(void)
     RUN(generated_data_rmse_within_0005_of_cpu);
     RUN(heavy_rows_split_over_warps_still_converge);
     RUN(popular_item_replicas_average_their_updates);
+    RUN(checkpoints_written_on_the_device_resume_anywhere);
     lac_ctx_destroy(&gpu);
     lac_ctx_destroy(&cpu);
     lac_ctx_destroy(&cpu_all);

@@ -32,6 +32,7 @@ int cmd_mf_train(int argc, char **argv)
     const char *cmd = "mf train", *files[2], *valid_path = NULL, *device = "auto", *log_path = NULL, *plot_path = NULL;
     int json = 0, quiet = 0, threads = 0;
     lac_mf_params p = lac_mf_params_default();
+    lac_mf_checkpoint_params ck = lac_mf_checkpoint_params_default();
     cli_ratings_input in;
     cli_ratings_input_init(&in, "the format of TRAIN and of --valid");
     int64_t seed = (int64_t)p.seed;
@@ -54,6 +55,12 @@ int cmd_mf_train(int argc, char **argv)
         {"--seed", NULL, CLI_INT64, &seed, "S", .help = "random seed", .show_default = 1},
         {"--threads", NULL, CLI_INT, &threads, "N", .help = "CPU threads (default: all)", CLI_IN(0, 4096)},
         {"--device", NULL, CLI_STRING, &device, "D", .help = "auto|cpu|cuda|cuda:N", .show_default = 1},
+        {"--checkpoint", NULL, CLI_STRING, &ck.path, "FILE",
+         .help = "training state written atomically to FILE every N epochs and after the last"},
+        {"--checkpoint-every", NULL, CLI_INT, &ck.every, "N", .help = "epochs between checkpoints",
+         CLI_IN(1, 1000000), .show_default = 1},
+        {"--resume", NULL, CLI_FLAG, &ck.resume, NULL,
+         .help = "go on from --checkpoint FILE up to --epochs in all (same data and options)"},
         {"--json", NULL, CLI_FLAG, &json, NULL, .help = "one line of JSON on stdout"},
         {"--quiet", NULL, CLI_FLAG, &quiet, NULL, .help = "no progress"},
         {"--log", NULL, CLI_STRING, &log_path, "FILE",
@@ -72,9 +79,11 @@ int cmd_mf_train(int argc, char **argv)
     };
     int rc = cli_parse(&command, argc, argv, files, NULL);
     if (rc != CLI_OK) return rc == CLI_HELP ? CLI_OK : rc;
-    const cli_file inputs[] = {{"TRAIN", files[0]}, {"--valid", valid_path}}, outputs[] = {{"MODEL", files[1]},
-        {"--log", log_path}, {"--plot", plot_path}};
-    if ((rc = cli_check_files(cmd, inputs, 2, outputs, 3)) != CLI_OK) return rc;
+    if (ck.resume && !ck.path) return cli_usage_error(cmd, "--resume needs --checkpoint FILE");
+    if (ck.path && !strcmp(ck.path, "-")) return cli_usage_error(cmd, "--checkpoint must name a file, not -");
+    const cli_file inputs[] = {{"TRAIN", files[0]}, {"--valid", valid_path}},
+                   outputs[] = {{"MODEL", files[1]}, {"--log", log_path}, {"--plot", plot_path}, {"--checkpoint", ck.path}};
+    if ((rc = cli_check_files(cmd, inputs, 2, outputs, 4)) != CLI_OK) return rc;
     p.seed = (uint64_t)seed;
     lac_ratings_read_params rp = cli_ratings_input_params(&in);
     const char *why = lac_mf_params_check(&p);
@@ -91,7 +100,7 @@ int cmd_mf_train(int argc, char **argv)
     progress_state ps = {p.epochs, quiet, {.width = CLI_MF_CURVE_WIDTH}};
     lac_status st = lac_ratings_read(ctx, files[0], &rp, &train);
     if (st == LAC_SUCCESS && valid_path) st = lac_ratings_read(ctx, valid_path, &rp, &valid);
-    if (st == LAC_SUCCESS) st = lac_mf_train(ctx, &p, train, valid, on_epoch, &ps, &model, &rep);
+    if (st == LAC_SUCCESS) st = lac_mf_train_checkpointed(ctx, &p, &ck, train, valid, on_epoch, &ps, &model, &rep);
     cli_progress_done();
     if (st == LAC_SUCCESS) st = lac_mf_model_save(ctx, files[1], model);
     if (st == LAC_SUCCESS && log_path) {

@@ -178,6 +178,32 @@ static lac_status cpu_download(lac_ctx_t ctx, lac_mf_state *s)
     return LAC_SUCCESS;
 }
 
+/* The current factors are the model's arrays; the kept ones the host copy. */
+static lac_status cpu_copy(lac_ctx_t ctx, lac_mf_state *s, int kept, const lac_mf_factors *other, int put)
+{
+    const lac_mf_factors *f = &s->call.factors;
+    if (kept && !s->kept[0]) return lac_error(ctx, LAC_ERR_INTERNAL, "mf CPU: no kept epoch without validation");
+    float *mine[4] = {f->P, f->Q, f->user_bias, f->item_bias};
+    float *theirs[4] = {other->P, other->Q, other->user_bias, other->item_bias};
+    size_t sizes[4] = {(size_t)f->num_users * (size_t)f->stride, (size_t)f->num_items * (size_t)f->stride,
+                       (size_t)f->num_users, (size_t)f->num_items};
+    for (int i = 0; i < 4; i++) {
+        float *at = kept ? s->kept[i] : mine[i];
+        if (sizes[i]) memcpy(put ? at : theirs[i], put ? theirs[i] : at, sizes[i] * sizeof(float));
+    }
+    return LAC_SUCCESS;
+}
+
+static lac_status cpu_get(lac_ctx_t ctx, lac_mf_state *s, int kept, const lac_mf_factors *to)
+{
+    return cpu_copy(ctx, s, kept, to, 0);
+}
+
+static lac_status cpu_put(lac_ctx_t ctx, lac_mf_state *s, int kept, const lac_mf_factors *from)
+{
+    return cpu_copy(ctx, s, kept, from, 1);
+}
+
 const lac_mf_backend lac_mf_cpu_backend = {
-    "cpu", 1, cpu_begin, lac_mf_cpu_epoch, cpu_valid_rmse, cpu_keep, cpu_download, cpu_end,
+    "cpu", 1, cpu_begin, lac_mf_cpu_epoch, cpu_valid_rmse, cpu_keep, cpu_download, cpu_end, cpu_get, cpu_put,
 };

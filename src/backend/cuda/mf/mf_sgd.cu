@@ -284,22 +284,68 @@ static lac_status cuda_keep(lac_ctx_t ctx, lac_mf_state *s, int restore)
     return restore ? replicas(ctx, s, 1) : LAC_SUCCESS;
 }
 
-static lac_status cuda_download(lac_ctx_t ctx, lac_mf_state *s)
+/* The factors at P, Q, user_bias, item_bias (the current ones or the kept
+ * copy, laid out alike) to host arrays shaped as the call's, or back. */
+static lac_status copy_factors(lac_ctx_t ctx, lac_mf_state *s, float *P, float *Q, float *user_bias, float *item_bias,
+                               const lac_mf_factors *f, int to_device)
 {
     cudaStream_t stream = ctx->cuda->stream;
-    const lac_mf_factors *f = &s->call.factors;
     size_t pu = (size_t)s->num_users * (size_t)s->stride, qi = (size_t)s->num_items * (size_t)s->stride;
-    if (pu) LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(f->P, s->P, pu * sizeof(float), cudaMemcpyDeviceToHost, stream));
-    if (qi) LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(f->Q, s->Q, qi * sizeof(float), cudaMemcpyDeviceToHost, stream));
-    if (s->num_users)
-        LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(f->user_bias, s->user_bias, (size_t)s->num_users * sizeof(float),
-                                            cudaMemcpyDeviceToHost, stream));
-    if (s->num_items)
-        LAC_CUDA_CHECK(ctx, cudaMemcpy2DAsync(f->item_bias, sizeof(float), s->item_bias,
-                                              LAC_MF_BIAS_STRIDE * sizeof(float), sizeof(float), (size_t)s->num_items,
-                                              cudaMemcpyDeviceToHost, stream));
+    cudaMemcpyKind kind = to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
+    float *dev[3] = {P, Q, user_bias}, *host[3] = {f->P, f->Q, f->user_bias};
+    size_t sizes[3] = {pu, qi, (size_t)s->num_users};
+    for (int i = 0; i < 3; i++)
+        if (sizes[i])
+            LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(to_device ? dev[i] : host[i], to_device ? host[i] : dev[i],
+                                                sizes[i] * sizeof(float), kind, stream));
+    if (s->num_items) {
+        size_t dpitch = LAC_MF_BIAS_STRIDE * sizeof(float), hpitch = sizeof(float);
+        LAC_CUDA_CHECK(ctx, cudaMemcpy2DAsync(to_device ? (void *)item_bias : (void *)f->item_bias,
+                                              to_device ? dpitch : hpitch,
+                                              to_device ? (const void *)f->item_bias : (const void *)item_bias,
+                                              to_device ? hpitch : dpitch, sizeof(float), (size_t)s->num_items, kind,
+                                              stream));
+    }
     LAC_CUDA_CHECK(ctx, cudaStreamSynchronize(stream));
     return LAC_SUCCESS;
+}
+
+/* The kept copy's parts in s->best (allocated on first use). */
+static lac_status kept_parts(lac_ctx_t ctx, lac_mf_state *s, float *parts[4])
+{
+    size_t pu = (size_t)s->num_users * (size_t)s->stride, qi = (size_t)s->num_items * (size_t)s->stride;
+    size_t total = pu + qi + (size_t)s->num_users + (size_t)s->num_items * LAC_MF_BIAS_STRIDE;
+    if (!s->best) LAC_CUDA_CHECK(ctx, cudaMalloc((void **)&s->best, total * sizeof(float) + 4));
+    parts[0] = s->best;
+    parts[1] = parts[0] + pu;
+    parts[2] = parts[1] + qi;
+    parts[3] = parts[2] + s->num_users;
+    return LAC_SUCCESS;
+}
+
+static lac_status cuda_download(lac_ctx_t ctx, lac_mf_state *s)
+{
+    return copy_factors(ctx, s, s->P, s->Q, s->user_bias, s->item_bias, &s->call.factors, 0);
+}
+
+static lac_status cuda_get(lac_ctx_t ctx, lac_mf_state *s, int kept, const lac_mf_factors *to)
+{
+    if (!kept) return copy_factors(ctx, s, s->P, s->Q, s->user_bias, s->item_bias, to, 0);
+    if (!s->best) return lac_error(ctx, LAC_ERR_INTERNAL, "mf CUDA: no kept epoch");
+    float *parts[4] = {NULL, NULL, NULL, NULL};
+    LAC_CHECK(kept_parts(ctx, s, parts));
+    return copy_factors(ctx, s, parts[0], parts[1], parts[2], parts[3], to, 0);
+}
+
+static lac_status cuda_put(lac_ctx_t ctx, lac_mf_state *s, int kept, const lac_mf_factors *from)
+{
+    if (!kept) {
+        LAC_CHECK(copy_factors(ctx, s, s->P, s->Q, s->user_bias, s->item_bias, from, 1));
+        return replicas(ctx, s, 1);   /* the popular items' rows start from the new values */
+    }
+    float *parts[4] = {NULL, NULL, NULL, NULL};
+    LAC_CHECK(kept_parts(ctx, s, parts));
+    return copy_factors(ctx, s, parts[0], parts[1], parts[2], parts[3], from, 1);
 }
 
 static void cuda_end(lac_ctx_t ctx, lac_mf_state *s)
@@ -310,5 +356,5 @@ static void cuda_end(lac_ctx_t ctx, lac_mf_state *s)
 }
 
 extern "C" const lac_mf_backend lac_mf_cuda_table = {
-    "cuda", 0, cuda_begin, cuda_epoch, cuda_valid_rmse, cuda_keep, cuda_download, cuda_end,
+    "cuda", 0, cuda_begin, cuda_epoch, cuda_valid_rmse, cuda_keep, cuda_download, cuda_end, cuda_get, cuda_put,
 };

@@ -1,0 +1,366 @@
+/* The mf checkpoint file: a little-endian binary beside the model file's
+ * format, holding what a training needs to go on:
+ *
+ *   magic "LACUNACK" | u32 version | u32 header bytes | header |
+ *   P | Q | user_bias | item_bias | [the kept epoch's P | Q | biases] |
+ *   u64 checksum of everything before it
+ *
+ * The header holds the model kind, the parameters, the epoch loop's progress
+ * (lac_mf_progress) and fingerprints of the training data (ratings and id
+ * maps) and of the validation set; P and Q are stored unpadded. The ids and
+ * each user's rated items are not stored: a resumed training reads the same
+ * training file again, which the fingerprint checks. Written atomically and
+ * at once (never part of an output set: a checkpoint is worth keeping when
+ * the run fails later). */
+#include "mf/checkpoint.h"
+#include "io/io_internal.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define CK_MAGIC "LACUNACK"
+#define CK_VERSION 1u
+#define CK_KIND_PLAIN 0   /* r = mu + b_i + bhat_j + u_i . v_j */
+
+typedef struct {
+    int32_t kind, k;
+    int64_t num_users, num_items, nnz, valid_count;
+    uint64_t data_hash, valid_hash;
+    double lambda, lambda_bias, alpha, beta, min_gain;
+    int32_t use_bias, deterministic, patience, threads;
+    uint64_t seed;
+    int32_t epoch, best_epoch, since_best, has_kept;
+    double best, last_train, last_valid, seconds;
+} ck_header;
+
+/* A fast 64-bit hash over whole words and the tail bytes. */
+static uint64_t hash_update(uint64_t h, const void *data, size_t bytes)
+{
+    const unsigned char *p = data;
+    size_t words = bytes / 8;
+    for (size_t i = 0; i < words; i++) {
+        uint64_t w;
+        memcpy(&w, p + 8 * i, 8);
+        h = (h ^ w) * 0x100000001B3ull;
+        h ^= h >> 29;
+    }
+    for (size_t i = words * 8; i < bytes; i++) h = (h ^ p[i]) * 0x100000001B3ull;
+    return h;
+}
+#define HASH_SEED 0xcbf29ce484222325ull
+
+/* The file's checksum, FNV-1a 64 over bytes: the same however the bytes
+ * are cut into writes. */
+static uint64_t fnv_update(uint64_t h, const void *data, size_t n)
+{
+    const unsigned char *p = data;
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ull;
+    return h;
+}
+
+static uint64_t data_hash(const lac_mf_run *run)
+{
+    const lac_mf_data *d = run->data;
+    uint64_t h = hash_update(HASH_SEED, d->row_start, ((size_t)d->num_users + 1) * sizeof *d->row_start);
+    h = hash_update(h, d->col, (size_t)d->nnz * sizeof *d->col);
+    h = hash_update(h, d->val, (size_t)d->nnz * sizeof *d->val);
+    h = hash_update(h, run->model->users.arena, (size_t)run->model->users.arena_len);
+    return hash_update(h, run->model->items.arena, (size_t)run->model->items.arena_len);
+}
+
+static uint64_t valid_hash(const lac_mf_eval *v)
+{
+    if (!v) return 0;
+    uint64_t h = hash_update(HASH_SEED, v->user, (size_t)v->count * sizeof *v->user);
+    h = hash_update(h, v->item, (size_t)v->count * sizeof *v->item);
+    return hash_update(h, v->val, (size_t)v->count * sizeof *v->val);
+}
+
+static ck_header header_of(const lac_mf_run *run)
+{
+    const lac_mf_params *p = run->params;
+    ck_header h;
+    memset(&h, 0, sizeof h);
+    h.kind = CK_KIND_PLAIN;
+    h.k = p->k;
+    h.num_users = run->data->num_users;
+    h.num_items = run->data->num_items;
+    h.nnz = run->data->nnz;
+    h.valid_count = run->valid ? run->valid->count : -1;
+    h.data_hash = data_hash(run);
+    h.valid_hash = valid_hash(run->valid);
+    h.lambda = p->lambda;
+    h.lambda_bias = p->lambda_bias;
+    h.alpha = p->alpha;
+    h.beta = p->beta;
+    h.min_gain = p->min_gain;
+    h.use_bias = p->use_bias;
+    h.deterministic = p->deterministic;
+    h.patience = p->patience;
+    h.threads = run->threads;
+    h.seed = p->seed;
+    return h;
+}
+
+lac_status lac_mf_checkpoint_replaceable(lac_ctx_t ctx, const char *path)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0) return LAC_SUCCESS;   /* not there: created */
+    char head[8] = {0};
+    FILE *fp = S_ISREG(sb.st_mode) ? fopen(path, "rb") : NULL;
+    size_t got = fp ? fread(head, 1, sizeof head, fp) : 0;
+    if (fp) fclose(fp);
+    if (got == sizeof head && memcmp(head, CK_MAGIC, 8) == 0) return LAC_SUCCESS;
+    return lac_error(ctx, LAC_ERR_ARGUMENT, "%s exists and is not an mf checkpoint: not replacing it", path);
+}
+
+void lac_mf_checkpoint_scratch_free(lac_mf_factors *f)
+{
+    free(f->P);
+    free(f->Q);
+    free(f->user_bias);
+    free(f->item_bias);
+    memset(f, 0, sizeof *f);
+}
+
+/* Host arrays shaped like the model's (rows padded to its stride). */
+static lac_status factors_alloc(lac_ctx_t ctx, lac_mf_model_t m, lac_mf_factors *f)
+{
+    *f = lac_mf_model_factors(m);
+    size_t pu = (size_t)m->num_users * (size_t)m->stride, qi = (size_t)m->num_items * (size_t)m->stride;
+    f->P = lac_calloc(ctx, pu + 1, sizeof(float));
+    f->Q = lac_calloc(ctx, qi + 1, sizeof(float));
+    f->user_bias = lac_calloc(ctx, (size_t)m->num_users + 1, sizeof(float));
+    f->item_bias = lac_calloc(ctx, (size_t)m->num_items + 1, sizeof(float));
+    if (f->P && f->Q && f->user_bias && f->item_bias) return LAC_SUCCESS;
+    lac_mf_checkpoint_scratch_free(f);
+    return LAC_ERR_OUT_OF_MEMORY;
+}
+
+typedef struct {
+    FILE *fp;
+    uint64_t h;
+    int ok;
+} ck_writer;
+
+static void put(ck_writer *w, const void *data, size_t n)
+{
+    if (!w->ok || n == 0) return;
+    w->h = fnv_update(w->h, data, n);
+    w->ok = fwrite(data, 1, n, w->fp) == n;
+}
+
+static void put_factors(ck_writer *w, const lac_mf_factors *f)
+{
+    for (int64_t u = 0; u < f->num_users; u++) put(w, f->P + u * f->stride, (size_t)f->k * 4);
+    for (int64_t j = 0; j < f->num_items; j++) put(w, f->Q + j * f->stride, (size_t)f->k * 4);
+    put(w, f->user_bias, (size_t)f->num_users * 4);
+    put(w, f->item_bias, (size_t)f->num_items * 4);
+}
+
+lac_status lac_mf_checkpoint_save(lac_ctx_t ctx, const char *path, const lac_mf_run *run,
+                                  const lac_mf_progress *pr, const lac_mf_backend *be, lac_mf_state *state,
+                                  lac_mf_factors *scratch)
+{
+    if (!scratch->P) LAC_CHECK(factors_alloc(ctx, run->model, scratch));
+    LAC_CHECK(lac_mf_checkpoint_replaceable(ctx, path));
+    ck_header h = header_of(run);
+    h.epoch = pr->epoch;
+    h.best_epoch = pr->best_epoch;
+    h.since_best = pr->since_best;
+    h.best = pr->best;
+    h.last_train = pr->last_train;
+    h.last_valid = pr->last_valid;
+    h.seconds = pr->seconds;
+    h.has_kept = run->valid && pr->best_epoch > 0;
+
+    lac_atomic_file af;
+    LAC_CHECK(lac_atomic_open(ctx, path, &af));
+    ck_writer w = {af.fp, HASH_SEED, 1};
+    uint32_t version = CK_VERSION, header_bytes = (uint32_t)sizeof h;
+    put(&w, CK_MAGIC, 8);
+    put(&w, &version, 4);
+    put(&w, &header_bytes, 4);
+    put(&w, &h, sizeof h);
+    lac_status st = be->get(ctx, state, 0, scratch);
+    if (st == LAC_SUCCESS) put_factors(&w, scratch);
+    if (st == LAC_SUCCESS && h.has_kept && (st = be->get(ctx, state, 1, scratch)) == LAC_SUCCESS)
+        put_factors(&w, scratch);
+    uint64_t sum = w.h;
+    if (st == LAC_SUCCESS && !(w.ok && fwrite(&sum, 8, 1, af.fp) == 1))
+        st = lac_error(ctx, LAC_ERR_IO, "writing the checkpoint %s failed: %s", path, strerror(errno));
+    if (st != LAC_SUCCESS) {
+        lac_atomic_abort(&af);
+        return st;
+    }
+    return lac_atomic_commit_now(ctx, &af);
+}
+
+void lac_mf_checkpoint_free(lac_mf_checkpoint *ck)
+{
+    lac_mf_checkpoint_scratch_free(&ck->current);
+    lac_mf_checkpoint_scratch_free(&ck->kept);
+    free(ck->block);
+    memset(ck, 0, sizeof *ck);
+}
+
+/* The first way the checkpoint's header differs from this run, or NULL. */
+static const char *mismatch(const ck_header *f, const ck_header *r, char *buf, size_t n)
+{
+#define DIFF(field, name, fmt, cast)                                                                      \
+    if (f->field != r->field) {                                                                         \
+        snprintf(buf, n, "was written with %s " fmt ", this run has " fmt, name, (cast)f->field, (cast)r->field); \
+        return buf;                                                                                     \
+    }
+    DIFF(kind, "model kind", "%d", int);
+    DIFF(k, "k", "%d", int);
+    if (f->nnz != r->nnz || f->num_users != r->num_users || f->num_items != r->num_items || f->data_hash != r->data_hash) {
+        snprintf(buf, n, "was written for other training ratings (%lld ratings of %lld users and %lld items, "
+                 "not these %lld of %lld and %lld)", (long long)f->nnz, (long long)f->num_users,
+                 (long long)f->num_items, (long long)r->nnz, (long long)r->num_users, (long long)r->num_items);
+        return buf;
+    }
+    if ((f->valid_count < 0) != (r->valid_count < 0)) {
+        snprintf(buf, n, "was written %s validation ratings, this run has %s", f->valid_count < 0 ? "without" : "with",
+                 r->valid_count < 0 ? "none" : "some");
+        return buf;
+    }
+    if (f->valid_count != r->valid_count || f->valid_hash != r->valid_hash) {
+        snprintf(buf, n, "was written for other validation ratings (%lld, this run has %lld)",
+                 (long long)f->valid_count, (long long)r->valid_count);
+        return buf;
+    }
+    DIFF(use_bias, "biases", "%d", int);
+    DIFF(lambda, "lambda", "%g", double);
+    DIFF(lambda_bias, "lambda_bias", "%g", double);
+    DIFF(alpha, "alpha", "%g", double);
+    DIFF(beta, "beta", "%g", double);
+    DIFF(min_gain, "min_gain", "%g", double);
+    DIFF(patience, "patience", "%d", int);
+    DIFF(deterministic, "deterministic", "%d", int);
+    DIFF(seed, "seed", "%llu", unsigned long long);
+#undef DIFF
+    return NULL;
+}
+
+static void get_factors(const unsigned char **p, lac_mf_factors *f)
+{
+    for (int64_t u = 0; u < f->num_users; u++, *p += (size_t)f->k * 4) memcpy(f->P + u * f->stride, *p, (size_t)f->k * 4);
+    for (int64_t j = 0; j < f->num_items; j++, *p += (size_t)f->k * 4) memcpy(f->Q + j * f->stride, *p, (size_t)f->k * 4);
+    memcpy(f->user_bias, *p, (size_t)f->num_users * 4);
+    *p += (size_t)f->num_users * 4;
+    memcpy(f->item_bias, *p, (size_t)f->num_items * 4);
+    *p += (size_t)f->num_items * 4;
+}
+
+/* Bytes of one set of factors of k for users and items, as stored. */
+static double factors_bytes(double k, double users, double items) { return 4.0 * (k + 1.0) * (users + items); }
+
+lac_status lac_mf_checkpoint_read(lac_ctx_t ctx, const char *path, const lac_mf_run *run, lac_mf_checkpoint *out)
+{
+    memset(out, 0, sizeof *out);
+    FILE *fp;
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return lac_error(ctx, LAC_ERR_ARGUMENT, "no checkpoint %s to resume from: %s", path, strerror(errno));
+    LAC_CHECK(lac_open_input(ctx, path, &fp));
+    const size_t fixed = 16 + sizeof(ck_header) + 8;
+    ck_header want = header_of(run), h;
+    unsigned char head[16 + sizeof(ck_header)];
+    uint32_t version, header_bytes;
+    uint64_t stored;
+    char why[320];
+    const char *diff;
+    lac_status st = LAC_SUCCESS;
+    long size = -1;
+    if (fseek(fp, 0, SEEK_END) == 0) size = ftell(fp);
+    if (size < 0 || fseek(fp, 0, SEEK_SET) != 0) {
+        fclose(fp);
+        return lac_error(ctx, LAC_ERR_IO, "cannot size %s", path);
+    }
+    if ((size_t)size < fixed || fread(head, 1, sizeof head, fp) != sizeof head || memcmp(head, CK_MAGIC, 8) != 0) {
+        fclose(fp);
+        return lac_error(ctx, LAC_ERR_FORMAT, "%s is not an mf checkpoint (no LACUNACK header)", path);
+    }
+    memcpy(&version, head + 8, 4);
+    memcpy(&header_bytes, head + 12, 4);
+    memcpy(&h, head + 16, sizeof h);
+    if (version != CK_VERSION || header_bytes != sizeof h) {
+        fclose(fp);
+        return lac_error(ctx, LAC_ERR_FORMAT, "%s: checkpoint version %u is not the version %u this build reads", path,
+                         version, CK_VERSION);
+    }
+    /* the sizes the header promises must add up to the file's size */
+    if (h.k < 1 || h.k > 4096 || h.num_users < 0 || h.num_items < 0 || h.num_users > INT32_MAX ||
+        h.num_items > INT32_MAX || h.epoch < 0 || h.best_epoch < 0 || h.best_epoch > h.epoch || h.since_best < 0 ||
+        (double)size != (double)fixed + (h.has_kept ? 2.0 : 1.0) * factors_bytes(h.k, (double)h.num_users,
+                                                                                 (double)h.num_items)) {
+        fclose(fp);
+        return lac_error(ctx, LAC_ERR_FORMAT, "%s: %ld bytes where the checkpoint header describes others "
+                         "(truncated or corrupted)", path, size);
+    }
+    /* the shape is checked before the body is read: a mismatch costs nothing */
+    if (h.kind != want.kind || h.k != want.k || h.num_users != want.num_users || h.num_items != want.num_items) {
+        fclose(fp);
+        return lac_error(ctx, LAC_ERR_ARGUMENT, "checkpoint %s %s: not resuming", path,
+                         mismatch(&h, &want, why, sizeof why));
+    }
+    unsigned char *buf = lac_malloc(ctx, (size_t)size);
+    if (!buf) {
+        fclose(fp);
+        return LAC_ERR_OUT_OF_MEMORY;
+    }
+    out->block = buf;
+    size_t got = fseek(fp, 0, SEEK_SET) == 0 ? fread(buf, 1, (size_t)size, fp) : 0;
+    fclose(fp);
+    if (got != (size_t)size) {
+        st = lac_error(ctx, LAC_ERR_IO, "reading %s failed", path);
+        goto fail;
+    }
+    memcpy(&stored, buf + size - 8, 8);
+    if (fnv_update(HASH_SEED, buf, (size_t)size - 8) != stored) {
+        st = lac_error(ctx, LAC_ERR_FORMAT, "%s: checksum mismatch (the checkpoint is corrupted or truncated)", path);
+        goto fail;
+    }
+    if ((diff = mismatch(&h, &want, why, sizeof why))) {
+        st = lac_error(ctx, LAC_ERR_ARGUMENT, "checkpoint %s %s: not resuming", path, diff);
+        goto fail;
+    }
+    if (h.deterministic && h.threads != want.threads)
+        lac_log(ctx, LAC_LOG_WARN, "mf: checkpoint %s was written with %d threads, this run has %d: the deterministic "
+                "result differs from a run without a break", path, h.threads, want.threads);
+    {
+        const unsigned char *p = buf + fixed - 8;
+        LAC_CHECK_GOTO(factors_alloc(ctx, run->model, &out->current), st, fail);
+        get_factors(&p, &out->current);
+        if (h.has_kept) {
+            LAC_CHECK_GOTO(factors_alloc(ctx, run->model, &out->kept), st, fail);
+            get_factors(&p, &out->kept);
+        }
+    }
+    out->progress.epoch = h.epoch;
+    out->progress.best_epoch = h.best_epoch;
+    out->progress.since_best = h.since_best;
+    out->progress.best = h.best;
+    out->progress.last_train = h.last_train;
+    out->progress.last_valid = h.last_valid;
+    out->progress.seconds = h.seconds;
+    free(out->block);
+    out->block = NULL;
+    return LAC_SUCCESS;
+fail:
+    lac_mf_checkpoint_free(out);
+    return st;
+}
+
+lac_status lac_mf_checkpoint_apply(lac_ctx_t ctx, lac_mf_checkpoint *ck, const lac_mf_backend *be,
+                                   lac_mf_state *state)
+{
+    lac_status st = be->put(ctx, state, 0, &ck->current);
+    if (st == LAC_SUCCESS && ck->kept.P) st = be->put(ctx, state, 1, &ck->kept);
+    lac_mf_checkpoint_free(ck);
+    return st;
+}
