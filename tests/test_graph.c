@@ -226,12 +226,58 @@ TEST(matrix_market_sizes_are_checked_against_the_file)
     CHECK_STR_CONTAINS(lac_last_error(ctx), "promises 1000000000000 entries");
     CHECK_STATUS(ctx, load_text("%%MatrixMarket matrix coordinate pattern general\n"
                                 "1000000000000 1000000000000 1\n1 2\n", NULL, &g),
-                 LAC_ERR_UNSUPPORTED);
+                 LAC_ERR_FORMAT);
     CHECK_STR_CONTAINS(lac_last_error(ctx), "1000000000000 vertices");
     lac_graph_params p = lac_graph_params_default();
     p.num_vertices = 1000000000000LL;
     CHECK_STATUS(ctx, load_text("0 1\n", &p, &g), LAC_ERR_UNSUPPORTED);
     CHECK(g == NULL);
+}
+
+/* Every entry touches two vertices at most; a size line asking for many
+ * more (10^9 vertices in 75 bytes: 8 GB of offsets) is an input error up to
+ * LACUNA_GRAPH_ISOLATED vertices without an edge (default 2^20). */
+static int load_with_knobs(const char *knobs, const char *text, lac_graph_t *g)
+{
+    lac_ctx_params p = lac_ctx_params_default();
+    p.backend = LAC_BACKEND_CPU;
+    p.knobs = knobs;
+    lac_ctx_t c = NULL;
+    CHECK_OK(NULL, lac_ctx_create(&p, &c));
+    char path[512];
+    harness_temp_path(path, sizeof path, "isolated.mtx");
+    write_file(path, text);
+    int st = lac_graph_load(c, path, NULL, g);
+    if (st == LAC_ERR_FORMAT) CHECK_STR_CONTAINS(lac_last_error(c), "without an edge");
+    remove(path);
+    lac_ctx_destroy(&c);
+    return st;
+}
+
+TEST(matrix_market_vertices_without_edges_are_bounded)
+{
+    lac_graph_t g = NULL;
+    CHECK_STATUS(ctx, load_text("%%MatrixMarket matrix coordinate pattern general\n1000000000 1000000000 0\n", NULL, &g),
+                 LAC_ERR_FORMAT);
+    CHECK_STR_CONTAINS(lac_last_error(ctx), "asks for 1000000000 vertices, but its 0 entries touch 0 at most");
+    CHECK(g == NULL);
+    /* the bound: 2 x entries + 2^20 */
+    CHECK_OK(ctx, load_text("%%MatrixMarket matrix coordinate pattern general\n1048578 1048578 1\n1 2\n", NULL, &g));
+    CHECK_INT(lac_graph_num_vertices(g), 1048578);
+    lac_graph_destroy(&g);
+    CHECK_STATUS(ctx, load_text("%%MatrixMarket matrix coordinate pattern general\n1048579 1048579 1\n1 2\n", NULL, &g),
+                 LAC_ERR_FORMAT);
+    /* the knob moves it */
+    const char *ten = "%%MatrixMarket matrix coordinate pattern general\n10 10 1\n1 2\n";
+    CHECK_INT(load_with_knobs("GRAPH_ISOLATED=7", ten, &g), LAC_ERR_FORMAT);
+    CHECK(g == NULL);
+    CHECK_OK(ctx, load_with_knobs("GRAPH_ISOLATED=8", ten, &g));
+    CHECK_INT(lac_graph_num_vertices(g), 10);
+    lac_graph_destroy(&g);
+    /* edge lists cannot be fooled so: without num_vertices, vertices are the ids seen */
+    CHECK_OK(ctx, load_text("0 1000000000000\n", NULL, &g));
+    CHECK_INT(lac_graph_num_vertices(g), 2);
+    lac_graph_destroy(&g);
 }
 
 TEST(from_edges_matches_the_file_reader_and_fingerprints)
@@ -318,6 +364,7 @@ int main(void)
     RUN(matrix_market_pattern_symmetric_and_real_general);
     RUN(matrix_market_errors);
     RUN(matrix_market_sizes_are_checked_against_the_file);
+    RUN(matrix_market_vertices_without_edges_are_bounded);
     RUN(from_edges_matches_the_file_reader_and_fingerprints);
     RUN(vertex_sets_from_id_files);
     RUN(laplacian_eigenvalues_of_small_graphs);

@@ -13,6 +13,8 @@ static const struct {
 } knob_table[LAC_KNOB_COUNT] = {
     [LAC_KNOB_LOG] = {"LACUNA_LOG", "error|warn|info|debug: messages to stderr when no log callback is set"},
     [LAC_KNOB_IO_TMPFILE] = {"LACUNA_IO_TMPFILE", "0: outputs go through named temporary files, not unnamed ones"},
+    [LAC_KNOB_GRAPH_ISOLATED] = {"LACUNA_GRAPH_ISOLATED",
+                                 "vertices without an edge a Matrix Market graph may have (default 1048576)"},
     [LAC_KNOB_MAP_CUDA_FEW] = {"LACUNA_MAP_CUDA_FEW", "0: map few targets with the general kernel"},
     [LAC_KNOB_MAP_CUDA_WARM] = {"LACUNA_MAP_CUDA_WARM", "0: no L2 prefetch of the first rows (few targets)"},
     [LAC_KNOB_MAP_CUDA_HOT] = {"LACUNA_MAP_CUDA_HOT", "cap on the hot targets of the few-target kernel"},

@@ -14,6 +14,7 @@ extern "C" {
 typedef enum {
     LAC_KNOB_LOG,                /* error|warn|info|debug: log to stderr without a callback */
     LAC_KNOB_IO_TMPFILE,         /* 0: named temporary files instead of unnamed (O_TMPFILE) ones */
+    LAC_KNOB_GRAPH_ISOLATED,     /* vertices without an edge a Matrix Market size line may ask for */
     LAC_KNOB_MAP_CUDA_FEW,       /* 0: no one-launch few-target kernel */
     LAC_KNOB_MAP_CUDA_WARM,      /* 0: no L2 warm-up of the first rows */
     LAC_KNOB_MAP_CUDA_HOT,       /* cap on hot targets of the few-target kernel */

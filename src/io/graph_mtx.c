@@ -3,11 +3,15 @@
  * square matrix is the adjacency matrix (1-based indices). */
 #include "io/graph_readers.h"
 
+#include "core/knobs.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+
+#define LAC_GRAPH_ISOLATED_DEFAULT (1 << 20)
 
 static void lower_in_place(char *s)
 {
@@ -101,6 +105,18 @@ lac_status lac_graph_read_matrix_market(lac_ctx_t ctx, const char *path, FILE *f
         (double)nnz > ((double)sb.st_size - (double)here + 1) / 4) {
         st = lac_error(ctx, LAC_ERR_FORMAT, "%s:%lld: the size line promises %lld entries; the %lld bytes after it hold %.0f at most",
                        path, (long long)lineno, nnz, (long long)(sb.st_size - here), ((double)sb.st_size - (double)here + 1) / 4);
+        goto done;
+    }
+    /* Each entry touches two vertices at most: the rest have no edge, and a
+     * size line asking for very many of them (10^9 vertices in 75 bytes) is
+     * taken for a mistake, not sized, unless LACUNA_GRAPH_ISOLATED allows it. */
+    int64_t isolated_max = lac_knob_int(ctx, LAC_KNOB_GRAPH_ISOLATED, LAC_GRAPH_ISOLATED_DEFAULT);
+    if (isolated_max < 0) isolated_max = LAC_GRAPH_ISOLATED_DEFAULT;
+    if ((double)rows - 2.0 * (double)nnz > (double)isolated_max) {
+        st = lac_error(ctx, LAC_ERR_FORMAT,
+                       "%s:%lld: the size line asks for %lld vertices, but its %lld entries touch %.0f at most: more "
+                       "than %lld vertices without an edge (LACUNA_GRAPH_ISOLATED allows more)",
+                       path, (long long)lineno, rows, nnz, 2.0 * (double)nnz, (long long)isolated_max);
         goto done;
     }
     int64_t count = 0, entries = 0, cap = nnz < 65536 ? nnz : 65536;
