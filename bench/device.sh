@@ -110,18 +110,24 @@ section_test() {
 # seconds, default 240; a run cut there is reported as such, not as a pass).
 # Zero reports is the pass. Machines whose runtime refuses the tool ("Device
 # not supported", seen under gVisor) say so and the section is skipped.
+# Under the tools in SANITIZE_QUICK the tests run their representative subset
+# (LACUNA_TEST_QUICK=1: every kernel path on fewer combinations and rows;
+# the whole map test needs more than 9 minutes under racecheck).
 #   SANITIZE_TOOLS="memcheck racecheck" (default)
+#   SANITIZE_QUICK="racecheck" (default; "" runs every test whole)
 section_sanitize() {
     if ! command -v compute-sanitizer >/dev/null; then
         say "sanitize: no compute-sanitizer on this machine: skipped"
         return 0
     fi
     : >"$OUT/sanitize.log"
-    local t tool rc any=0
+    local t tool rc any=0 quick subset
     for tool in ${SANITIZE_TOOLS:-memcheck racecheck}; do
+        quick=0 subset=""
+        case " ${SANITIZE_QUICK-racecheck} " in *" $tool "*) quick=1 subset=" (LACUNA_TEST_QUICK subset)" ;; esac
         for t in "$BUILD"/tests/cuda_test_*; do
             [ -x "$t" ] || continue
-            (cd "$BUILD/tests" && LACUNA_TEST_TMPDIR="$BUILD/tests" LACUNA_SOURCE_DIR="$PWD/.." \
+            (cd "$BUILD/tests" && LACUNA_TEST_TMPDIR="$BUILD/tests" LACUNA_SOURCE_DIR="$PWD/.." LACUNA_TEST_QUICK=$quick \
                 timeout "${SANITIZE_TIMEOUT:-240}" compute-sanitizer --tool "$tool" --error-exitcode 86 \
                 --leak-check no "$t") >>"$OUT/sanitize.log" 2>&1
             rc=$?
@@ -130,9 +136,9 @@ section_sanitize() {
                 return 0
             fi
             case $rc in
-            0) say "sanitize: $(basename "$t") under $tool: 0 errors" ;;
-            124) say "sanitize: $(basename "$t") under $tool: cut at ${SANITIZE_TIMEOUT:-240} s (no verdict)" ;;
-            *) say "sanitize: $(basename "$t") under $tool FAILED (rc $rc; see sanitize.log)"; any=1 ;;
+            0) say "sanitize: $(basename "$t") under $tool$subset: 0 errors" ;;
+            124) say "sanitize: $(basename "$t") under $tool$subset: cut at ${SANITIZE_TIMEOUT:-240} s (no verdict)" ;;
+            *) say "sanitize: $(basename "$t") under $tool$subset FAILED (rc $rc; see sanitize.log)"; any=1 ;;
             esac
         done
     done

@@ -5,7 +5,12 @@
  * as a second reference where it answers; NaN policies and empty values;
  * deterministic runs bit-identical and equal to a plan's; bad inputs give the
  * status and the smallest offending position with T untouched; the out-of-core
- * path forced with small chunks, from pageable and pinned memory. */
+ * path forced with small chunks, from pageable and pinned memory.
+ *
+ * LACUNA_TEST_QUICK=1 runs a representative subset for slow tools
+ * (compute-sanitizer racecheck, bench/device.sh): every test and every
+ * kernel path (each op, dtype, strategy, few-target path, plan grid and
+ * memory kind at least once), on fewer combinations and fewer rows. */
 #include "harness.h"
 #include "lacuna/lacuna.h"
 
@@ -16,6 +21,10 @@ static lac_ctx_t gpu;
 static lac_ctx_t cpu;
 static unsigned long long rng;
 static int cpu_answers = -1;   /* -1 unknown, 0 the CPU backend has no map yet, 1 it has */
+static int quick;              /* LACUNA_TEST_QUICK=1: the subset above */
+
+/* Rows of a case: a quick run takes 1/div of them. */
+static int64_t rows(int64_t m, int64_t div) { return quick ? m / div : m; }
 
 /* ------------------------------------------------------------------------ */
 /* Test data: doubles here, converted to the dtypes of a case                */
@@ -220,6 +229,8 @@ TEST(every_op_dtype_layout_and_memory_matches_float64_reference)
             for (int it = 0; it < 2; it++)
                 for (int weighted = 0; weighted < 2; weighted++)
                     for (int64_t b = 1; b <= 3; b += 2) {
+                        /* quick: 4 of the 32 combinations, each value of each factor twice */
+                        if (quick && !(vt == it && weighted == skew && (b == 3) == (vt != skew))) continue;
                         case_data d;
                         int64_t m = 3000 + (int64_t)(harness_rand_u64(&rng) % 4000);
                         int64_t n = 1 + (int64_t)(harness_rand_u64(&rng) % 900);
@@ -288,11 +299,12 @@ TEST(many_targets_cluster_and_hybrid_paths)
     static const char *forced[] = {"auto", "cluster2", "cluster8", "cluster16", "cluster1", "global"};
     case_data d;
     int64_t n = 150000 + (int64_t)(harness_rand_u64(&rng) % 1000);
-    case_make(&d, 2000000, n, 1, LAC_FLOAT32, LAC_INT32, 1, 0);
+    case_make(&d, rows(2000000, 8), n, 1, LAC_FLOAT32, LAC_INT32, 1, 0);
     double *ref = malloc(sizeof(double) * (size_t)n), *got = malloc(sizeof(double) * (size_t)n);
     for (int o = 0; o < 3; o++) {
         lac_map_params p = lac_map_params_default();
         p.op = o == 0 ? LAC_MAP_SUM : o == 1 ? LAC_MAP_MEAN : LAC_MAP_MAX;
+        if (quick && o == 1) continue;
         reference(&d, &p, ref);
         for (int s = 0; s < 6; s++) {
             set_strategy(forced[s]);
@@ -317,6 +329,7 @@ TEST(hot_targets_of_a_skewed_bridge)
     for (int vt = 0; vt < 2; vt++)
         for (int it = 0; it < 2; it++)
             for (int big = 0; big < 2; big++) {
+                if (quick && vt != it) continue;
                 case_data d;
                 int64_t n = big ? 300000 : 5000;
                 lac_dtype vtype = vt ? LAC_FLOAT64 : LAC_FLOAT32;
@@ -384,6 +397,7 @@ TEST(deterministic_is_bit_identical_and_equals_the_plan)
     for (int vt = 0; vt < 2; vt++)
         for (int o = 0; o < 5; o++)
             for (int skew = 0; skew < 2; skew++) {
+                if (quick && o % 2) continue;
                 case_data d;
                 lac_dtype vtype = vt ? LAC_FLOAT64 : LAC_FLOAT32;
                 /* Skewed: hot targets of thousands of rows span several pieces. */
@@ -485,6 +499,7 @@ TEST(out_of_core_chunks_from_pageable_and_pinned_memory)
 {
     for (int pinned = 0; pinned < 2; pinned++)
         for (int o = 0; o < 5; o++) {
+            if (quick && o >= 2) continue;
             case_data d;
             int64_t m = 50000 + (int64_t)(harness_rand_u64(&rng) % 1000);
             case_make(&d, m, 2000, 1, LAC_FLOAT32, LAC_INT32, o % 2, 0);
@@ -569,10 +584,11 @@ TEST(few_targets_single_launch_full_grid_and_alternating_faults)
 {
     for (int vt = 0; vt < 2; vt++)
         for (int skew = 0; skew < 2; skew++) {
+            if (quick && vt != skew) continue;
             case_data d;
             lac_dtype vtype = vt ? LAC_FLOAT64 : LAC_FLOAT32;
             int64_t n = 10000 + (int64_t)(harness_rand_u64(&rng) % 64);
-            case_make(&d, 3000000 + 4 * (int64_t)(harness_rand_u64(&rng) % 1000) + skew, n, 1, vtype,
+            case_make(&d, rows(3000000, 4) + 4 * (int64_t)(harness_rand_u64(&rng) % 1000) + skew, n, 1, vtype,
                       LAC_INT32, 0, skew);
             double *ref = malloc(sizeof(double) * (size_t)n), *got = malloc(sizeof(double) * (size_t)n);
             for (int o = 0; o < 4; o++) {
@@ -638,10 +654,11 @@ TEST(few_target_plans_are_bit_identical_across_runs_and_grids)
     static const char *grids[] = {"", "1", "7", "64"};
     for (int vt = 0; vt < 2; vt++)
         for (int shape = 0; shape < 2; shape++) {
+            if (quick && vt != shape) continue;
             case_data d;
             lac_dtype vtype = vt ? LAC_FLOAT64 : LAC_FLOAT32;
             int64_t n = shape ? 20000 : 5000 + (int64_t)(harness_rand_u64(&rng) % 100);
-            int64_t m = 1500000 + (int64_t)(harness_rand_u64(&rng) % 5000);
+            int64_t m = rows(1500000, 4) + (int64_t)(harness_rand_u64(&rng) % 5000);
             case_make(&d, m, n, 1, vtype, shape ? LAC_INT64 : LAC_INT32, 0, shape);
             size_t bytes = (size_t)n * lac_dtype_size(vtype);
             unsigned char *first = malloc(bytes), *again = malloc(bytes);
@@ -697,7 +714,7 @@ TEST(one_few_target_plan_serves_unweighted_weighted_and_float64_calls)
 {
     case_data d32, d64;
     const int64_t n = 4000 + (int64_t)(harness_rand_u64(&rng) % 100);
-    const int64_t m = 700000 + (int64_t)(harness_rand_u64(&rng) % 5000);
+    const int64_t m = rows(700000, 4) + (int64_t)(harness_rand_u64(&rng) % 5000);
     case_make(&d32, m, n, 1, LAC_FLOAT32, LAC_INT32, 0, 0);
     case_make(&d64, m, n, 1, LAC_FLOAT64, LAC_INT32, 0, 0);
     memcpy(d64.R, d32.R, sizeof(int64_t) * (size_t)m);   /* one bridge, one plan */
@@ -761,6 +778,9 @@ int main(void)
     const char *seed_env = getenv("LACUNA_TEST_SEED");
     rng = seed_env ? strtoull(seed_env, NULL, 10) : (unsigned long long)time(NULL) ^ ((unsigned long long)getpid() << 20);
     printf("seed %llu (LACUNA_TEST_SEED replays it)\n", rng);
+    const char *quick_env = getenv("LACUNA_TEST_QUICK");
+    quick = quick_env && strcmp(quick_env, "0") != 0 && *quick_env;
+    if (quick) printf("LACUNA_TEST_QUICK: a representative subset, fewer combinations and rows\n");
     lac_ctx_params cp = lac_ctx_params_default();
     cp.backend = LAC_BACKEND_CUDA;
     if (lac_ctx_create(&cp, &gpu) != LAC_SUCCESS) {
