@@ -4,7 +4,8 @@
 #                under AddressSanitizer + UndefinedBehaviorSanitizer), then a
 #                short pass of every reader's fuzzer (~25 s each, docs/fuzzing.md)
 #   make fuzz    every reader's fuzzer for FUZZ_SECONDS (default 300) each
-#   make bench   build and run the CPU benchmarks
+#   make bench   build and run the CPU benchmarks; their figures as a page,
+#                build/report.html (lacuna report)
 #   make python  the Python package in place (PYTHONPATH=python)
 #   make install PREFIX=/usr/local   library, header, tool, pkg-config, Python package
 SHELL := /bin/bash
@@ -25,8 +26,10 @@ FUZZ_JOBS ?= $(JOBS)
 # Debian packages the build and tests rely on.
 # clang-14 + libclang-rt-14-dev (libFuzzer, ASan, UBSan runtimes) +
 # libomp-14-dev (clang's OpenMP) build the fuzzers.
+# chromium (headless) renders the --plot pictures and the report page in
+# tests/render_pictures.sh, which is skipped without it.
 DEB_PACKAGES := build-essential cmake pkg-config libopenblas-dev liblapacke-dev python3-numpy \
-                clang-14 libclang-rt-14-dev libomp-14-dev
+                clang-14 libclang-rt-14-dev libomp-14-dev chromium
 
 .PHONY: all deps build build-asan build-fuzz demo test test-cpu test-asan test-fuzz fuzz bench install python clean
 

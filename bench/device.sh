@@ -7,6 +7,9 @@
 #   OUT=/some/dir bash bench/device.sh                 # everything
 #   DEVICE_SECTIONS="build test" bash bench/device.sh  # a subset, in this order
 #
+# Every benchmark also appends a JSON line per figure to $OUT/figures.jsonl,
+# and `lacuna report` makes $OUT/report.html of them at the end.
+#
 # Sections: build, test, sanitize (the CUDA tests under compute-sanitizer),
 # map (more capabilities add a function section_X and
 # their name to DEVICE_SECTIONS_ALL). Knobs for the map section:
@@ -151,7 +154,9 @@ map_bench_run() {
     local tag="$1"
     shift
     say "map_bench $* ${tag:+[$tag]}"
-    "$BUILD/bench/map_bench" --device cuda --json --check "$@" 2>>"$OUT/map_bench.log" |
+    local figures=()
+    [ -z "$tag" ] && figures=(--figures "$FIGURES")   # forced strategies are tuning, not figures
+    "$BUILD/bench/map_bench" --device cuda --json --check "${figures[@]}" "$@" 2>>"$OUT/map_bench.log" |
         if [ -n "$tag" ]; then sed "s/^{/{$tag,/"; else cat; fi >>"$OUT/map.jsonl"
 }
 
@@ -231,6 +236,7 @@ section_mf() {
     for shape in ml10m netflix; do
         say "mf_bench --device cuda --shape $shape -k 32,128 --epochs $e"
         LACUNA_LOG=info "$BUILD/bench/mf_bench" --device cuda --shape "$shape" -k 32,128 --epochs "$e" --peer-epochs "$p" \
+            --figures "$FIGURES" \
             >>"$OUT/mf.txt" 2>>"$OUT/mf_bench.log" || say "mf_bench $shape FAILED (see mf_bench.log)"
     done
     cat "$OUT/mf.txt" | tee -a "$SUMMARY"
@@ -240,6 +246,10 @@ printenv DEVICE_SECTIONS >/dev/null || DEVICE_SECTIONS=$DEVICE_SECTIONS_ALL
 
 # ---------------------------------------------------------------------------
 machine_facts
+FIGURES="$OUT/figures.jsonl"
+: >"$FIGURES"
+LACUNA_BENCH_MACHINE="$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1), $(nproc) CPU threads"
+export LACUNA_BENCH_MACHINE
 for s in $DEVICE_SECTIONS; do
     if ! declare -F "section_$s" >/dev/null; then
         say "unknown section '$s' (known: $DEVICE_SECTIONS_ALL)"
@@ -250,6 +260,9 @@ for s in $DEVICE_SECTIONS; do
         break
     fi
 done
+if [ -s "$FIGURES" ] && [ -x "$BUILD/lacuna" ]; then
+    "$BUILD/lacuna" report "$FIGURES" -o "$OUT/report.html" 2>&1 | tee -a "$SUMMARY"
+fi
 say "done; logs in $OUT"
 # The short table last, for the reply's tail.
 [ -f "$OUT/map_table.txt" ] && cat "$OUT/map_table.txt"

@@ -57,6 +57,7 @@ typedef struct {
     bool host_memory;
     bool check;
     bool json;
+    const char *figures;   /* --figures FILE: JSON lines for `lacuna report` */
     bool serial;
     uint64_t seed;
 } bench_options;
@@ -141,6 +142,7 @@ static void usage(FILE *out)
             "  --host-memory    CUDA: keep S, R, w, T in pinned host memory (streamed)\n"
             "  --check          compare with a float64 serial reference (relerr)\n"
             "  --json           one JSON line per case on stdout; the table on stderr\n"
+            "  --figures FILE   append a JSON line per figure to FILE (for lacuna report)\n"
             "  --no-serial      skip the serial loop peer (CPU)\n"
             "  --seed N         random seed (default: from the clock)\n");
 }
@@ -234,6 +236,9 @@ static int parse_options(int argc, char **argv, bench_options *o)
             o->check = true;
         } else if (!strcmp(a, "--json")) {
             o->json = true;
+        } else if (!strcmp(a, "--figures")) {
+            NEED_VALUE();
+            o->figures = v;
         } else if (!strcmp(a, "--no-serial")) {
             o->serial = false;
         } else if (!strcmp(a, "--seed")) {
@@ -742,6 +747,18 @@ static void print_json(const bench_options *o, const char *device, int threads, 
     fflush(stdout);
 }
 
+/* The case's time against its floor and the serial loop. */
+static void print_figure(bench_figures *bf, const bench_options *o, const char *device, const bench_result *r)
+{
+    char ms[32], ns[32], name[256];
+    format_size(r->m, ms, sizeof ms);
+    format_size(r->n, ns, sizeof ns);
+    snprintf(name, sizeof name, "%s m=%s n=%s %s, %s %s%s%s", device, ms, ns, dist_name(r->dist),
+             lac_dtype_name(o->dtype), lac_map_op_name(o->op), o->mode == MODE_ATOMIC ? "" : ", ",
+             o->mode == MODE_ATOMIC ? "" : mode_name(o->mode));
+    bench_figure(bf, "map", name, r->median_ms, "ms", r->floor_ms, "serial loop", r->serial_ms);
+}
+
 static void print_table(FILE *f, const bench_options *o, const char *device, int threads, double bandwidth,
                         const bench_result *rs, int count)
 {
@@ -809,6 +826,11 @@ int main(int argc, char **argv)
         return 1;
     }
 
+    bench_figures figures;
+    if (bench_figures_open(&figures, o.figures, threads) < 0) {
+        lac_ctx_destroy(&ctx);
+        return 1;
+    }
     int cases = o.num_m * o.num_n * o.num_dists;
     bench_result *results = calloc((size_t)cases, sizeof *results);
     if (!results) return 1;
@@ -826,7 +848,9 @@ int main(int argc, char **argv)
                 }
                 run_case(ctx, &o, bandwidth, r);
                 if (o.json) print_json(&o, device, threads, bandwidth, r);
+                if (!r->skipped) print_figure(&figures, &o, device, r);
             }
+    bench_figures_close(&figures);
     if (!o.json) fprintf(stderr, "\r\033[K");
     print_table(o.json ? stderr : stdout, &o, device, threads, bandwidth, results, cases);
     free(results);

@@ -11,7 +11,7 @@
  *
  *   mf_bench [--shape ml10m|netflix|small] [--scale F] [-k 32,128] [--epochs 100]
  *            [--device cpu|cuda] [--threads N] [--peer-epochs 2] [--deterministic]
- *            [--users N --items N --ratings N] [--seed S] [--json]
+ *            [--users N --items N --ratings N] [--seed S] [--json] [--figures FILE]
  *
  * --scale F keeps a fraction F of the users and ratings (items kept), for the
  * Netflix shape on a small machine. Floor: the larger of (a) the bytes an epoch
@@ -149,7 +149,7 @@ static int parse_list(const char *s, int *out, int max)
 
 int main(int argc, char **argv)
 {
-    const char *shape = "ml10m", *device = "cpu";
+    const char *shape = "ml10m", *device = "cpu", *figures_path = NULL;
     double scale = 1.0;
     int ks[MAX_K] = {32, 128}, nk = 2, epochs = 100, threads = 0, peer_epochs = 2, json = 0, deterministic = 0;
     uint64_t seed = 1;
@@ -161,7 +161,7 @@ int main(int argc, char **argv)
         if (!strcmp(a, "--help") || !v) {
             fprintf(stderr, "usage: mf_bench [--shape ml10m|netflix|small] [--scale F] [-k 32,128] [--epochs N]\n"
                             "                [--device cpu|cuda] [--threads N] [--peer-epochs N] [--deterministic]\n"
-                            "                [--users N --items N --ratings N] [--seed S] [--json]\n");
+                            "                [--users N --items N --ratings N] [--seed S] [--json] [--figures FILE]\n");
             return strcmp(a, "--help") ? 2 : 0;
         }
         i++;
@@ -176,6 +176,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--users")) users = atoll(v);
         else if (!strcmp(a, "--items")) items = atoll(v);
         else if (!strcmp(a, "--ratings")) ratings = atoll(v);
+        else if (!strcmp(a, "--figures")) figures_path = v;   /* JSON lines for `lacuna report` */
         else {
             fprintf(stderr, "mf_bench: unknown option %s\n", a);
             return 2;
@@ -211,6 +212,8 @@ int main(int argc, char **argv)
     cp.backend = LAC_BACKEND_CPU;
     if (lac_ctx_create(&cp, &host) != LAC_SUCCESS) return 1;
     int nthreads = lac_ctx_threads(host);
+    bench_figures figures;
+    if (bench_figures_open(&figures, figures_path, nthreads) < 0) return 1;
 
     double t = now_s();
     lac_ratings_t all = NULL, train = NULL, valid = NULL;
@@ -349,6 +352,11 @@ int main(int argc, char **argv)
                    epoch_s * 1e3, (double)n / sgd_s, best, hit, to_target, floor_s * 1e3, floor_s / sgd_s,
                    peer_s * 1e3, peer_s / sgd_s);
         fflush(stdout);
+        char name[160];
+        snprintf(name, sizeof name, "%s %s k=%d, %lld ratings", device, shape, ks[c], (long long)n);
+        bench_figure(&figures, "mf", name, sgd_s * 1e3, "ms per epoch", floor_s * 1e3,
+                     !on_cuda ? "serial loop" : "lacuna on the CPU", peer_s * 1e3);
+        if (hit) bench_figure(&figures, "mf", name, to_target, "s to within 1% of the best RMSE", NAN, NULL, NAN);
         lac_mf_model_destroy(&m);
         free(tr);
     }
@@ -358,6 +366,7 @@ int main(int argc, char **argv)
     lac_ratings_destroy(&all);
     lac_ratings_destroy(&train);
     lac_ratings_destroy(&valid);
+    bench_figures_close(&figures);
     lac_ctx_destroy(&ctx);
     lac_ctx_destroy(&host);
     return 0;

@@ -81,5 +81,6 @@ int cmd_info(int argc, char **argv);
 int cmd_map(int argc, char **argv);
 int cmd_impute(int argc, char **argv);
 int cmd_mf(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 
 #endif

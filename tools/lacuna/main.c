@@ -14,6 +14,7 @@ static const command commands[] = {
     {"map", cmd_map, "weights mapping: T[R[i]] op= w[i] * S[i]"},
     {"impute", cmd_impute, "convolutional imputation of graph-tensors (run, gen)"},
     {"mf", cmd_mf, "matrix factorisation for sparse ratings (gen, split, train, predict, recommend)"},
+    {"report", cmd_report, "an HTML page of benchmark results (bench/*.jsonl)"},
 };
 
 static void usage(FILE *out)
