@@ -283,12 +283,16 @@ int cmd_report(int argc, char **argv)
     const cli_command command = {
         .name = cmd,
         .usage = "report [options] RESULTS.jsonl... [-o report.html]",
-        .about = "Writes one self-contained HTML page (inline CSS and SVG) of benchmark results: for each capability\n"
-                 "the machine and date, and a bar chart and a table per unit of every figure beside its floor\n"
-                 "and its peer. RESULTS hold a JSON object per line (bench/README.md):\n"
+        .about = "Writes one self-contained HTML page (inline CSS and SVG, nothing fetched) of\n"
+                 "benchmark figures: for each capability the machine and date, and per unit a\n"
+                 "bar chart and a table of every case's figure beside its floor and its peer.\n"
+                 "RESULTS ('-': standard input) hold a JSON object per line (bench/README.md):\n"
                  "  {\"capability\": \"map\", \"case\": \"m=40M n=10k\", \"value\": 3.2, \"unit\": \"ms\",\n"
-                 "   \"floor\": 2.9, \"peer\": \"serial loop\", \"peer_value\": 41, \"machine\": \"...\", \"date\": \"...\"}\n"
-                 "capability, case, value and unit are required; blank lines are skipped.\n",
+                 "   \"floor\": 2.9, \"peer\": \"serial loop\", \"peer_value\": 41,\n"
+                 "   \"machine\": \"...\", \"date\": \"...\"}\n"
+                 "capability, case, value and unit are required, the others may be absent or\n"
+                 "null; other members are ignored and blank lines skipped. A malformed line\n"
+                 "stops it with the file and line number (exit 2), and no page is written.\n",
         .tables = {options},
         .args = "RESULTS...",
         .min_args = 1,
