@@ -20,7 +20,8 @@ TAILS = [r'"plain"}', r'"caf\u00e9 \ud83d\ude00"}', r'"tab\tnew\nline"}', r'"q\"
          r'"x", "extra": tru}', r'"x", "extra": nul}', r'"x", "case": "y"}', '"raw\ttab"}', r'"bad \q"}',
          r'"short \u12"}', r'"x", "peer": 3}', r'"x", "peer_value": "3"}', r'"x", "floor": true}', r'""}', r'null}',
          r'"not closed}', r'"x", "value": null}', r'"x", "machine": null, "date": null, "peer": null}', r'"x"',
-         r'"x", "extra": [[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]}', r'"x"}{}']
+         r'"x", "extra": [[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]}', r'"x"}{}',
+         '"bad \\\u00e9"}']   # a backslash before a UTF-8 byte: the message stays UTF-8
 
 
 def reference(line):

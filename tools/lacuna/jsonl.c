@@ -124,7 +124,8 @@ static bool parse_string(parser *ps, char **out)
         }
         default:
             free(s);
-            return fail(ps, "unknown escape '\\%c'", e ? e : '0');
+            if (e > 0x20 && e < 0x7f) return fail(ps, "unknown escape '\\%c'", e);
+            return fail(ps, "unknown escape: a backslash before byte 0x%02x", (unsigned char)e);
         }
         if (s) put_utf8(s, &n, cp);
         ps->p += 2;
