@@ -129,5 +129,25 @@ mkdir modeldir
 err=$("$tool" mf predict modeldir test.txt 2>&1); rc=$?
 check "a directory given as MODEL exits 2 with a clear message" "[ $rc -eq 2 ] && grep -q 'is a directory' <<<\"\$err\""
 
+# neighbours: one line per item (its id, then K ids of other items), --json
+# keys, --recall, the error paths (OUT never half-written or clobbered)
+items=$(awk '{print $2}' train.txt | sort -u | wc -l)
+out=$("$tool" mf neighbours --method gsm -K 5 --json --recall train.txt nb_gsm.txt); rc=$?
+check "neighbours exits 0" "[ $rc -eq 0 ]"
+check "neighbours --json has items, K, seconds, bytes, recall" \
+  "grep -q '^{\"items\":$items,\"K\":5,\"seconds\":[0-9.e-]*,\"bytes\":[0-9]*,\"recall\":1,' <<<\"\$out\""
+check "one line per item, 6 fields" "[ \$(wc -l < nb_gsm.txt) -eq $items ] && [ \$(awk 'NF!=6' nb_gsm.txt | wc -l) -eq 0 ]"
+check "an item is not its own neighbour, ids are items of TRAIN" \
+  "awk 'NR==FNR{seen[\$2]=1;next}{for(i=2;i<=NF;i++){if(\$i==\$1||!(\$i in seen))bad=1}}END{exit bad}' train.txt nb_gsm.txt"
+out=$("$tool" mf neighbours -K 5 -q 20 --json --recall train.txt nb_lsh.txt); rc=$?
+check "simlsh --recall reports a recall in [0, 1]" "[ $rc -eq 0 ] && grep -q '\"recall\":\(0\|0\.[0-9]*\|1\),\"method\":\"simlsh\"' <<<\"\$out\""
+"$tool" mf neighbours -K 5 -q 20 --threads 1 --quiet train.txt nb_lsh1.txt
+check "simlsh lists do not depend on threads" "cmp -s nb_lsh.txt nb_lsh1.txt"
+cp nb_gsm.txt nb_keep.txt
+err=$("$tool" mf neighbours -K $items train.txt nb_gsm.txt 2>&1); rc=$?
+check "K >= items exits 2, OUT untouched" "[ $rc -eq 2 ] && grep -q 'needs more than' <<<\"\$err\" && cmp -s nb_gsm.txt nb_keep.txt"
+"$tool" mf neighbours --method lsh train.txt nb_x.txt > /dev/null 2>&1; rc=$?
+check "an unknown method exits 2" "[ $rc -eq 2 ] && [ ! -e nb_x.txt ]"
+
 echo "$passes passed, $fails failed"
 [ $fails -eq 0 ]

@@ -694,6 +694,12 @@ typedef struct {
     double activity_exponent;       /* Zipf exponent of user activity; default 0.8 */
     double popularity_exponent;     /* Zipf exponent of item popularity; default 1.0 */
     uint64_t seed;
+    /* Planted item neighbourhoods: item j belongs to cluster j mod
+     * item_clusters, and every user has an effect ~ N(0, cluster_strength^2)
+     * per cluster added to its ratings of the cluster's items (structure
+     * beyond the rank-`rank` signal). 0 clusters (default): none. */
+    int item_clusters;
+    double cluster_strength;        /* default 0.8 */
 } lac_mf_gen_params;
 
 LAC_API void lac_mf_gen_params_init(lac_mf_gen_params *params, size_t struct_size);
@@ -705,6 +711,89 @@ static inline lac_mf_gen_params lac_mf_gen_params_default(void)
 }
 LAC_API const char *lac_mf_gen_params_check(const lac_mf_gen_params *params);
 LAC_API lac_status lac_mf_generate(lac_ctx_t ctx, const lac_mf_gen_params *params, lac_ratings_t *out);
+
+/* Top-K item neighbours S^K(j) (the neighbourhood model's, CULSH-MF):
+ *   SIMLSH   the paper's simLSH (eq. 3): every user gets G random bits per
+ *            hashing; an item's G-bit code is the sign of
+ *            sum_i psi(r_ij) (2 H_i - 1), psi(r) = r^psi_power, summed per item
+ *            by lac_map; p codes make a bucket key (coarse), q keys per item
+ *            (fine); the K items sharing a bucket with j most often are kept
+ *            (ties: lower index), random items fill when fewer than K.
+ *   SIMLSH_CENTRED  the same with psi(r) = r - (the item's mean rating).
+ *   GSM      exact: S = n/(n + shrink) rho, n the users who rated both items,
+ *            rho their Pearson correlation (each item centred by its mean
+ *            over those users; 0 when n < 2 or a variance is 0); top K by S,
+ *            ties to the lower index. Blocked co-rating sums, O(N K) memory
+ *            besides the blocks: never an N x N matrix.
+ *   RPCOS    random Gaussian projections of the ratings (cosine LSH), banded
+ *            like SIMLSH (G bits a code, p codes a key, q keys).
+ *   MINHASH  Jaccard of the sets of users: p min-hashes a key, q keys.
+ *   RANDOM   K distinct random items.
+ * Buckets with more than LAC_MF_NBR_MAX_BUCKET items are passed over (a key
+ * that many share says nothing). Results depend only on the ratings and the
+ * parameters (not on threads). */
+typedef enum {
+    LAC_MF_NBR_SIMLSH = 0,
+    LAC_MF_NBR_GSM = 1,
+    LAC_MF_NBR_RPCOS = 2,
+    LAC_MF_NBR_MINHASH = 3,
+    LAC_MF_NBR_RANDOM = 4,
+    LAC_MF_NBR_SIMLSH_CENTRED = 5
+} lac_mf_nbr_method;
+
+#define LAC_MF_NBR_MAX_BUCKET 4096
+
+/* "simlsh", "gsm", "rpcos", "minhash", "random", "simlsh-centred". */
+LAC_API const char *lac_mf_nbr_method_name(lac_mf_nbr_method method);
+LAC_API lac_status lac_mf_nbr_method_parse(const char *name, lac_mf_nbr_method *method);
+
+typedef struct {
+    size_t struct_size;               /* sizeof: set by lac_mf_nbr_params_default() */
+    lac_mf_nbr_method method;         /* default SIMLSH */
+    int k;                            /* neighbours per item; default 32 */
+    int p;                            /* codes per bucket key (coarse); default 3 */
+    int q;                            /* keys per item (fine); default 100 */
+    int bits;                         /* G, bits of a code; default 8 */
+    int psi_power;                    /* SIMLSH: psi(r) = r^psi_power, 1..4; default 2 */
+    double shrink;                    /* GSM: lambda_rho; default 100 */
+    uint64_t seed;                    /* default 1 */
+} lac_mf_nbr_params;
+
+LAC_API void lac_mf_nbr_params_init(lac_mf_nbr_params *params, size_t struct_size);
+static inline lac_mf_nbr_params lac_mf_nbr_params_default(void)
+{
+    lac_mf_nbr_params p;
+    lac_mf_nbr_params_init(&p, sizeof p);
+    return p;
+}
+LAC_API const char *lac_mf_nbr_params_check(const lac_mf_nbr_params *params);
+
+typedef struct lac_mf_nbr *lac_mf_nbr_t;
+
+/* The K neighbours of every item of `ratings` (repeated pairs: the last
+ * rating). K must be below the number of items. */
+LAC_API lac_status lac_mf_neighbours(lac_ctx_t ctx, const lac_mf_nbr_params *params, lac_ratings_t ratings,
+                             lac_mf_nbr_t *out);
+LAC_API void lac_mf_nbr_destroy(lac_mf_nbr_t *nbr);
+LAC_API int64_t lac_mf_nbr_num_items(lac_mf_nbr_t nbr);
+LAC_API int lac_mf_nbr_k(lac_mf_nbr_t nbr);
+/* items x K dense item indices into out (caller's), row j best first. */
+LAC_API lac_status lac_mf_nbr_get(lac_mf_nbr_t nbr, int32_t *out);
+LAC_API const char *lac_mf_nbr_item_id(lac_mf_nbr_t nbr, int64_t item);
+/* Wall-clock seconds of the search and its peak memory (bytes it allocated). */
+LAC_API double lac_mf_nbr_seconds(lac_mf_nbr_t nbr);
+LAC_API int64_t lac_mf_nbr_bytes(lac_mf_nbr_t nbr);
+/* Mean over items of |S^K(j) of nbr  intersected with  S^K(j) of exact| / K
+ * (the same ratings, the same K). */
+LAC_API lac_status lac_mf_nbr_recall(lac_ctx_t ctx, lac_mf_nbr_t nbr, lac_mf_nbr_t exact, double *recall);
+/* Text, one line per item: its id, then its K neighbours' ids, best first. */
+LAC_API lac_status lac_mf_nbr_write(lac_ctx_t ctx, const char *path, lac_mf_nbr_t nbr);
+
+/* Model kinds and the neighbourhood model's per-group hyper-parameters. */
+typedef enum { LAC_MF_MODEL_PLAIN = 0, LAC_MF_MODEL_NEIGHBOURHOOD = 1 } lac_mf_model_kind;
+typedef struct {
+    double b, bhat, u, v, w, c;
+} lac_mf_groups;
 
 /* Training: r_hat(i, j) = [mu + b_i + bhat_j +] u_i . v_j, fitted by SGD with
  * update rule (5) and learning rate gamma_t = alpha / (1 + beta t^1.5) (eq. 7).
@@ -733,6 +822,20 @@ typedef struct {
     double min_gain;          /* relative RMSE gain that counts; default 1e-4 */
     int deterministic;        /* see above; default 0 */
     uint64_t seed;            /* initial factors and block order; default 1 */
+    /* The neighbourhood model (CULSH-MF, model = LAC_MF_MODEL_NEIGHBOURHOOD):
+     * r_hat(i, j) = mu + b_i + bhat_j + u_i . v_j
+     *   + |R^K(i;j)|^-1/2 sum_{j1 in R^K(i;j)} (r_{i,j1} - mu - b_i - bhat_j1) w_{j,k(j1)}
+     *   + |N^K(i;j)|^-1/2 sum_{j2 in N^K(i;j)} c_{j,k(j2)}
+     * with S^K(j) the K neighbours of item j (found by `neighbours`), R^K(i;j)
+     * those user i rated in training and N^K(i;j) the rest. Trained by SGD
+     * with update rule (5): group g in {b, bhat, u, v, w, c} at learning rate
+     * rates.g / (1 + beta_groups t^1.5) and regulariser lambdas.g; alpha,
+     * beta, lambda, lambda_bias and use_bias are the plain model's only. */
+    int model;                        /* LAC_MF_MODEL_PLAIN (default) or LAC_MF_MODEL_NEIGHBOURHOOD */
+    lac_mf_nbr_params neighbours;     /* how S^K(j) is found */
+    lac_mf_groups rates;              /* initial learning rates; default Table 5 (MovieLens) of the paper */
+    lac_mf_groups lambdas;            /* regularisers; default Table 5 (MovieLens) */
+    double beta_groups;               /* decay of eq. (7) for the groups; default 0.3 */
 } lac_mf_params;
 
 LAC_API void lac_mf_params_init(lac_mf_params *params, size_t struct_size);

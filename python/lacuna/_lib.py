@@ -82,6 +82,17 @@ LAC_RATINGS_UDATA = 3
 LAC_RATINGS_CSV = 4
 LAC_RATINGS_MATRIX_MARKET = 5
 
+LAC_MF_NBR_SIMLSH = 0
+LAC_MF_NBR_GSM = 1
+LAC_MF_NBR_RPCOS = 2
+LAC_MF_NBR_MINHASH = 3
+LAC_MF_NBR_RANDOM = 4
+LAC_MF_NBR_SIMLSH_CENTRED = 5
+LAC_MF_NBR_MAX_BUCKET = 4096
+
+LAC_MF_MODEL_PLAIN = 0
+LAC_MF_MODEL_NEIGHBOURHOOD = 1
+
 # Every constant above, by its C name (for the header check).
 CONSTANTS = {k: v for k, v in dict(globals()).items() if k.startswith("LAC_")}
 
@@ -246,7 +257,27 @@ class lac_mf_gen_params(Structure):
         ("activity_exponent", c_double),
         ("popularity_exponent", c_double),
         ("seed", c_uint64),
+        ("item_clusters", c_int),
+        ("cluster_strength", c_double),
     ]
+
+
+class lac_mf_nbr_params(Structure):
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("method", c_enum),
+        ("k", c_int),
+        ("p", c_int),
+        ("q", c_int),
+        ("bits", c_int),
+        ("psi_power", c_int),
+        ("shrink", c_double),
+        ("seed", c_uint64),
+    ]
+
+
+class lac_mf_groups(Structure):
+    _fields_ = [(name, c_double) for name in ("b", "bhat", "u", "v", "w", "c")]
 
 
 class lac_mf_params(Structure):
@@ -263,6 +294,11 @@ class lac_mf_params(Structure):
         ("min_gain", c_double),
         ("deterministic", c_int),
         ("seed", c_uint64),
+        ("model", c_enum),
+        ("neighbours", lac_mf_nbr_params),
+        ("rates", lac_mf_groups),
+        ("lambdas", lac_mf_groups),
+        ("beta_groups", c_double),
     ]
 
 
@@ -292,7 +328,8 @@ class lac_mf_report(Structure):
 # Every struct mirrored here, by its C name (for the header check).
 STRUCTS = [lac_ctx_params, lac_array, lac_map_params, lac_graph_params, lac_graph_info, lac_impute_iteration,
            lac_impute_params, lac_impute_result, lac_impute_gen_params, lac_ratings_read_params,
-           lac_mf_split_params, lac_mf_gen_params, lac_mf_params, lac_mf_report, lac_mf_checkpoint_params]
+           lac_mf_split_params, lac_mf_gen_params, lac_mf_nbr_params, lac_mf_groups, lac_mf_params, lac_mf_report,
+           lac_mf_checkpoint_params]
 
 # Opaque handles: plain pointers.
 lac_ctx_t = c_void_p

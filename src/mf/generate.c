@@ -1,5 +1,6 @@
 /* Generated ratings shaped like MovieLens/Netflix: Zipf user activity and item
- * popularity, r = mu + b_u + b_i + p_u . q_i + noise rounded to the scale.
+ * popularity, r = mu + b_u + b_i + p_u . q_i [+ a_{u, cluster(i)}] + noise
+ * rounded to the scale.
  * Every user draws from its own seeded stream: the same data for any thread
  * count. */
 #include "mf/mf_internal.h"
@@ -23,6 +24,8 @@ static lac_mf_gen_params mf_gen_defaults(void)
     p.activity_exponent = 0.8;
     p.popularity_exponent = 1.0;
     p.seed = 1;
+    p.item_clusters = 0;
+    p.cluster_strength = 0.8;
     return p;
 }
 
@@ -40,6 +43,8 @@ const char *lac_mf_gen_params_check(const lac_mf_gen_params *given)
     if (!(p->noise >= 0) || !isfinite(p->noise)) return "noise must be finite and >= 0";
     if (!(p->activity_exponent >= 0 && p->activity_exponent <= 3)) return "activity_exponent must be in [0, 3]";
     if (!(p->popularity_exponent >= 0 && p->popularity_exponent <= 3)) return "popularity_exponent must be in [0, 3]";
+    if (p->item_clusters < 0 || p->item_clusters > p->items) return "item_clusters must be in [0, items]";
+    if (!(p->cluster_strength >= 0) || !isfinite(p->cluster_strength)) return "cluster_strength must be finite and >= 0";
     return NULL;
 }
 
@@ -177,6 +182,10 @@ lac_status lac_mf_generate(lac_ctx_t ctx, const lac_mf_gen_params *p, lac_rating
             mark[j] = (int32_t)u;
             double v = mu + bu[u] + bi[j] + p->noise * gauss(&g);
             for (int64_t f = 0; f < k; f++) v += (double)P[u * k + f] * Q[(int64_t)j * k + f];
+            if (p->item_clusters > 0) {   /* the user's effect on j's cluster */
+                rng cg = stream(p->seed, 5, (uint64_t)u * (uint64_t)p->item_clusters + (uint64_t)(j % p->item_clusters));
+                v += p->cluster_strength * gauss(&cg);
+            }
             v = lo + step * floor((v - lo) / step + 0.5);
             v = v < lo ? lo : v > 5.0 ? 5.0 : v;
             r->user[at + got] = (int32_t)u;

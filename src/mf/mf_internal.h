@@ -16,6 +16,7 @@
 #include "core/internal.h"
 #include "data/ratings.h"
 #include "mf/mf_backend.h"
+#include "mf/nbr_backend.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -38,6 +39,33 @@ struct lac_mf_model {
     int32_t *rated_items;     /* each user's training items, ascending */
     int epochs;               /* trained */
 };
+
+/* Top-K neighbour lists (src/mf/neighbours.c). */
+struct lac_mf_nbr {
+    lac_mf_nbr_params params;
+    int64_t num_items, num_users;
+    int k;
+    int32_t *list;            /* num_items x k dense item indices, best first */
+    float *codes;             /* LSH methods: num_items x code_cols per-item sums (simLSH's
+                               * accumulators, kept for online updates); else NULL */
+    int64_t code_cols;
+    lac_idmap items;          /* empty when made inside training (the model has the ids) */
+    double seconds;
+    int64_t bytes;            /* peak memory of the search */
+};
+
+/* The ratings both ways (item-major and user-major, ascending indices). */
+lac_status lac_mf_nbr_data_build(lac_ctx_t ctx, const lac_mf_data *data, lac_nbr_data *out);
+void lac_mf_nbr_data_free(lac_nbr_data *d);
+int64_t lac_mf_nbr_data_bytes(const lac_nbr_data *d);
+/* What user `user` contributes to code column `col`: simLSH's 2 H - 1,
+ * RP_cos' Gaussian, minHash's 24-bit hash (seeded; for online updates and
+ * tests). An item's column is the lac_map of its ratings' weights times this
+ * (sum; min for minHash). */
+float lac_mf_nbr_source(const lac_mf_nbr_params *params, int64_t user, int64_t col);
+/* The search on laid-out ratings (checked parameters). */
+lac_status lac_mf_nbr_search(lac_ctx_t ctx, const lac_mf_nbr_params *params, const lac_nbr_data *d,
+                             lac_mf_nbr_t *out);
 
 /* A model with zeroed arrays (rows aligned and padded). */
 lac_status lac_mf_model_alloc(lac_ctx_t ctx, int64_t num_users, int64_t num_items, int k, lac_mf_model_t *out);

@@ -22,6 +22,12 @@ static lac_mf_params mf_defaults(void)
     p.min_gain = 1e-4;
     p.deterministic = 0;
     p.seed = 1;
+    p.model = LAC_MF_MODEL_PLAIN;
+    p.neighbours = lac_mf_nbr_params_default();
+    /* Table 5 of the paper, MovieLens column; beta as its section 5.3 */
+    p.rates = (lac_mf_groups){0.035, 0.035, 0.035, 0.035, 0.002, 0.002};
+    p.lambdas = (lac_mf_groups){0.02, 0.02, 0.02, 0.02, 0.002, 0.002};
+    p.beta_groups = 0.3;
     return p;
 }
 
@@ -38,6 +44,7 @@ const char *lac_mf_params_check(const lac_mf_params *given)
     if (p->epochs < 1) return "epochs must be >= 1";
     if (p->patience < 1) return "patience must be >= 1";
     if (!(p->min_gain >= 0) || !isfinite(p->min_gain)) return "min_gain must be finite and >= 0";
+    if (p->model != LAC_MF_MODEL_PLAIN) return "model: only the plain model is implemented";
     return NULL;
 }
 

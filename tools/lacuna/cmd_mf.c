@@ -1,4 +1,4 @@
-/* lacuna mf: the verbs (gen, split, train, predict, recommend) and the two
+/* lacuna mf: the verbs (gen, split, train, predict, recommend, neighbours) and the two
  * data verbs, gen and split. Training is in cmd_mf_train.c, predict and
  * recommend in cmd_mf_predict.c. */
 #include "cli.h"
@@ -9,6 +9,7 @@
 int cmd_mf_train(int argc, char **argv);
 int cmd_mf_predict(int argc, char **argv);
 int cmd_mf_recommend(int argc, char **argv);
+int cmd_mf_neighbours(int argc, char **argv);
 
 static void usage(FILE *out)
 {
@@ -23,6 +24,7 @@ static void usage(FILE *out)
             "  train [options] TRAIN MODEL       fit a model (LIBMF-like options)\n"
             "  predict [options] MODEL TEST [OUT]  RMSE/MAE on TEST, predictions to OUT\n"
             "  recommend [options] MODEL         top-N unrated items per user\n"
+            "  neighbours [options] TRAIN OUT    top-K similar items per item (simLSH, GSM, ...)\n"
             "\n"
             "`lacuna mf <verb> --help` for a verb's options. Formats read: triples\n"
             "(user item rating), MovieLens u::i::r::t, u.data, CSV with header, Matrix\n"
@@ -53,6 +55,11 @@ static int mf_gen(int argc, char **argv)
         {"--ratings", NULL, CLI_INT64, &ratings, "N", .help = "override the preset's ratings", CLI_AT_LEAST(1)},
         {"--rank", NULL, CLI_INT, &rank, "R", .help = "true rank of the signal (default 10)", CLI_IN(1, 1024)},
         {"--noise", NULL, CLI_DOUBLE, &noise, "S", .help = "noise std. dev. (default 0.5)", CLI_AT_LEAST(0)},
+        {"--clusters", NULL, CLI_INT, &p.item_clusters, "C",
+         .help = "planted item neighbourhoods: item j in cluster j mod C, a user effect per cluster (default 0: none)",
+         CLI_IN(0, 2147483647)},
+        {"--cluster-strength", NULL, CLI_DOUBLE, &p.cluster_strength, "S",
+         .help = "std. dev. of the per-user cluster effects", CLI_AT_LEAST(0), .show_default = 1},
         {"--stars", NULL, CLI_ENUM, &stars, NULL, .help = "1-5, or 0.5-5 in halves (default from the shape)",
          .choices = star_kinds},
         {"--seed", NULL, CLI_INT64, &seed, "S", .help = "random seed", .show_default = 1},
@@ -169,6 +176,7 @@ int cmd_mf(int argc, char **argv)
     if (!strcmp(verb, "train")) return cmd_mf_train(argc - 1, argv + 1);
     if (!strcmp(verb, "predict")) return cmd_mf_predict(argc - 1, argv + 1);
     if (!strcmp(verb, "recommend")) return cmd_mf_recommend(argc - 1, argv + 1);
+    if (!strcmp(verb, "neighbours") || !strcmp(verb, "neighbors")) return cmd_mf_neighbours(argc - 1, argv + 1);
     fprintf(stderr, "lacuna mf: unknown verb '%s'\n\n", verb);
     usage(stderr);
     return CLI_USAGE;

@@ -123,11 +123,33 @@ static int64_t sum_rows(const lac_map_call *c, int64_t lo, int64_t hi, const acc
     return i32 ? sum_rows_f64_f64_i32(S, R, lo, hi, n, a->acc) : sum_rows_f64_f64_i64(S, R, lo, hi, n, a->acc);
 }
 
+/* float32 rows of b > 1 columns summed (weighted or not, NaN propagated)
+ * into private float64 accumulators: a loop the compiler vectorises, where
+ * map_rows loads and combines one element at a time (the LSH codes of
+ * `mf neighbours` are such maps, 64 columns wide). */
+static int64_t sum_rows_wide_f32(const lac_map_call *c, int64_t lo, int64_t hi, const accumulators *a)
+{
+    const float *S = c->source, *w = c->weights;
+    const int64_t b = c->b;
+    for (int64_t i = lo; i < hi; i++) {
+        int64_t r = lac_map_bridge_at(c, i);
+        if ((uint64_t)r >= (uint64_t)c->n) return i;
+        const double wi = w ? (double)w[i] : 1.0;
+        const float *restrict s = S + i * b;
+        double *restrict acc = a->acc + r * b;
+        for (int64_t col = 0; col < b; col++) acc[col] += wi * (double)s[col];
+    }
+    return -1;
+}
+
 /* Every op, weights, b columns and NaN policy. */
 static int64_t map_rows(const lac_map_call *c, int64_t lo, int64_t hi, const accumulators *a, bool atomic)
 {
     const lac_map_params *p = &c->params;
     const int64_t b = c->b;
+    if (!atomic && p->op == LAC_MAP_SUM && c->value_dtype == LAC_FLOAT32 && p->nan_policy == LAC_NAN_PROPAGATE &&
+        !a->wsum && !a->touched && a->acc && b > 1)
+        return sum_rows_wide_f32(c, lo, hi, a);
     for (int64_t i = lo; i < hi; i++) {
         int64_t r = lac_map_bridge_at(c, i);
         if ((uint64_t)r >= (uint64_t)c->n) return i;

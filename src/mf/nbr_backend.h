@@ -1,0 +1,102 @@
+/* The contract between the neighbour search front end (src/mf/neighbours.c:
+ * checks, the rating layouts, the LSH codes summed through lac_map, the bucket
+ * keys) and its backends: the CPU one (src/mf/cpu/nbr_cpu.c) and a CUDA one
+ * (src/backend/cuda/mf/, handed out by the gateway). A backend gets:
+ *   lac_nbr_data  the ratings both ways (item-major and user-major CSR,
+ *                 indices ascending within a row, repeated pairs resolved);
+ *   lac_nbr_call  the data, K, and what the method needs;
+ * and fills out[N x K] (dense item indices, best first). Everything a
+ * backend returns must be the same on every backend: exact GSM is exact
+ * (ties to the lower index), bucket counts are integers, the random fill
+ * comes from lac_nbr_fill_item below. */
+#ifndef LACUNA_MF_NBR_BACKEND_H
+#define LACUNA_MF_NBR_BACKEND_H
+
+#include "core/internal.h"
+#include "core/random.h"
+
+#include <math.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    int64_t num_users, num_items, nnz;
+    int64_t *item_start;   /* num_items + 1 */
+    int32_t *item_user;    /* nnz: the users of item j, ascending */
+    float *item_val;
+    int64_t *user_start;   /* num_users + 1 */
+    int32_t *user_item;    /* nnz: the items of user i, ascending */
+    float *user_val;
+} lac_nbr_data;
+
+typedef struct {
+    const lac_nbr_data *data;
+    int k;
+    double shrink;         /* GSM: lambda_rho */
+    /* bucket methods: keys[t * N + j] is item j's bucket key in table t */
+    int tables;
+    const uint64_t *keys;
+    int max_bucket;        /* larger buckets are passed over */
+    uint64_t seed;         /* the random fill */
+    int64_t bytes;         /* out: the backend's peak working memory */
+} lac_nbr_call;
+
+typedef struct {
+    const char *name;
+    /* Exact top-K by shrunk Pearson S (lac_nbr_shrunk_pearson), ties to the
+     * lower index, items never rated together with j at S = 0. */
+    lac_status (*gsm_topk)(lac_ctx_t ctx, lac_nbr_call *call, int32_t *out);
+    /* For each item j: the items sharing j's bucket in each table, counted
+     * over the tables; the K most frequent (ties: lower index), then
+     * lac_nbr_fill_item's sequence when fewer than K. */
+    lac_status (*bucket_topk)(lac_ctx_t ctx, lac_nbr_call *call, int32_t *out);
+} lac_nbr_backend;
+
+extern const lac_nbr_backend lac_nbr_cpu_backend;
+/* Without CUDA kernels for it yet, the CUDA backend of the search is NULL
+ * and the front end runs the CPU's. */
+static inline const lac_nbr_backend *lac_nbr_backend_cuda(void) { return NULL; }
+
+/* S = n/(n + shrink) rho from the co-rating sums of items x and y over their
+ * n common users; rho = 0 when n < 2 or a centred variance is 0 (up to
+ * rounding: below 1e-12 of the raw sum of squares). */
+static inline double lac_nbr_shrunk_pearson(double n, double sx, double sy, double sxx, double syy, double sxy,
+                                            double shrink)
+{
+    if (n < 2) return 0.0;
+    double vx = sxx - sx * sx / n, vy = syy - sy * sy / n;
+    if (vx <= 1e-12 * sxx || vy <= 1e-12 * syy) return 0.0;
+    double rho = (sxy - sx * sy / n) / sqrt(vx * vy);
+    if (rho > 1.0) rho = 1.0;
+    if (rho < -1.0) rho = -1.0;
+    return n / (n + shrink) * rho;
+}
+
+/* The t-th candidate of item j's random sequence (random method and fill):
+ * any item, the caller skips j itself and repeats. */
+static inline int32_t lac_nbr_fill_item(uint64_t seed, int64_t j, int64_t t, int64_t num_items)
+{
+    uint64_t z = lac_mix64(seed * 0x9E3779B97F4A7C15ull ^ lac_mix64((uint64_t)j + 0x632BE59BD9B4E019ull) ^
+                           ((uint64_t)t << 1));
+    return (int32_t)((z >> 11) % (uint64_t)num_items);
+}
+
+/* Appends the random sequence of item j to out[0..have) until K distinct
+ * items other than j are there (K < num_items). */
+static inline void lac_nbr_fill(uint64_t seed, int64_t j, int64_t num_items, int k, int32_t *out, int have)
+{
+    for (int64_t t = 0; have < k; t++) {
+        int32_t c = lac_nbr_fill_item(seed, j, t, num_items);
+        if (c == j) continue;
+        int dup = 0;
+        for (int x = 0; x < have && !dup; x++) dup = out[x] == c;
+        if (!dup) out[have++] = c;
+    }
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,474 @@
+/* Top-K item neighbours, the front end (nbr_backend.h is the backends'
+ * contract): parameters and checks, the ratings laid out both ways, the LSH
+ * codes summed per item through lac_map (simLSH's signed accumulation, the
+ * random projections of RP_cos, minHash's minima), the bucket keys, and the
+ * result object with its recall and text file. */
+#include "io/io_internal.h"
+#include "mf/mf_internal.h"
+
+#include <errno.h>
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Columns of codes summed per lac_map call, and ratings per call: the call
+ * stays below map's serial threshold, so that the threads here each run
+ * whole calls (one 64-bit hash gives a user's 64 simLSH bits). */
+#define CODE_COLS 64
+#define UNIT_RATINGS 448
+
+static const char *const method_names[] = {"simlsh", "gsm", "rpcos", "minhash", "random", "simlsh-centred"};
+
+static lac_mf_nbr_params nbr_defaults(void)
+{
+    lac_mf_nbr_params p;
+    memset(&p, 0, sizeof p);
+    p.struct_size = sizeof p;
+    p.method = LAC_MF_NBR_SIMLSH;
+    p.k = 32;
+    p.p = 3;
+    p.q = 100;
+    p.bits = 8;
+    p.psi_power = 2;
+    p.shrink = 100.0;
+    p.seed = 1;
+    return p;
+}
+
+LAC_PARAMS_INIT(lac_mf_nbr_params, nbr_defaults())
+
+const char *lac_mf_nbr_params_check(const lac_mf_nbr_params *given)
+{
+    LAC_PARAMS_CHECK_BEGIN(lac_mf_nbr_params, given, nbr_defaults());
+    if (p->method < LAC_MF_NBR_SIMLSH || p->method > LAC_MF_NBR_SIMLSH_CENTRED)
+        return "method must be simlsh, gsm, rpcos, minhash, random or simlsh-centred";
+    if (p->k < 1 || p->k > 4096) return "K (neighbours) must be in [1, 4096]";
+    if (p->p < 1 || p->p > 64) return "p (codes per key) must be in [1, 64]";
+    if (p->q < 1 || p->q > 100000) return "q (keys per item) must be in [1, 100000]";
+    if (p->bits < 1 || p->bits > 32) return "bits (G) must be in [1, 32]";
+    if (p->psi_power < 1 || p->psi_power > 4) return "psi_power must be in [1, 4]";
+    if (!(p->shrink >= 0) || !isfinite(p->shrink)) return "shrink must be finite and >= 0";
+    return NULL;
+}
+
+const char *lac_mf_nbr_method_name(lac_mf_nbr_method m)
+{
+    return (m >= LAC_MF_NBR_SIMLSH && m <= LAC_MF_NBR_SIMLSH_CENTRED) ? method_names[m] : "unknown";
+}
+
+lac_status lac_mf_nbr_method_parse(const char *name, lac_mf_nbr_method *m)
+{
+    if (!name || !m) return lac_error(NULL, LAC_ERR_ARGUMENT, "name or method is NULL");
+    for (int i = 0; i <= LAC_MF_NBR_SIMLSH_CENTRED; i++)
+        if (strcmp(name, method_names[i]) == 0) {
+            *m = (lac_mf_nbr_method)i;
+            return LAC_SUCCESS;
+        }
+    return lac_error(NULL, LAC_ERR_ARGUMENT, "unknown neighbour method '%s' (simlsh, gsm, rpcos, minhash, random, "
+                                             "simlsh-centred)", name);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The ratings both ways                                                      */
+/* ------------------------------------------------------------------------ */
+void lac_mf_nbr_data_free(lac_nbr_data *d)
+{
+    if (!d) return;
+    free(d->item_start);
+    free(d->item_user);
+    free(d->item_val);
+    free(d->user_start);
+    free(d->user_item);
+    free(d->user_val);
+    memset(d, 0, sizeof *d);
+}
+
+int64_t lac_mf_nbr_data_bytes(const lac_nbr_data *d)
+{
+    return (d->num_items + d->num_users + 2) * 8 + d->nnz * 16;
+}
+
+lac_status lac_mf_nbr_data_build(lac_ctx_t ctx, const lac_mf_data *m, lac_nbr_data *out)
+{
+    lac_nbr_data d;
+    memset(&d, 0, sizeof d);
+    d.num_users = m->num_users;
+    d.num_items = m->num_items;
+    d.nnz = m->nnz;
+    size_t nz = (size_t)(m->nnz ? m->nnz : 1);
+    d.item_start = lac_calloc(ctx, (size_t)m->num_items + 1, sizeof *d.item_start);
+    d.user_start = lac_calloc(ctx, (size_t)m->num_users + 1, sizeof *d.user_start);
+    d.item_user = lac_malloc(ctx, nz * sizeof *d.item_user);
+    d.item_val = lac_malloc(ctx, nz * sizeof *d.item_val);
+    d.user_item = lac_malloc(ctx, nz * sizeof *d.user_item);
+    d.user_val = lac_malloc(ctx, nz * sizeof *d.user_val);
+    int64_t *fill = lac_malloc(ctx, ((size_t)(m->num_users > m->num_items ? m->num_users : m->num_items) + 1) *
+                                         sizeof *fill);
+    if (!d.item_start || !d.user_start || !d.item_user || !d.item_val || !d.user_item || !d.user_val || !fill) {
+        free(fill);
+        lac_mf_nbr_data_free(&d);
+        return LAC_ERR_OUT_OF_MEMORY;
+    }
+    /* item-major by a counting transpose (users ascending), then back to
+     * user-major (items ascending) */
+    for (int64_t a = 0; a < m->nnz; a++) d.item_start[m->col[a] + 1]++;
+    for (int64_t j = 0; j < m->num_items; j++) d.item_start[j + 1] += d.item_start[j];
+    memcpy(fill, d.item_start, (size_t)m->num_items * sizeof *fill);
+    for (int64_t u = 0; u < m->num_users; u++)
+        for (int64_t a = m->row_start[u]; a < m->row_start[u + 1]; a++) {
+            int64_t at = fill[m->col[a]]++;
+            d.item_user[at] = (int32_t)u;
+            d.item_val[at] = m->val[a];
+        }
+    memcpy(d.user_start, m->row_start, ((size_t)m->num_users + 1) * sizeof *d.user_start);
+    memcpy(fill, d.user_start, (size_t)m->num_users * sizeof *fill);
+    for (int64_t j = 0; j < m->num_items; j++)
+        for (int64_t a = d.item_start[j]; a < d.item_start[j + 1]; a++) {
+            int64_t at = fill[d.item_user[a]]++;
+            d.user_item[at] = (int32_t)j;
+            d.user_val[at] = d.item_val[a];
+        }
+    free(fill);
+    *out = d;
+    return LAC_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------ */
+/* LSH codes through lac_map                                                  */
+/* ------------------------------------------------------------------------ */
+static int is_bits_method(lac_mf_nbr_method m) { return m != LAC_MF_NBR_MINHASH; }
+
+/* Columns of codes: G per code for the sign methods, one per min-hash. */
+static int64_t code_columns(const lac_mf_nbr_params *p)
+{
+    return (int64_t)p->p * p->q * (is_bits_method(p->method) ? p->bits : 1);
+}
+
+static uint64_t user_word(uint64_t seed, int64_t user, int64_t block)
+{
+    return lac_mix64(lac_mix64(seed ^ 0x5851F42D4C957F2Dull) ^ lac_mix64((uint64_t)user * 0x9E3779B97F4A7C15ull) ^
+                     ((uint64_t)block * 0xD1342543DE82EF95ull));
+}
+
+float lac_mf_nbr_source(const lac_mf_nbr_params *p, int64_t user, int64_t col)
+{
+    if (p->method == LAC_MF_NBR_SIMLSH || p->method == LAC_MF_NBR_SIMLSH_CENTRED)
+        return (user_word(p->seed, user, col / CODE_COLS) >> (col % CODE_COLS)) & 1 ? 1.0f : -1.0f;
+    if (p->method == LAC_MF_NBR_RPCOS) {   /* Box-Muller: columns 2c and 2c + 1 share a draw */
+        uint64_t h = user_word(p->seed, user, (uint64_t)(col & ~(int64_t)1) * 2654435761ull + 1);
+        double u1 = ((double)(h >> 40) + 0.5) * 0x1.0p-24, u2 = ((double)(h & 0xFFFFFF) + 0.5) * 0x1.0p-24;
+        double rad = sqrt(-2.0 * log(u1)), a = 6.283185307179586 * u2;
+        return (float)(rad * (col & 1 ? sin(a) : cos(a)));
+    }
+    return (float)(user_word(p->seed, user, (uint64_t)col * 40503ull + 7) >> 40);
+}
+
+/* The users' source rows for columns [c0, c0 + cw) (lac_mf_nbr_source; one
+ * hash gives simLSH's 64 bits of a block). */
+static void user_rows(const lac_mf_nbr_params *p, int64_t num_users, int64_t c0, int cw, float *rows, int threads)
+{
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t u = 0; u < num_users; u++) {
+        float *r = rows + u * cw;
+        if (p->method == LAC_MF_NBR_SIMLSH || p->method == LAC_MF_NBR_SIMLSH_CENTRED) {
+            uint64_t w = user_word(p->seed, u, c0 / CODE_COLS);
+            for (int c = 0; c < cw; c++) r[c] = (w >> c) & 1 ? 1.0f : -1.0f;
+        } else {
+            for (int c = 0; c < cw; c++) r[c] = lac_mf_nbr_source(p, u, c0 + c);
+        }
+    }
+}
+
+/* A run of whole items (ratings contiguous in item-major order) summed by
+ * lac_map calls of at most UNIT_RATINGS rows each. */
+typedef struct {
+    int64_t item_lo, item_hi;
+} unit;
+
+static lac_status code_sums(lac_ctx_t ctx, const lac_mf_nbr_params *p, const lac_nbr_data *d, float *codes,
+                            int64_t cols, int64_t *peak)
+{
+    int threads = lac_threads(ctx), cpu = ctx->backend != LAC_BACKEND_CUDA;
+    int64_t ni = d->num_items, nunits = 0;
+    lac_map_op op = p->method == LAC_MF_NBR_MINHASH ? LAC_MAP_MIN : LAC_MAP_SUM;
+    float empty = op == LAC_MAP_MIN ? INFINITY : 0.0f;
+    unit *units = lac_malloc(ctx, (size_t)(ni ? ni : 1) * sizeof *units);
+    float *weight = lac_malloc(ctx, (size_t)(d->nnz ? d->nnz : 1) * sizeof *weight);
+    float *rows = lac_malloc(ctx, (size_t)(d->num_users ? d->num_users : 1) * CODE_COLS * sizeof *rows);
+    if (!units || !weight || !rows) {
+        free(units);
+        free(weight);
+        free(rows);
+        return LAC_ERR_OUT_OF_MEMORY;
+    }
+    for (int64_t j = 0; j < ni;) {
+        int64_t hi = j + 1;
+        while (hi < ni && d->item_start[hi + 1] - d->item_start[j] <= UNIT_RATINGS) hi++;
+        units[nunits++] = (unit){j, hi};
+        j = hi;
+    }
+    /* the weights psi(r) (simLSH), r - mean (centred), r (RP_cos) */
+    for (int64_t j = 0; j < ni; j++) {
+        double mean = 0.0;
+        int64_t lo = d->item_start[j], hi = d->item_start[j + 1];
+        for (int64_t a = lo; a < hi; a++) mean += d->item_val[a];
+        mean = hi > lo ? mean / (double)(hi - lo) : 0.0;
+        for (int64_t a = lo; a < hi; a++) {
+            double r = d->item_val[a];
+            weight[a] = (float)(p->method == LAC_MF_NBR_SIMLSH ? pow(r, p->psi_power)
+                                : p->method == LAC_MF_NBR_SIMLSH_CENTRED ? r - mean
+                                                                         : r);
+        }
+    }
+    *peak = (int64_t)((size_t)ni * sizeof *units + (size_t)d->nnz * 4 + (size_t)d->num_users * CODE_COLS * 4 +
+                      (size_t)threads * UNIT_RATINGS * (CODE_COLS + 2) * 4 * 2);
+    lac_status st = LAC_SUCCESS;
+    lac_map_params mp = lac_map_params_default();
+    mp.op = op;
+    mp.accumulate = 1;
+    for (int64_t c0 = 0; c0 < cols && st == LAC_SUCCESS; c0 += CODE_COLS) {
+        int cw = (int)(cols - c0 < CODE_COLS ? cols - c0 : CODE_COLS);
+        user_rows(p, d->num_users, c0, cw, rows, threads);
+#pragma omp parallel num_threads(threads) if (cpu)
+        {
+            float *src = malloc((size_t)UNIT_RATINGS * (size_t)cw * sizeof *src);
+            float *tgt = malloc((size_t)UNIT_RATINGS * (size_t)cw * sizeof *tgt);
+            int32_t *bridge = malloc((size_t)UNIT_RATINGS * sizeof *bridge);
+            lac_status mine = (src && tgt && bridge) ? LAC_SUCCESS : LAC_ERR_OUT_OF_MEMORY;
+#pragma omp for schedule(dynamic, 4)
+            for (int64_t x = 0; x < nunits; x++) {
+                if (mine != LAC_SUCCESS) continue;
+                int64_t ilo = units[x].item_lo, ihi = units[x].item_hi;
+                int64_t nt = ihi - ilo;
+                for (int64_t e = 0; e < nt * cw; e++) tgt[e] = empty;
+                for (int64_t a0 = d->item_start[ilo]; a0 < d->item_start[ihi] && mine == LAC_SUCCESS;
+                     a0 += UNIT_RATINGS) {
+                    int64_t a1 = a0 + UNIT_RATINGS < d->item_start[ihi] ? a0 + UNIT_RATINGS : d->item_start[ihi];
+                    int64_t j = ilo;
+                    for (int64_t a = a0; a < a1; a++) {
+                        while (d->item_start[j + 1] <= a) j++;
+                        bridge[a - a0] = (int32_t)(j - ilo);
+                        memcpy(src + (a - a0) * cw, rows + (int64_t)d->item_user[a] * cw, (size_t)cw * sizeof *src);
+                    }
+                    lac_array S = {.data = src, .dtype = LAC_FLOAT32, .ndim = 2, .shape = {a1 - a0, cw}};
+                    lac_array R = {.data = bridge, .dtype = LAC_INT32, .ndim = 1, .shape = {a1 - a0}};
+                    lac_array W = {.data = weight + a0, .dtype = LAC_FLOAT32, .ndim = 1, .shape = {a1 - a0}};
+                    lac_array T = {.data = tgt, .dtype = LAC_FLOAT32, .ndim = 2, .shape = {nt, cw}};
+                    mine = lac_map(ctx, &mp, &S, &R, op == LAC_MAP_MIN ? NULL : &W, &T);
+                }
+                for (int64_t j = ilo; j < ihi; j++)
+                    memcpy(codes + j * cols + c0, tgt + (j - ilo) * cw, (size_t)cw * sizeof *tgt);
+            }
+            if (mine != LAC_SUCCESS) {
+#pragma omp critical(lac_nbr_codes)
+                if (st == LAC_SUCCESS) st = mine;
+            }
+            free(src);
+            free(tgt);
+            free(bridge);
+        }
+    }
+    free(units);
+    free(weight);
+    free(rows);
+    return st;
+}
+
+/* Bucket keys: table t's key of item j folds its p codes (G sign bits each,
+ * or p min-hashes). */
+static void bucket_keys(const lac_mf_nbr_params *p, int64_t ni, const float *codes, int64_t cols, uint64_t *keys)
+{
+    int bitsm = is_bits_method(p->method), per = bitsm ? p->bits : 1;
+    for (int64_t t = 0; t < p->q; t++)
+        for (int64_t j = 0; j < ni; j++) {
+            const float *c = codes + j * cols + t * p->p * per;
+            uint64_t key = 0x243F6A8885A308D3ull;
+            for (int x = 0; x < p->p; x++) {
+                uint64_t code = 0;
+                if (bitsm)
+                    for (int g = 0; g < per; g++) code |= (uint64_t)(c[x * per + g] >= 0.0f) << g;   /* Upsilon */
+                else
+                    code = (uint64_t)c[x];
+                key = lac_mix64(key ^ (code + ((uint64_t)x << 40)));
+            }
+            keys[t * ni + j] = key;
+        }
+}
+
+/* ------------------------------------------------------------------------ */
+/* The search                                                                 */
+/* ------------------------------------------------------------------------ */
+static const lac_nbr_backend *nbr_backend(lac_ctx_t ctx)
+{
+    const lac_nbr_backend *cuda = ctx->backend == LAC_BACKEND_CUDA ? lac_nbr_backend_cuda() : NULL;
+    return cuda ? cuda : &lac_nbr_cpu_backend;
+}
+
+lac_status lac_mf_nbr_search(lac_ctx_t ctx, const lac_mf_nbr_params *p, const lac_nbr_data *d, lac_mf_nbr_t *out)
+{
+    double t0 = omp_get_wtime();
+    int64_t ni = d->num_items;
+    if (p->k >= ni)
+        return lac_error(ctx, LAC_ERR_VALUE, "K = %d neighbours needs more than %d items (there are %lld)", p->k, p->k,
+                         (long long)ni);
+    lac_mf_nbr_t r = lac_calloc(ctx, 1, sizeof *r);
+    if (!r) return LAC_ERR_OUT_OF_MEMORY;
+    lac_idmap_init(&r->items);
+    r->params = *p;
+    r->num_items = ni;
+    r->num_users = d->num_users;
+    r->k = p->k;
+    r->list = lac_malloc(ctx, (size_t)ni * (size_t)p->k * sizeof *r->list);
+    lac_status st = LAC_SUCCESS;
+    uint64_t *keys = NULL;
+    if (!r->list) {
+        st = LAC_ERR_OUT_OF_MEMORY;
+        goto done;
+    }
+    int64_t data_bytes = lac_mf_nbr_data_bytes(d), list_bytes = ni * p->k * 4;
+    const lac_nbr_backend *be = nbr_backend(ctx);
+    lac_nbr_call call;
+    memset(&call, 0, sizeof call);
+    call.data = d;
+    call.k = p->k;
+    call.shrink = p->shrink;
+    call.seed = p->seed;
+    call.max_bucket = LAC_MF_NBR_MAX_BUCKET;
+    if (p->method == LAC_MF_NBR_RANDOM) {
+#pragma omp parallel for num_threads(lac_threads(ctx)) schedule(static)
+        for (int64_t j = 0; j < ni; j++) lac_nbr_fill(p->seed, j, ni, p->k, r->list + j * p->k, 0);
+        r->bytes = list_bytes;
+    } else if (p->method == LAC_MF_NBR_GSM) {
+        LAC_CHECK_GOTO(be->gsm_topk(ctx, &call, r->list), st, done);
+        r->bytes = data_bytes + list_bytes + call.bytes;
+    } else {
+        int64_t cols = code_columns(p), map_peak = 0;
+        size_t cells;
+        if (lac_mul_overflows((size_t)ni, (size_t)cols * sizeof(float), &cells)) {
+            st = lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "%lld items x %lld code columns do not fit", (long long)ni,
+                           (long long)cols);
+            goto done;
+        }
+        r->codes = lac_malloc(ctx, cells ? cells : 1);
+        keys = lac_malloc(ctx, (size_t)ni * (size_t)p->q * sizeof *keys);
+        if (!r->codes || !keys) {
+            st = LAC_ERR_OUT_OF_MEMORY;
+            goto done;
+        }
+        r->code_cols = cols;
+        LAC_CHECK_GOTO(code_sums(ctx, p, d, r->codes, cols, &map_peak), st, done);
+        bucket_keys(p, ni, r->codes, cols, keys);
+        call.tables = p->q;
+        call.keys = keys;
+        LAC_CHECK_GOTO(be->bucket_topk(ctx, &call, r->list), st, done);
+        int64_t fixed = data_bytes + list_bytes + (int64_t)cells + ni * p->q * 8;
+        r->bytes = fixed + (map_peak > call.bytes ? map_peak : call.bytes);
+    }
+    r->seconds = omp_get_wtime() - t0;
+done:
+    free(keys);
+    if (st < 0) {
+        lac_mf_nbr_destroy(&r);
+        return st;
+    }
+    *out = r;
+    return LAC_SUCCESS;
+}
+
+lac_status lac_mf_neighbours(lac_ctx_t ctx, const lac_mf_nbr_params *params, lac_ratings_t ratings, lac_mf_nbr_t *out)
+{
+    LAC_ARG_NOT_NULL(ctx, ctx);
+    LAC_ARG_NOT_NULL(ctx, params);
+    LAC_ARG_NOT_NULL(ctx, ratings);
+    LAC_ARG_NOT_NULL(ctx, out);
+    LAC_ADOPT_PARAMS(ctx, "mf neighbours", lac_mf_nbr_params, params, nbr_defaults());
+    const char *why = lac_mf_nbr_params_check(params);
+    if (why) return lac_error(ctx, LAC_ERR_ARGUMENT, "neighbour parameters: %s", why);
+    if (ratings->count == 0) return lac_error(ctx, LAC_ERR_VALUE, "the ratings are empty");
+    double t0 = omp_get_wtime();
+    lac_mf_data md;
+    lac_nbr_data d;
+    memset(&d, 0, sizeof d);
+    lac_mf_nbr_t r = NULL;
+    LAC_CHECK(lac_mf_data_build(ctx, ratings, &md));
+    lac_status st = lac_mf_nbr_data_build(ctx, &md, &d);
+    lac_mf_data_free(&md);
+    if (st < 0) return st;
+    LAC_CHECK_GOTO(lac_mf_nbr_search(ctx, params, &d, &r), st, done);
+    LAC_CHECK_GOTO(lac_idmap_copy(ctx, &ratings->items, &r->items), st, done);
+    r->seconds = omp_get_wtime() - t0;
+    *out = r;
+    r = NULL;
+done:
+    lac_mf_nbr_destroy(&r);
+    lac_mf_nbr_data_free(&d);
+    return st;
+}
+
+void lac_mf_nbr_destroy(lac_mf_nbr_t *nbr)
+{
+    if (!nbr || !*nbr) return;
+    free((*nbr)->list);
+    free((*nbr)->codes);
+    lac_idmap_free(&(*nbr)->items);
+    free(*nbr);
+    *nbr = NULL;
+}
+
+int64_t lac_mf_nbr_num_items(lac_mf_nbr_t n) { return n ? n->num_items : 0; }
+int lac_mf_nbr_k(lac_mf_nbr_t n) { return n ? n->k : 0; }
+double lac_mf_nbr_seconds(lac_mf_nbr_t n) { return n ? n->seconds : NAN; }
+int64_t lac_mf_nbr_bytes(lac_mf_nbr_t n) { return n ? n->bytes : 0; }
+const char *lac_mf_nbr_item_id(lac_mf_nbr_t n, int64_t j) { return n ? lac_idmap_name(&n->items, j) : NULL; }
+
+lac_status lac_mf_nbr_get(lac_mf_nbr_t n, int32_t *out)
+{
+    LAC_ARG_NOT_NULL(NULL, n);
+    LAC_ARG_NOT_NULL(NULL, out);
+    memcpy(out, n->list, (size_t)n->num_items * (size_t)n->k * sizeof *out);
+    return LAC_SUCCESS;
+}
+
+lac_status lac_mf_nbr_recall(lac_ctx_t ctx, lac_mf_nbr_t n, lac_mf_nbr_t exact, double *recall)
+{
+    LAC_ARG_NOT_NULL(ctx, n);
+    LAC_ARG_NOT_NULL(ctx, exact);
+    LAC_ARG_NOT_NULL(ctx, recall);
+    if (n->num_items != exact->num_items || n->k != exact->k)
+        return lac_error(ctx, LAC_ERR_SHAPE, "recall of %lld items x K = %d against %lld x K = %d: they must agree",
+                         (long long)n->num_items, n->k, (long long)exact->num_items, exact->k);
+    int64_t hits = 0;
+    int k = n->k;
+    for (int64_t j = 0; j < n->num_items; j++) {
+        const int32_t *a = n->list + j * k, *b = exact->list + j * k;
+        for (int x = 0; x < k; x++)
+            for (int y = 0; y < k; y++)
+                if (a[x] == b[y]) {
+                    hits++;
+                    break;
+                }
+    }
+    *recall = n->num_items ? (double)hits / ((double)n->num_items * k) : NAN;
+    return LAC_SUCCESS;
+}
+
+lac_status lac_mf_nbr_write(lac_ctx_t ctx, const char *path, lac_mf_nbr_t n)
+{
+    LAC_ARG_NOT_NULL(ctx, path);
+    LAC_ARG_NOT_NULL(ctx, n);
+    lac_atomic_file af;
+    LAC_CHECK(lac_atomic_open(ctx, path, &af));
+    int ok = 1;
+    for (int64_t j = 0; ok && j < n->num_items; j++) {
+        ok = fputs(lac_idmap_name(&n->items, j), af.fp) >= 0;
+        for (int x = 0; ok && x < n->k; x++)
+            ok = fprintf(af.fp, " %s", lac_idmap_name(&n->items, n->list[j * n->k + x])) > 0;
+        ok = ok && fputc('\n', af.fp) != EOF;
+    }
+    if (!ok) {
+        lac_atomic_abort(&af);
+        return lac_error(ctx, LAC_ERR_IO, "writing the neighbours to %s failed: %s", path, strerror(errno));
+    }
+    return lac_atomic_commit(ctx, &af);
+}
