@@ -149,5 +149,20 @@ check "K >= items exits 2, OUT untouched" "[ $rc -eq 2 ] && grep -q 'needs more 
 "$tool" mf neighbours --method lsh train.txt nb_x.txt > /dev/null 2>&1; rc=$?
 check "an unknown method exits 2" "[ $rc -eq 2 ] && [ ! -e nb_x.txt ]"
 
+# the neighbourhood model: trained, recorded in the model file, predicted
+out=$("$tool" mf train --device cpu --json --model neighbourhood --neighbours gsm -K 8 -k 8 -t 4 -v test.txt \
+  train.txt nmodel.bin); rc=$?
+check "train --model neighbourhood exits 0" "[ $rc -eq 0 ]"
+check "its --json names the model and the neighbours" \
+  "grep -q '\"model\":\"neighbourhood\",\"neighbours\":\"gsm\",\"K\":8' <<<\"\$out\""
+vr=$(sed 's/.*"valid_rmse":\([0-9.]*\).*/\1/' <<<"$out")
+out=$("$tool" mf predict --json nmodel.bin test.txt); rc=$?
+check "predict with it gives the validation RMSE" "[ $rc -eq 0 ] && grep -q '\"rmse\":$vr,' <<<\"\$out\""
+"$tool" mf train --device cpu --quiet --deterministic --threads 2 --model neighbourhood -K 8 -q 10 -k 8 -t 3 train.txt nd1.bin
+"$tool" mf train --device cpu --quiet --deterministic --threads 2 --model neighbourhood -K 8 -q 10 -k 8 -t 3 train.txt nd2.bin
+check "--deterministic neighbourhood models are identical files" "cmp -s nd1.bin nd2.bin"
+"$tool" mf train --device cpu --quiet --model neighbourhood -K 4096 train.txt nx.bin > /dev/null 2>&1; rc=$?
+check "-K over 1024 exits 2, no model" "[ $rc -eq 2 ] && [ ! -e nx.bin ]"
+
 echo "$passes passed, $fails failed"
 [ $fails -eq 0 ]

@@ -149,18 +149,19 @@ def _ids_array(texts):
 # --------------------------------------------------------------------------
 _MAGIC = b"LACUNAMF"
 _HEADER = struct.Struct("<qqiidddddffiiQqqq")   # num_users .. item_id_bytes
+_HEADER2_SIZE = 160                              # version 2's addition (src/mf/model_file.c)
 
 
 def _read_model_bytes(data):
     if data[:8] != _MAGIC:
         raise _core.LacunaError("not a Lacuna mf model", _lib.LAC_ERR_FORMAT)
     version, header_bytes = struct.unpack_from("<II", data, 8)
-    if version != 1 or header_bytes != _HEADER.size:
-        raise _core.LacunaError("mf model file version %d (header %d bytes): this package reads version 1"
+    if (version, header_bytes) not in ((1, _HEADER.size), (2, _HEADER.size + _HEADER2_SIZE)):
+        raise _core.LacunaError("mf model file version %d (header %d bytes): this package reads versions 1 and 2"
                                 % (version, header_bytes), _lib.LAC_ERR_UNSUPPORTED)
     (num_users, num_items, k, use_bias, lam, lam_b, alpha, beta, mean, rmin, rmax, epochs, deterministic, seed,
      rated, ub, ib) = _HEADER.unpack_from(data, 16)
-    off = 16 + _HEADER.size
+    off = 16 + header_bytes   # version 2 adds the model kind and the neighbourhood model's parameters
 
     def take(dtype, count):
         nonlocal off
@@ -181,13 +182,19 @@ def _read_model_bytes(data):
 # --------------------------------------------------------------------------
 _PARAM_NAMES = ("k", "lambda", "lambda_bias", "alpha", "beta", "epochs", "use_bias", "patience", "min_gain",
                 "deterministic", "seed")
+_NBR_METHODS = ("simlsh", "gsm", "rpcos", "minhash", "random", "simlsh-centred")
+_GROUPS = ("b", "bhat", "u", "v", "w", "c")
 
 
 class MF(_core.Closeable):
     """Matrix factorisation of sparse ratings by SGD (docs/mf.md):
     r_hat(u, i) = mu + b_u + bhat_i + p_u . q_i.
 
-    k: factors; model: 'plain' ('neighbourhood' is not in the library yet);
+    k: factors; model: 'plain', or 'neighbourhood' (CULSH-MF, eq. 1 of the
+    paper: S^K(j) found by `neighbours` ('simlsh', 'gsm', 'rpcos', 'minhash',
+    'random', 'simlsh-centred'), K of them (`K`), LSH banding p x q; learning
+    rates `rates` and regularisers `lambdas`: dicts over the groups b, bhat,
+    u, v, w, c (defaults: the paper's Table 5), decay `beta_groups`);
     threads: CPU threads (0: all); deterministic: the same model for the same
     seed and thread count (CPU only); seed; device: 'auto', 'cpu', 'cuda' or
     'cuda:N'. Keyword-only: epochs, lambda_ (L2 of the factors), lambda_bias,
@@ -199,13 +206,12 @@ class MF(_core.Closeable):
 
     def __init__(self, k=None, model="plain", threads=0, deterministic=False, seed=None, device="auto", *,
                  epochs=None, lambda_=None, lambda_bias=None, alpha=None, beta=None, use_bias=None, patience=None,
-                 min_gain=None, callback=None):
+                 min_gain=None, callback=None, neighbours=None, K=None, p=None, q=None, rates=None, lambdas=None,
+                 beta_groups=None):
         if model not in _MODELS:
             raise input_error("model must be 'plain' or 'neighbourhood', not %r" % (model,))
-        if model != "plain":
-            raise _core.LacunaUnsupportedError(
-                "model='%s' (the neighbourhood model, CULSH-MF) is not implemented in the Lacuna library yet; "
-                "use model='plain'" % model, _lib.LAC_ERR_UNSUPPORTED)
+        if model == "plain" and any(v is not None for v in (neighbours, K, p, q, rates, lambdas, beta_groups)):
+            raise input_error("neighbours, K, p, q, rates, lambdas and beta_groups are the neighbourhood model's")
         _core.parse_device(device)
         self.model = model
         self.device = device
@@ -232,6 +238,8 @@ class MF(_core.Closeable):
             else:
                 value = float(value)
             setattr(self._params, name, value)
+        if model != "plain":
+            self._set_neighbourhood(neighbours, K, p, q, rates, lambdas, beta_groups)
         why = lib.lac_mf_params_check(ctypes.byref(self._params))
         if why:
             raise input_error("mf parameters: " + _lib.text(why))
@@ -243,6 +251,31 @@ class MF(_core.Closeable):
         self.report_ = None
         self.history_ = []
 
+    def _set_neighbourhood(self, neighbours, K, p, q, rates, lambdas, beta_groups):
+        par = self._params
+        par.model = _lib.LAC_MF_MODEL_NEIGHBOURHOOD
+        nb = par.neighbours
+        if neighbours is not None:
+            if neighbours not in _NBR_METHODS:
+                raise input_error("neighbours must be one of %s, not %r" % (", ".join(_NBR_METHODS), neighbours))
+            nb.method = _NBR_METHODS.index(neighbours)
+        for name, value in (("k", K), ("p", p), ("q", q)):
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 < value < (1 << 31):
+                raise input_error("%s must be a positive integer, not %r" % ("K" if name == "k" else name, value))
+            setattr(nb, name, int(value))
+        for field, given in (("rates", rates), ("lambdas", lambdas)):
+            if given is None:
+                continue
+            if not isinstance(given, dict) or set(given) - set(_GROUPS):
+                raise input_error("%s must be a dict over the groups %s" % (field, ", ".join(_GROUPS)))
+            for g, v in given.items():
+                setattr(getattr(par, field), g, float(v))
+        if beta_groups is not None:
+            par.beta_groups = float(beta_groups)
+        nb.seed = par.seed
+
     # -- parameters -----------------------------------------------------------
     def get_params(self):
         """The training parameters (the model's after fit or load)."""
@@ -252,6 +285,11 @@ class MF(_core.Closeable):
         out["use_bias"] = bool(out["use_bias"])
         out["deterministic"] = bool(out["deterministic"])
         out.update(model=self.model, threads=self.threads, device=self.device)
+        if p.model == _lib.LAC_MF_MODEL_NEIGHBOURHOOD:
+            nb = p.neighbours
+            out.update(neighbours=_NBR_METHODS[nb.method], K=nb.k, p=nb.p, q=nb.q,
+                       rates={g: getattr(p.rates, g) for g in _GROUPS},
+                       lambdas={g: getattr(p.lambdas, g) for g in _GROUPS}, beta_groups=p.beta_groups)
         return out
 
     @property
@@ -276,6 +314,7 @@ class MF(_core.Closeable):
             p = _lib.params(_lib.lac_mf_params, "lac_mf_params_init")
             check(lib.lac_mf_model_get_params(handle, ctypes.byref(p)))
             self._params = p
+            self.model = "neighbourhood" if p.model == _lib.LAC_MF_MODEL_NEIGHBOURHOOD else "plain"
 
     # -- training ---------------------------------------------------------------
     def fit(self, users, items=None, ratings=None, valid=None, *, format="auto", skip_bad=False):

@@ -796,12 +796,33 @@ class TestMF(unittest.TestCase):
         self.assertEqual(m.report_["epochs"], 3)
         self.assertEqual([h["epoch"] for h in m.history_], [1, 2, 3])
 
+    def test_neighbourhood_model(self):
+        u, i, r = self.u[self.tr], self.i[self.tr], self.r[self.tr]
+        valid = (self.u[self.te], self.i[self.te], self.r[self.te])
+        m = lacuna.MF(k=8, model="neighbourhood", neighbours="gsm", K=8, seed=3, threads=2, deterministic=True,
+                      epochs=6).fit(u, i, r, valid=valid)
+        self.assertEqual(m.model, "neighbourhood")
+        got = m.get_params()
+        self.assertEqual((got["neighbours"], got["K"]), ("gsm", 8))
+        self.assertAlmostEqual(got["rates"]["w"], 0.002)   # Table 5
+        self.assertAlmostEqual(m.evaluate(*valid)["rmse"], m.report_["valid_rmse"], places=6)
+        m2 = lacuna.MF(k=8, model="neighbourhood", neighbours="gsm", K=8, seed=3, threads=2, deterministic=True,
+                       epochs=6).fit(u, i, r, valid=valid)
+        self.assertEqual(m.user_factors.tobytes(), m2.user_factors.tobytes())
+        d = tmpdir()
+        m.save(os.path.join(d, "n.lmf"))
+        back = lacuna.MF.load(os.path.join(d, "n.lmf"))
+        self.assertEqual(back.model, "neighbourhood")
+        pred = m.predict(self.u[self.te], self.i[self.te])
+        self.assertEqual(back.predict(self.u[self.te], self.i[self.te]).tobytes(), pred.tobytes())
+        with self.assertRaises(lacuna.LacunaInputError):
+            lacuna.MF(model="neighbourhood", neighbours="lsh")
+        with self.assertRaises(lacuna.LacunaInputError):
+            lacuna.MF(model="plain", K=8)
+        with self.assertRaises(lacuna.LacunaInputError):
+            lacuna.MF(model="neighbourhood", rates={"x": 1.0})
+
     def test_errors(self):
-        with self.assertRaises(lacuna.LacunaError) as c:
-            lacuna.MF(model="neighbourhood")
-        self.assertIsInstance(c.exception, NotImplementedError)
-        self.assertEqual(c.exception.status, _lib.LAC_ERR_UNSUPPORTED)
-        self.assertIn("not implemented", str(c.exception))
         with self.assertRaises(lacuna.LacunaInputError):
             lacuna.MF(model="svd++")
         with self.assertRaises(lacuna.LacunaInputError) as c:

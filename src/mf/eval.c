@@ -8,6 +8,37 @@
 
 #define EVAL_CHUNK 65536
 
+float lac_mf_nbr_term(const lac_mf_factors *m, int64_t u, int64_t j)
+{
+    const int32_t *items = m->rated_items + m->rated_start[u];
+    const float *vals = m->rated_vals + m->rated_start[u];
+    int64_t len = m->rated_start[u + 1] - m->rated_start[u];
+    int K = m->nbr_k, nr = 0, nc = 0;
+    float base = (float)m->mean + m->user_bias[u], sr = 0.0f, sc = 0.0f;
+    const int32_t *nb = m->nbr + j * K;
+    const float *w = m->W + j * K, *c = m->C + j * K;
+    for (int k = 0; k < K; k++) {
+        int32_t n = nb[k];
+        int64_t lo = 0, hi = len;   /* n among the user's items (ascending) */
+        while (lo < hi) {
+            int64_t mid = (lo + hi) / 2;
+            if (items[mid] < n) lo = mid + 1;
+            else hi = mid;
+        }
+        if (lo < len && items[lo] == n) {
+            sr += (vals[lo] - base - m->item_bias[n]) * w[k];
+            nr++;
+        } else {
+            sc += c[k];
+            nc++;
+        }
+    }
+    float t = 0.0f;
+    if (nr) t += sr / sqrtf((float)nr);
+    if (nc) t += sc / sqrtf((float)nc);
+    return t;
+}
+
 lac_status lac_mf_eval_factors(lac_ctx_t ctx, const lac_mf_factors *m, const lac_mf_eval *e, float *predictions,
                                double *rmse, double *mae)
 {

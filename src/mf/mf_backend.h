@@ -50,6 +50,16 @@ typedef struct {
     float *P, *Q, *user_bias, *item_bias;
     double mean;              /* mu (0 without biases) */
     float rating_min, rating_max;   /* predictions are clamped to this range */
+    /* The neighbourhood model (kind LAC_MF_MODEL_NEIGHBOURHOOD; nbr_k = 0
+     * for the plain one): S^K(j), the influence rows w_j and c_j, and each
+     * user's training ratings (R(i); N(i) is its complement), eq. (1). */
+    int kind;
+    int nbr_k;                /* K */
+    const int32_t *nbr;       /* num_items x K: S^K(j) */
+    float *W, *C;             /* num_items x K */
+    const int64_t *rated_start;   /* num_users + 1 */
+    const int32_t *rated_items;   /* items ascending within a user */
+    const float *rated_vals;      /* their ratings */
 } lac_mf_factors;
 
 /* One training, as a backend receives it. The front end keeps everything it
@@ -62,6 +72,10 @@ typedef struct {
     int use_bias;
     int deterministic;        /* the result depends only on the seed (and threads) */
     uint64_t seed;
+    /* The neighbourhood model: group g's learning rate in an epoch is
+     * rates.g x the learning_rate the epoch is given (the front end passes
+     * 1 / (1 + beta t^1.5) there), its regulariser lambdas.g. */
+    lac_mf_groups rates, lambdas;
 } lac_mf_call;
 
 /* Each backend's own state for one training (defined by the backend). */
@@ -89,6 +103,8 @@ typedef struct {
      * (a resumed training). */
     lac_status (*get)(lac_ctx_t ctx, lac_mf_state *state, int kept, const lac_mf_factors *to);
     lac_status (*put)(lac_ctx_t ctx, lac_mf_state *state, int kept, const lac_mf_factors *from);
+    /* Trains the neighbourhood model too (factors.kind); 0: plain only. */
+    int neighbourhood;
 } lac_mf_backend;
 
 /* The CPU backend (src/mf/cpu/), always built. */
@@ -119,9 +135,16 @@ static inline float lac_mf_rule(double mean, const float *P, const float *Q, con
     return s;
 }
 
+/* The neighbourhood terms of eq. (1) for a known user u and item j:
+ * |R^K|^-1/2 sum (r_{u,j1} - mu - b_u - bhat_j1) w_{j,k} + |N^K|^-1/2 sum c_{j,k}
+ * (src/mf/eval.c). */
+float lac_mf_nbr_term(const lac_mf_factors *m, int64_t u, int64_t j);
+
 static inline float lac_mf_factors_score(const lac_mf_factors *m, int64_t u, int64_t j)
 {
-    return lac_mf_rule(m->mean, m->P, m->Q, m->user_bias, m->item_bias, m->k, m->stride, u, j);
+    float s = lac_mf_rule(m->mean, m->P, m->Q, m->user_bias, m->item_bias, m->k, m->stride, u, j);
+    if (m->nbr_k && u >= 0 && j >= 0) s += lac_mf_nbr_term(m, u, j);
+    return s;
 }
 
 /* Host predictions of an evaluation set (clamped to the rating range), with

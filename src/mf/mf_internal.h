@@ -38,7 +38,17 @@ struct lac_mf_model {
     int64_t *rated_start;     /* num_users + 1 */
     int32_t *rated_items;     /* each user's training items, ascending */
     int epochs;               /* trained */
+    /* the neighbourhood model (params.model); NULL for the plain one */
+    int nbr_k;                /* K, 0 for the plain model */
+    float *rated_vals;        /* the ratings of rated_items */
+    int32_t *nbr;             /* num_items x K: S^K(j) */
+    float *W, *C;             /* num_items x K */
+    float *codes;             /* the search's per-item sums (LSH methods), num_items x code_cols */
+    int64_t code_cols;
 };
+
+/* The neighbourhood model's arrays (zeroed) for K neighbours. */
+lac_status lac_mf_model_alloc_nbr(lac_ctx_t ctx, lac_mf_model_t m, int k);
 
 /* Top-K neighbour lists (src/mf/neighbours.c). */
 struct lac_mf_nbr {
@@ -77,19 +87,25 @@ void lac_mf_eval_free(lac_mf_eval *eval);
 lac_status lac_mf_eval_host(lac_ctx_t ctx, lac_mf_model_t model, const lac_mf_eval *eval, float *predictions,
                             double *rmse, double *mae);
 
+/* The model's trainable arrays as a backend sees them (borrowed). */
+lac_mf_factors lac_mf_model_factors(lac_mf_model_t m);
+
 /* The prediction rule without clamping (users/items -1: unknown). */
 static inline float lac_mf_score(lac_mf_model_t m, int64_t u, int64_t j)
 {
-    return lac_mf_rule(m->mean, m->P, m->Q, m->user_bias, m->item_bias, m->k, m->stride, u, j);
+    float s = lac_mf_rule(m->mean, m->P, m->Q, m->user_bias, m->item_bias, m->k, m->stride, u, j);
+    if (m->nbr_k && u >= 0 && j >= 0) {
+        lac_mf_factors f = lac_mf_model_factors(m);
+        s += lac_mf_nbr_term(&f, u, j);
+    }
+    return s;
 }
-
-/* The model's trainable arrays as a backend sees them (borrowed). */
-lac_mf_factors lac_mf_model_factors(lac_mf_model_t m);
 
 /* The call that trains model m on data (valid may be NULL). */
 lac_mf_call lac_mf_model_call(lac_mf_model_t m, const lac_mf_data *data, const lac_mf_eval *valid);
 
-/* The learning rate of epoch t (from 0), eq. (7): alpha / (1 + beta t^1.5). */
+/* The learning rate of epoch t (from 0), eq. (7): alpha / (1 + beta t^1.5);
+ * for the neighbourhood model the groups' factor 1 / (1 + beta_groups t^1.5). */
 double lac_mf_learning_rate(const lac_mf_params *params, int epoch);
 
 #ifdef __cplusplus

@@ -44,12 +44,25 @@ const char *lac_mf_params_check(const lac_mf_params *given)
     if (p->epochs < 1) return "epochs must be >= 1";
     if (p->patience < 1) return "patience must be >= 1";
     if (!(p->min_gain >= 0) || !isfinite(p->min_gain)) return "min_gain must be finite and >= 0";
-    if (p->model != LAC_MF_MODEL_PLAIN) return "model: only the plain model is implemented";
+    if (p->model != LAC_MF_MODEL_PLAIN && p->model != LAC_MF_MODEL_NEIGHBOURHOOD)
+        return "model must be plain or neighbourhood";
+    if (p->model == LAC_MF_MODEL_NEIGHBOURHOOD) {
+        const char *why = lac_mf_nbr_params_check(&p->neighbours);
+        if (why) return why;
+        if (p->neighbours.k > 1024) return "K (neighbours) must be at most 1024 for the neighbourhood model";
+        const double *r = &p->rates.b, *l = &p->lambdas.b;
+        for (int g = 0; g < 6; g++) {
+            if (!(r[g] >= 0) || !isfinite(r[g])) return "rates (per group) must be finite and >= 0";
+            if (!(l[g] >= 0) || !isfinite(l[g])) return "lambdas (per group) must be finite and >= 0";
+        }
+        if (!(p->beta_groups >= 0) || !isfinite(p->beta_groups)) return "beta_groups must be finite and >= 0";
+    }
     return NULL;
 }
 
 double lac_mf_learning_rate(const lac_mf_params *p, int epoch)
 {
+    if (p->model == LAC_MF_MODEL_NEIGHBOURHOOD) return 1.0 / (1.0 + p->beta_groups * pow((double)epoch, 1.5));
     return p->alpha / (1.0 + p->beta * pow((double)epoch, 1.5));   /* eq. (7) */
 }
 
@@ -68,6 +81,14 @@ lac_mf_factors lac_mf_model_factors(lac_mf_model_t m)
     f.mean = m->mean;
     f.rating_min = m->rating_min;
     f.rating_max = m->rating_max;
+    f.kind = m->nbr_k ? LAC_MF_MODEL_NEIGHBOURHOOD : LAC_MF_MODEL_PLAIN;
+    f.nbr_k = m->nbr_k;
+    f.nbr = m->nbr;
+    f.W = m->W;
+    f.C = m->C;
+    f.rated_start = m->rated_start;
+    f.rated_items = m->rated_items;
+    f.rated_vals = m->rated_vals;
     return f;
 }
 
@@ -83,6 +104,8 @@ lac_mf_call lac_mf_model_call(lac_mf_model_t m, const lac_mf_data *data, const l
     c.use_bias = m->params.use_bias;
     c.deterministic = m->params.deterministic;
     c.seed = m->params.seed;
+    c.rates = m->params.rates;
+    c.lambdas = m->params.lambdas;
     return c;
 }
 
@@ -129,10 +152,25 @@ lac_status lac_mf_model_alloc(lac_ctx_t ctx, int64_t nu, int64_t ni, int k, lac_
     return LAC_SUCCESS;
 }
 
+lac_status lac_mf_model_alloc_nbr(lac_ctx_t ctx, lac_mf_model_t m, int k)
+{
+    size_t cells = (size_t)m->num_items * (size_t)k;
+    m->nbr_k = k;
+    m->nbr = lac_calloc(ctx, cells ? cells : 1, sizeof *m->nbr);
+    m->W = lac_calloc(ctx, cells ? cells : 1, sizeof *m->W);
+    m->C = lac_calloc(ctx, cells ? cells : 1, sizeof *m->C);
+    return m->nbr && m->W && m->C ? LAC_SUCCESS : LAC_ERR_OUT_OF_MEMORY;
+}
+
 void lac_mf_model_destroy(lac_mf_model_t *model)
 {
     if (!model || !*model) return;
     lac_mf_model_t m = *model;
+    free(m->rated_vals);
+    free(m->nbr);
+    free(m->W);
+    free(m->C);
+    free(m->codes);
     free(m->P);
     free(m->Q);
     free(m->user_bias);

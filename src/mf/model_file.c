@@ -5,8 +5,13 @@
  *
  *   magic "LACUNAMF" | u32 version | u32 header bytes | header | P | Q |
  *   user_bias | item_bias | rated_start | rated_items | user ids | item ids |
- *   u64 checksum
- * P and Q are stored unpadded (k floats a row); ids are NUL-terminated. */
+ *   [neighbourhood sections] | u64 checksum
+ * P and Q are stored unpadded (k floats a row); ids are NUL-terminated.
+ * Version 2 (written now) appends to version 1's header the model kind and
+ * the neighbourhood model's parameters; a neighbourhood model then holds
+ * rated_vals (rated_count floats), S^K (items x K int32), W, C (items x K
+ * floats each) and the search's per-item sums (items x code_cols floats).
+ * Version 1 files (plain models) still load. */
 #include "io/io_internal.h"
 #include "mf/mf_internal.h"
 
@@ -17,7 +22,7 @@
 #include <string.h>
 
 #define MODEL_MAGIC "LACUNAMF"
-#define MODEL_VERSION 1u
+#define MODEL_VERSION 2u
 
 typedef struct {
     int64_t num_users, num_items;
@@ -29,6 +34,16 @@ typedef struct {
     int64_t rated_count;
     int64_t user_id_bytes, item_id_bytes;
 } model_header;
+
+/* Version 2's addition to the header. */
+typedef struct {
+    int32_t kind, nbr_k;
+    int32_t method, p, q, bits, psi_power, reserved;
+    double shrink;
+    uint64_t nbr_seed;
+    double rates[6], lambdas[6], beta_groups;
+    int64_t code_cols;
+} model_header2;
 
 typedef struct {
     uint64_t h;
@@ -72,12 +87,29 @@ lac_status lac_mf_model_save(lac_ctx_t ctx, const char *path, lac_mf_model_t m)
     h.user_id_bytes = m->users.arena_len;
     h.item_id_bytes = m->items.arena_len;
 
+    model_header2 h2;
+    memset(&h2, 0, sizeof h2);
+    const lac_mf_params *mp = &m->params;
+    h2.kind = m->nbr_k ? LAC_MF_MODEL_NEIGHBOURHOOD : LAC_MF_MODEL_PLAIN;
+    h2.nbr_k = m->nbr_k;
+    h2.method = mp->neighbours.method;
+    h2.p = mp->neighbours.p;
+    h2.q = mp->neighbours.q;
+    h2.bits = mp->neighbours.bits;
+    h2.psi_power = mp->neighbours.psi_power;
+    h2.shrink = mp->neighbours.shrink;
+    h2.nbr_seed = mp->neighbours.seed;
+    memcpy(h2.rates, &mp->rates, sizeof h2.rates);
+    memcpy(h2.lambdas, &mp->lambdas, sizeof h2.lambdas);
+    h2.beta_groups = mp->beta_groups;
+    h2.code_cols = m->codes ? m->code_cols : 0;
+
     lac_atomic_file af;
     LAC_CHECK(lac_atomic_open(ctx, path, &af));
     fnv f = {1469598103934665603ull};
-    uint32_t version = MODEL_VERSION, header_bytes = (uint32_t)sizeof h;
+    uint32_t version = MODEL_VERSION, header_bytes = (uint32_t)(sizeof h + sizeof h2);
     int ok = put(af.fp, &f, MODEL_MAGIC, 8) && put(af.fp, &f, &version, 4) && put(af.fp, &f, &header_bytes, 4) &&
-             put(af.fp, &f, &h, sizeof h);
+             put(af.fp, &f, &h, sizeof h) && put(af.fp, &f, &h2, sizeof h2);
     for (int64_t u = 0; ok && u < m->num_users; u++) ok = put(af.fp, &f, m->P + u * m->stride, (size_t)m->k * 4);
     for (int64_t j = 0; ok && j < m->num_items; j++) ok = put(af.fp, &f, m->Q + j * m->stride, (size_t)m->k * 4);
     ok = ok && put(af.fp, &f, m->user_bias, (size_t)m->num_users * 4) &&
@@ -86,6 +118,12 @@ lac_status lac_mf_model_save(lac_ctx_t ctx, const char *path, lac_mf_model_t m)
          put(af.fp, &f, m->rated_items, (size_t)h.rated_count * 4) &&
          put(af.fp, &f, m->users.arena, (size_t)h.user_id_bytes) &&
          put(af.fp, &f, m->items.arena, (size_t)h.item_id_bytes);
+    if (m->nbr_k) {
+        size_t nk = (size_t)m->num_items * (size_t)m->nbr_k;
+        ok = ok && put(af.fp, &f, m->rated_vals, (size_t)h.rated_count * 4) && put(af.fp, &f, m->nbr, nk * 4) &&
+             put(af.fp, &f, m->W, nk * 4) && put(af.fp, &f, m->C, nk * 4) &&
+             put(af.fp, &f, m->codes, (size_t)m->num_items * (size_t)h2.code_cols * 4);
+    }
     uint64_t sum = f.h;
     ok = ok && fwrite(&sum, 8, 1, af.fp) == 1;
     if (!ok) {
@@ -151,11 +189,17 @@ lac_status lac_mf_model_load(lac_ctx_t ctx, const char *path, lac_mf_model_t *ou
     uint32_t version, header_bytes;
     memcpy(&version, buf + 8, 4);
     memcpy(&header_bytes, buf + 12, 4);
-    if (version != MODEL_VERSION || header_bytes != sizeof(model_header)) {
-        st = lac_error(ctx, LAC_ERR_FORMAT, "%s: model version %u (header %u bytes) is not the version %u this build reads",
-                       path, version, header_bytes, MODEL_VERSION);
+    if (!(version == 1 && header_bytes == sizeof(model_header)) &&
+        !(version == 2 && header_bytes == sizeof(model_header) + sizeof(model_header2))) {
+        st = lac_error(ctx, LAC_ERR_FORMAT, "%s: model version %u (header %u bytes) is not a version this build reads "
+                       "(1 or 2)", path, version, header_bytes);
         goto done;
     }
+    if ((size_t)size < fixed + (header_bytes - sizeof(model_header))) {
+        st = lac_error(ctx, LAC_ERR_FORMAT, "%s is truncated (%ld bytes)", path, size);
+        goto done;
+    }
+    fixed += header_bytes - sizeof(model_header);
     {
         fnv f = {1469598103934665603ull};
         fnv_add(&f, buf, (size_t)size - 8);
@@ -167,7 +211,16 @@ lac_status lac_mf_model_load(lac_ctx_t ctx, const char *path, lac_mf_model_t *ou
         }
     }
     model_header h;
+    model_header2 h2;
     memcpy(&h, buf + 16, sizeof h);
+    memset(&h2, 0, sizeof h2);
+    if (version == 2) memcpy(&h2, buf + 16 + sizeof h, sizeof h2);
+    int nbr = h2.kind == LAC_MF_MODEL_NEIGHBOURHOOD;
+    if ((h2.kind != LAC_MF_MODEL_PLAIN && !nbr) || (nbr && (h2.nbr_k < 1 || h2.nbr_k > 1024)) ||
+        (!nbr && h2.nbr_k != 0) || h2.code_cols < 0 || h2.code_cols > ((int64_t)1 << 32)) {
+        st = lac_error(ctx, LAC_ERR_FORMAT, "%s: impossible header values (model kind)", path);
+        goto done;
+    }
     /* the sizes the header promises must add up to the file's size */
     if (h.num_users < 0 || h.num_items < 0 || h.num_users > INT32_MAX || h.num_items > INT32_MAX || h.k < 1 ||
         h.k > 4096 || h.rated_count < 0 || h.user_id_bytes < 0 || h.item_id_bytes < 0 || !isfinite(h.mean)) {
@@ -177,6 +230,9 @@ lac_status lac_mf_model_load(lac_ctx_t ctx, const char *path, lac_mf_model_t *ou
     double expect = (double)fixed + 4.0 * (double)h.k * (double)(h.num_users + h.num_items) +
                     4.0 * (double)(h.num_users + h.num_items) + 8.0 * (double)(h.num_users + 1) +
                     4.0 * (double)h.rated_count + (double)h.user_id_bytes + (double)h.item_id_bytes;
+    if (nbr)
+        expect += 4.0 * (double)h.rated_count + 12.0 * (double)h.num_items * h2.nbr_k +
+                  4.0 * (double)h.num_items * (double)h2.code_cols;
     if (expect != (double)size) {
         st = lac_error(ctx, LAC_ERR_FORMAT, "%s: %ld bytes where the header describes %.0f", path, size, expect);
         goto done;
@@ -194,8 +250,22 @@ lac_status lac_mf_model_load(lac_ctx_t ctx, const char *path, lac_mf_model_t *ou
     m->rating_min = h.rating_min;
     m->rating_max = h.rating_max;
     m->epochs = h.epochs;
+    if (version == 2) {
+        m->params.model = h2.kind;
+        m->params.neighbours.method = (lac_mf_nbr_method)h2.method;
+        m->params.neighbours.k = nbr ? h2.nbr_k : m->params.neighbours.k;
+        m->params.neighbours.p = h2.p;
+        m->params.neighbours.q = h2.q;
+        m->params.neighbours.bits = h2.bits;
+        m->params.neighbours.psi_power = h2.psi_power;
+        m->params.neighbours.shrink = h2.shrink;
+        m->params.neighbours.seed = h2.nbr_seed;
+        memcpy(&m->params.rates, h2.rates, sizeof h2.rates);
+        memcpy(&m->params.lambdas, h2.lambdas, sizeof h2.lambdas);
+        m->params.beta_groups = h2.beta_groups;
+    }
     {
-        const unsigned char *p = buf + 16 + sizeof h;
+        const unsigned char *p = buf + 16 + header_bytes;
         for (int64_t u = 0; u < h.num_users; u++, p += (size_t)h.k * 4) memcpy(m->P + u * m->stride, p, (size_t)h.k * 4);
         for (int64_t j = 0; j < h.num_items; j++, p += (size_t)h.k * 4) memcpy(m->Q + j * m->stride, p, (size_t)h.k * 4);
         memcpy(m->user_bias, p, (size_t)h.num_users * 4);
@@ -228,6 +298,40 @@ lac_status lac_mf_model_load(lac_ctx_t ctx, const char *path, lac_mf_model_t *ou
         LAC_CHECK_GOTO(ids_from_block(ctx, path, "user", (const char *)p, h.user_id_bytes, h.num_users, &m->users), st, done);
         p += h.user_id_bytes;
         LAC_CHECK_GOTO(ids_from_block(ctx, path, "item", (const char *)p, h.item_id_bytes, h.num_items, &m->items), st, done);
+        p += h.item_id_bytes;
+        if (nbr) {
+            size_t nk = (size_t)h.num_items * (size_t)h2.nbr_k, cc = (size_t)h.num_items * (size_t)h2.code_cols;
+            LAC_CHECK_GOTO(lac_mf_model_alloc_nbr(ctx, m, h2.nbr_k), st, done);
+            m->rated_vals = lac_malloc(ctx, (size_t)(h.rated_count ? h.rated_count : 1) * 4);
+            m->codes = h2.code_cols ? lac_malloc(ctx, cc * 4) : NULL;
+            if (!m->rated_vals || (h2.code_cols && !m->codes)) {
+                st = LAC_ERR_OUT_OF_MEMORY;
+                goto done;
+            }
+            m->code_cols = h2.code_cols;
+            memcpy(m->rated_vals, p, (size_t)h.rated_count * 4);
+            p += (size_t)h.rated_count * 4;
+            memcpy(m->nbr, p, nk * 4);
+            p += nk * 4;
+            memcpy(m->W, p, nk * 4);
+            p += nk * 4;
+            memcpy(m->C, p, nk * 4);
+            p += nk * 4;
+            if (cc) memcpy(m->codes, p, cc * 4);
+            for (size_t x = 0; x < nk; x++)
+                if (m->nbr[x] < 0 || m->nbr[x] >= h.num_items) {
+                    st = lac_error(ctx, LAC_ERR_FORMAT, "%s: neighbour %zu is out of range", path, x);
+                    goto done;
+                }
+            /* predictions search each user's items: they must ascend */
+            for (int64_t u = 0; u < h.num_users; u++)
+                for (int64_t a = m->rated_start[u] + 1; a < m->rated_start[u + 1]; a++)
+                    if (m->rated_items[a] <= m->rated_items[a - 1]) {
+                        st = lac_error(ctx, LAC_ERR_FORMAT, "%s: the rated items of user %lld do not ascend", path,
+                                       (long long)u);
+                        goto done;
+                    }
+        }
     }
     *out = m;
     m = NULL;

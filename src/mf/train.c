@@ -102,31 +102,37 @@ fail:
 }
 
 /* Each user's training items in ascending order (recommend's exclusion
- * list): a transpose to item-major and back, O(nnz), no sorting. */
-static lac_status sort_rated_items(lac_ctx_t ctx, lac_mf_model_t m, const lac_mf_data *d)
+ * list; with their ratings for the neighbourhood model, whose R(i) they are):
+ * the layouts of the neighbour search, a transpose to item-major and back. */
+static lac_status sort_rated_items(lac_ctx_t ctx, lac_mf_model_t m, const lac_mf_data *d, lac_nbr_data *both)
 {
-    int64_t ni = d->num_items, nu = d->num_users;
-    int64_t *item_start = lac_calloc(ctx, (size_t)ni + 1, sizeof *item_start);
-    int32_t *item_users = lac_malloc(ctx, (size_t)(d->nnz ? d->nnz : 1) * sizeof *item_users);
-    int64_t *fill = lac_malloc(ctx, (size_t)((nu > ni ? nu : ni) + 1) * sizeof *fill);
-    if (!item_start || !item_users || !fill) {
-        free(item_start);
-        free(item_users);
-        free(fill);
-        return LAC_ERR_OUT_OF_MEMORY;
+    LAC_CHECK(lac_mf_nbr_data_build(ctx, d, both));
+    memcpy(m->rated_items, both->user_item, (size_t)d->nnz * sizeof *m->rated_items);
+    if (m->params.model == LAC_MF_MODEL_NEIGHBOURHOOD) {
+        m->rated_vals = lac_malloc(ctx, (size_t)(d->nnz ? d->nnz : 1) * sizeof *m->rated_vals);
+        if (!m->rated_vals) return LAC_ERR_OUT_OF_MEMORY;
+        memcpy(m->rated_vals, both->user_val, (size_t)d->nnz * sizeof *m->rated_vals);
     }
-    for (int64_t a = 0; a < d->nnz; a++) item_start[d->col[a] + 1]++;
-    for (int64_t j = 0; j < ni; j++) item_start[j + 1] += item_start[j];
-    memcpy(fill, item_start, (size_t)ni * sizeof *fill);
-    for (int64_t u = 0; u < nu; u++)
-        for (int64_t a = d->row_start[u]; a < d->row_start[u + 1]; a++) item_users[fill[d->col[a]]++] = (int32_t)u;
-    memcpy(fill, m->rated_start, (size_t)nu * sizeof *fill);
-    for (int64_t j = 0; j < ni; j++)
-        for (int64_t x = item_start[j]; x < item_start[j + 1]; x++) m->rated_items[fill[item_users[x]]++] = (int32_t)j;
-    free(item_start);
-    free(item_users);
-    free(fill);
     return LAC_SUCCESS;
+}
+
+/* S^K(j) for the neighbourhood model, searched on the training ratings; the
+ * LSH sums stay with the model (online updates add to them). */
+static lac_status find_neighbours(lac_ctx_t ctx, lac_mf_model_t m, const lac_nbr_data *both)
+{
+    lac_mf_nbr_t n = NULL;
+    LAC_CHECK(lac_mf_nbr_search(ctx, &m->params.neighbours, both, &n));
+    lac_status st = lac_mf_model_alloc_nbr(ctx, m, n->k);
+    if (st == LAC_SUCCESS) {
+        memcpy(m->nbr, n->list, (size_t)n->num_items * (size_t)n->k * sizeof *m->nbr);
+        m->codes = n->codes;
+        m->code_cols = n->code_cols;
+        n->codes = NULL;
+        lac_log(ctx, LAC_LOG_INFO, "mf: %d neighbours per item by %s in %.3f s", n->k,
+                lac_mf_nbr_method_name(n->params.method), n->seconds);
+    }
+    lac_mf_nbr_destroy(&n);
+    return st;
 }
 
 /* The backend that trains this call, picked once: the context's, except that
@@ -141,6 +147,11 @@ static const lac_mf_backend *pick_backend(lac_ctx_t ctx, const lac_mf_params *p,
     const lac_mf_backend *cuda = lac_mf_backend_cuda();
     if (!cuda) {
         *st = lac_error(ctx, LAC_ERR_NOT_COMPILED, "this build has no CUDA backend for mf");
+        return NULL;
+    }
+    if (p->model == LAC_MF_MODEL_NEIGHBOURHOOD && !cuda->neighbourhood) {
+        if (ctx->params.backend == LAC_BACKEND_AUTO) return &lac_mf_cpu_backend;
+        *st = lac_error(ctx, LAC_ERR_UNSUPPORTED, "the neighbourhood model trains on the CPU only in this build");
         return NULL;
     }
     if (p->deterministic && !cuda->deterministic) {
@@ -189,6 +200,12 @@ lac_status lac_mf_train_checkpointed(lac_ctx_t ctx, const lac_mf_params *params,
         return lac_error(ctx, LAC_ERR_ARGUMENT, "checkpoint every %d epochs: must be >= 1", checkpoint->every);
     if (checkpoint->resume && !ck_path) return lac_error(ctx, LAC_ERR_ARGUMENT, "resume without a checkpoint path");
     if (ck_path && !checkpoint->resume) LAC_CHECK(lac_mf_checkpoint_replaceable(ctx, ck_path));
+    lac_mf_params eff = *params;
+    if (eff.model == LAC_MF_MODEL_NEIGHBOURHOOD) eff.use_bias = 1;   /* eq. (1) has mu + b_i + bhat_j */
+    params = &eff;
+    if (ck_path && params->model == LAC_MF_MODEL_NEIGHBOURHOOD)
+        return lac_error(ctx, LAC_ERR_UNSUPPORTED,
+                         "checkpoints hold the plain model only (not yet the neighbourhood model's W and C)");
     if (train->count == 0) return lac_error(ctx, LAC_ERR_VALUE, "the training ratings are empty");
     if (valid && valid->count == 0) return lac_error(ctx, LAC_ERR_VALUE, "the validation ratings are empty");
     lac_status st = LAC_SUCCESS;
@@ -209,13 +226,17 @@ lac_status lac_mf_train_checkpointed(lac_ctx_t ctx, const lac_mf_params *params,
     memset(&ck_scratch, 0, sizeof ck_scratch);
     /* the state of the epoch loop, as a checkpoint holds it */
     lac_mf_progress pr = {0, 0, 0, INFINITY, NAN, NAN, 0.0};
+    lac_nbr_data both;
+    memset(&both, 0, sizeof both);
 
     LAC_CHECK(lac_mf_data_build(ctx, train, &data));
     if (data.duplicates)
         lac_log(ctx, LAC_LOG_INFO, "mf: %lld repeated (user, item) pairs: the last rating of each kept",
                 (long long)data.duplicates);
     LAC_CHECK_GOTO(model_from_data(ctx, params, train, &data, &m), st, done);
-    LAC_CHECK_GOTO(sort_rated_items(ctx, m, &data), st, done);
+    LAC_CHECK_GOTO(sort_rated_items(ctx, m, &data, &both), st, done);
+    if (params->model == LAC_MF_MODEL_NEIGHBOURHOOD) LAC_CHECK_GOTO(find_neighbours(ctx, m, &both), st, done);
+    lac_mf_nbr_data_free(&both);
     if (valid) LAC_CHECK_GOTO(lac_mf_eval_map(ctx, m, valid, &veval), st, done);
     run = (lac_mf_run){params, &data, valid ? &veval : NULL, m, lac_threads(ctx)};
     if (checkpoint->resume) {
@@ -286,5 +307,6 @@ done:
     lac_mf_eval_free(&veval);
     lac_mf_model_destroy(&m);
     lac_mf_data_free(&data);
+    lac_mf_nbr_data_free(&both);
     return st;
 }

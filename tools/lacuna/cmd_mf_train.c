@@ -27,6 +27,9 @@ static int on_epoch(int epoch, double train_rmse, double valid_rmse, double seco
     return 0;
 }
 
+static const char *const models[] = {"plain", "neighbourhood", NULL};
+static const char *const methods[] = {"simlsh", "gsm", "rpcos", "minhash", "random", "simlsh-centred", NULL};
+
 int cmd_mf_train(int argc, char **argv)
 {
     const char *cmd = "mf train", *files[2], *valid_path = NULL, *device = "auto", *log_path = NULL, *plot_path = NULL;
@@ -36,6 +39,7 @@ int cmd_mf_train(int argc, char **argv)
     cli_ratings_input in;
     cli_ratings_input_init(&in, "the format of TRAIN and of --valid");
     int64_t seed = (int64_t)p.seed;
+    int kind = LAC_MF_MODEL_PLAIN, method = (int)p.neighbours.method;
     /* LIBMF's spellings (-k, -l2, -a, -b, -t, -v), with long ones beside them. */
     cli_opt options[] = {
         {"-k", NULL, CLI_INT, &p.k, "K", .help = "factors", CLI_IN(1, 4096), .show_default = 1},
@@ -50,6 +54,17 @@ int cmd_mf_train(int argc, char **argv)
         {"--patience", NULL, CLI_INT, &p.patience, "N", .help = "epochs without gain before stopping",
          CLI_IN(1, 1000000), .show_default = 1},
         {"--no-bias", NULL, CLI_FLAG, &p.use_bias, NULL, .help = "plain u_i . v_j, no mu + b_i + bhat_j", .off = 1},
+        {"--model", NULL, CLI_ENUM, &kind, NULL,
+         .help = "plain (CUSGD++) or neighbourhood (CULSH-MF, eq. 1: per-group rates of the paper's Table 5; "
+                 "alpha, beta, l2 are the plain model's)",
+         .choices = models, .show_default = 1},
+        {"--neighbours", NULL, CLI_ENUM, &method, NULL, .help = "neighbourhood model: how S^K(j) is found",
+         .choices = methods, .show_default = 1},
+        {"-K", NULL, CLI_INT, &p.neighbours.k, "K", .help = "neighbourhood model: neighbours per item", CLI_IN(1, 1024),
+         .show_default = 1},
+        {"-p", NULL, CLI_INT, &p.neighbours.p, "P", .help = "LSH codes per bucket key", CLI_IN(1, 64), .show_default = 1},
+        {"-q", NULL, CLI_INT, &p.neighbours.q, "Q", .help = "LSH bucket keys per item", CLI_IN(1, 100000),
+         .show_default = 1},
         {"--deterministic", NULL, CLI_FLAG, &p.deterministic, NULL,
          .help = "identical models for a seed and thread count (CPU)"},
         {"--seed", NULL, CLI_INT64, &seed, "S", .help = "random seed", .show_default = 1},
@@ -85,6 +100,9 @@ int cmd_mf_train(int argc, char **argv)
                    outputs[] = {{"MODEL", files[1]}, {"--log", log_path}, {"--plot", plot_path}, {"--checkpoint", ck.path}};
     if ((rc = cli_check_files(cmd, inputs, 2, outputs, 4)) != CLI_OK) return rc;
     p.seed = (uint64_t)seed;
+    p.model = kind;
+    p.neighbours.method = (lac_mf_nbr_method)method;
+    p.neighbours.seed = (uint64_t)seed;
     lac_ratings_read_params rp = cli_ratings_input_params(&in);
     const char *why = lac_mf_params_check(&p);
     if (why) return cli_usage_error(cmd, "%s", why);
@@ -122,6 +140,11 @@ int cmd_mf_train(int argc, char **argv)
         cli_json_real(&j, "train_rmse", rep.train_rmse, "%.6g");
         cli_json_real(&j, "valid_rmse", rep.valid_rmse, "%.6g");
         cli_json_int(&j, "k", p.k);
+        cli_json_string(&j, "model", models[kind]);
+        if (kind == LAC_MF_MODEL_NEIGHBOURHOOD) {
+            cli_json_string(&j, "neighbours", methods[method]);
+            cli_json_int(&j, "K", p.neighbours.k);
+        }
         cli_json_int(&j, "ratings", lac_ratings_count(train));
         cli_json_int(&j, "users", lac_ratings_num_users(train));
         cli_json_int(&j, "items", lac_ratings_num_items(train));

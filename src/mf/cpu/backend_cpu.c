@@ -25,7 +25,9 @@ static void cpu_end(lac_ctx_t ctx, lac_mf_state *s)
     free(s->block_sse);
     free(s->chunk_sse);
     free(s->stratum_order);
-    for (int i = 0; i < 4; i++) free(s->kept[i]);
+    for (int i = 0; i < 6; i++) free(s->kept[i]);
+    free(s->bhat_epoch);
+    free(s->seen);
     free(s);
 }
 
@@ -124,11 +126,23 @@ static lac_status cpu_begin(lac_ctx_t ctx, const lac_mf_call *call, lac_mf_state
         st = LAC_ERR_OUT_OF_MEMORY;
         goto done;
     }
+    if (call->factors.nbr_k) {
+        const lac_mf_factors *f = &call->factors;
+        size_t cells = (size_t)s->threads * (size_t)f->num_items;
+        s->bhat_epoch = lac_malloc(ctx, (size_t)(f->num_items ? f->num_items : 1) * sizeof *s->bhat_epoch);
+        s->seen = lac_malloc(ctx, (cells ? cells : 1) * sizeof *s->seen);
+        if (!s->bhat_epoch || !s->seen) {
+            st = LAC_ERR_OUT_OF_MEMORY;
+            goto done;
+        }
+        for (size_t x = 0; x < cells; x++) s->seen[x] = NAN;
+    }
     if (call->valid) {   /* room to keep the best epoch */
         const lac_mf_factors *f = &call->factors;
-        size_t sizes[4] = {(size_t)f->num_users * (size_t)f->stride, (size_t)f->num_items * (size_t)f->stride,
-                           (size_t)f->num_users, (size_t)f->num_items};
-        for (int i = 0; i < 4; i++)
+        size_t nk = (size_t)f->num_items * (size_t)f->nbr_k;
+        size_t sizes[6] = {(size_t)f->num_users * (size_t)f->stride, (size_t)f->num_items * (size_t)f->stride,
+                           (size_t)f->num_users, (size_t)f->num_items, nk, nk};
+        for (int i = 0; i < (f->nbr_k ? 6 : 4); i++)
             if (!(s->kept[i] = lac_malloc(ctx, sizes[i] * sizeof(float) + 1))) {
                 st = LAC_ERR_OUT_OF_MEMORY;
                 goto done;
@@ -162,10 +176,11 @@ static lac_status cpu_keep(lac_ctx_t ctx, lac_mf_state *s, int restore)
 {
     const lac_mf_factors *f = &s->call.factors;
     if (!s->kept[0]) return lac_error(ctx, LAC_ERR_INTERNAL, "mf CPU: keep without validation");
-    float *parts[4] = {f->P, f->Q, f->user_bias, f->item_bias};
-    size_t sizes[4] = {(size_t)f->num_users * (size_t)f->stride, (size_t)f->num_items * (size_t)f->stride,
-                       (size_t)f->num_users, (size_t)f->num_items};
-    for (int i = 0; i < 4; i++)
+    float *parts[6] = {f->P, f->Q, f->user_bias, f->item_bias, f->W, f->C};
+    size_t nk = (size_t)f->num_items * (size_t)f->nbr_k;
+    size_t sizes[6] = {(size_t)f->num_users * (size_t)f->stride, (size_t)f->num_items * (size_t)f->stride,
+                       (size_t)f->num_users, (size_t)f->num_items, nk, nk};
+    for (int i = 0; i < (f->nbr_k ? 6 : 4); i++)
         memcpy(restore ? parts[i] : s->kept[i], restore ? s->kept[i] : parts[i], sizes[i] * sizeof(float));
     return LAC_SUCCESS;
 }
@@ -205,5 +220,5 @@ static lac_status cpu_put(lac_ctx_t ctx, lac_mf_state *s, int kept, const lac_mf
 }
 
 const lac_mf_backend lac_mf_cpu_backend = {
-    "cpu", 1, cpu_begin, lac_mf_cpu_epoch, cpu_valid_rmse, cpu_keep, cpu_download, cpu_end, cpu_get, cpu_put,
+    "cpu", 1, cpu_begin, lac_mf_cpu_epoch, cpu_valid_rmse, cpu_keep, cpu_download, cpu_end, cpu_get, cpu_put, 1,
 };

@@ -19,10 +19,18 @@ struct lac_mf_state {
     double *block_sse;        /* per block, summed in a fixed order */
     double *chunk_sse;        /* per chunk of users (Hogwild schedule) */
     int *stratum_order;       /* this epoch's stratum order */
-    float *kept[4];           /* P, Q, b, bhat of the kept epoch (with validation) */
+    float *kept[6];           /* P, Q, b, bhat (, W, C) of the kept epoch (with validation) */
+    /* the neighbourhood model */
+    float *bhat_epoch;        /* bhat at the epoch's start: the baselines of R^K's residuals */
+    float *seen;              /* threads x num_items: the current user's ratings, NaN elsewhere */
 };
 
 /* One epoch of update rule (5) over the block grid (sgd_cpu.c). */
 lac_status lac_mf_cpu_epoch(lac_ctx_t ctx, lac_mf_state *state, float learning_rate, int epoch, double *train_sse);
+
+/* Segments [seg_lo, seg_hi) of the neighbourhood model (sgd_nbr_cpu.c): eq. (1)
+ * and update rule (5) for every group; seen is the calling thread's row of
+ * state->seen. */
+double lac_mf_cpu_nbr_range(const lac_mf_state *s, int64_t seg_lo, int64_t seg_hi, float scale, float *seen);
 
 #endif

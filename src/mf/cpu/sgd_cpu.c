@@ -15,6 +15,7 @@
 
 #include <omp.h>
 #include <stdint.h>
+#include <string.h>
 
 /* Four floats: GCC/Clang vector extensions give SSE (or NEON) code under a
  * plain -O3, with the reduction tree written out here. */
@@ -140,9 +141,18 @@ static double sgd_range(const lac_mf_state *s, int64_t seg_lo, int64_t seg_hi, f
     }
 }
 
+/* The model's kernel for segments [lo, hi) on thread t. */
+static double run_range(const lac_mf_state *s, int64_t lo, int64_t hi, float lr)
+{
+    if (!s->call.factors.nbr_k) return sgd_range(s, lo, hi, lr);
+    return lac_mf_cpu_nbr_range(s, lo, hi, lr, s->seen + (int64_t)omp_get_thread_num() * s->call.factors.num_items);
+}
+
 lac_status lac_mf_cpu_epoch(lac_ctx_t ctx, lac_mf_state *s, float lr, int epoch, double *train_sse)
 {
     int B = s->blocks;
+    if (s->call.factors.nbr_k)   /* the residuals' baselines for this epoch */
+        memcpy(s->bhat_epoch, s->call.factors.item_bias, (size_t)s->call.factors.num_items * sizeof(float));
     lac_mf_stratum_order(s->call.seed, epoch, B, s->stratum_order);
     int64_t steps = (int64_t)B * B;
     if (s->call.deterministic) {
@@ -153,7 +163,7 @@ lac_status lac_mf_cpu_epoch(lac_ctx_t ctx, lac_mf_state *s, float lr, int epoch,
 #pragma omp for schedule(dynamic, 1)
             for (int rb = 0; rb < B; rb++) {
                 int64_t b = (int64_t)rb * B + (rb + s->stratum_order[st]) % B;
-                s->block_sse[b] = sgd_range(s, s->block_seg[b], s->block_seg[b + 1], lr);
+                s->block_sse[b] = run_range(s, s->block_seg[b], s->block_seg[b + 1], lr);
             }
         }
     } else {
@@ -164,7 +174,7 @@ lac_status lac_mf_cpu_epoch(lac_ctx_t ctx, lac_mf_state *s, float lr, int epoch,
 #pragma omp parallel for num_threads(s->threads) schedule(dynamic, 1)
         for (int64_t ch = 0; ch < chunks; ch++) {
             int64_t lo = ch * LAC_MF_HOGWILD_CHUNK, hi = lo + LAC_MF_HOGWILD_CHUNK < segs ? lo + LAC_MF_HOGWILD_CHUNK : segs;
-            part[ch] = sgd_range(s, lo, hi, lr);
+            part[ch] = run_range(s, lo, hi, lr);
         }
         s->block_sse[0] = 0.0;
         for (int64_t ch = 0; ch < chunks; ch++) s->block_sse[0] += part[ch];
