@@ -315,9 +315,10 @@ TEST(bucket_counting_on_hand_keys)
     /* item 5: 4 twice, then the random fill: distinct, not 5 or 4 */
     CHECK_INT(out[15], 4);
     CHECK(out[16] != 5 && out[16] != 4 && out[17] != 5 && out[17] != 4 && out[16] != out[17]);
-    int32_t fill[2] = {4, 0};
+    int32_t fill[3] = {4, -1, -1};
     lac_nbr_fill(7, 5, 6, 3, fill, 1);
     CHECK_INT(out[16], fill[1]);
+    CHECK_INT(out[17], fill[2]);
     /* a bucket over max_bucket is passed over: t2's bucket of four */
     call.max_bucket = 3;
     CHECK_OK(ctx, lac_nbr_cpu_backend.bucket_topk(ctx, &call, out));
