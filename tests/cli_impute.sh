@@ -49,6 +49,46 @@ cmp -s "$dir/y.npy" "$dir/y2.npy" || fail "NaN-marked slices and the id list sho
 out=$("$tool" impute run --graph "$dir/g.txt" --tensor "$dir/x.npy" --out "$dir/y3.npy" --iters 3 --json --quiet)
 echo "$out" | grep -q rmse && fail "rmse keys without --truth: $out"
 
+# --select-lambda: the hold-out curve in the JSON and a table on stderr; the fit is the schedule stopped at
+# the kept step; the same seed gives the same output
+out=$("$tool" impute run --graph "$dir/g.txt" --tensor "$dir/x.npy" --observed "$dir/ids.txt" --out "$dir/ys.npy" \
+  --precision double --iters 8 --decay 0.4 --select-lambda holdout:0.25 --select-seed 4 --json 2>"$dir/err.txt")
+rc=$?
+[ $rc = 0 ] || fail "--select-lambda run exited $rc: $(cat "$dir/err.txt")"
+grep -q "hold-out rMSE" "$dir/err.txt" || fail "--select-lambda: no table on stderr: $(cat "$dir/err.txt")"
+grep -q "<- kept" "$dir/err.txt" || fail "--select-lambda: the table marks no kept step"
+if [ -x /usr/bin/python3 ]; then
+  chosen=$(/usr/bin/python3 - "$out" <<'PY'
+import json, sys
+j = json.loads(sys.argv[1])
+s = j["lambda_selection"]
+assert s["fraction"] == 0.25 and s["method"] == "holdout" and s["held_out_unit"] == "vertices", s
+assert s["held_out"] == round(0.25 * 30), s          # 30 observed vertices
+curve = s["curve"]
+assert len(curve) == 8, curve
+errors = [c["holdout_rmse"] for c in curve]
+k = min(range(len(errors)), key=lambda i: (errors[i], i))
+assert s["chosen_step"] == k + 1 and j["steps"] == k + 1, (s, j["steps"])
+assert abs(curve[k]["lambda_scale"] - 0.4 ** k) < 1e-12 and abs(s["chosen_scale"] - 0.4 ** k) < 1e-12, s
+assert s["holdout_rmse"] == errors[k] and s["chosen_lambda_max"] > 0, s
+print(k + 1)
+PY
+) || fail "--select-lambda JSON: $out"
+  if [ -n "$chosen" ]; then
+    "$tool" impute run --graph "$dir/g.txt" --tensor "$dir/x.npy" --observed "$dir/ids.txt" --out "$dir/yc.npy" \
+      --precision double --iters "$chosen" --decay 0.4 --quiet || fail "run to the kept step exited $?"
+    cmp -s "$dir/ys.npy" "$dir/yc.npy" || fail "--select-lambda should equal the schedule stopped at step $chosen"
+  fi
+fi
+"$tool" impute run --graph "$dir/g.txt" --tensor "$dir/x.npy" --observed "$dir/ids.txt" --out "$dir/ys2.npy" \
+  --precision double --iters 8 --decay 0.4 --select-lambda holdout:0.25 --select-seed 4 --quiet ||
+  fail "second --select-lambda run exited $?"
+cmp -s "$dir/ys.npy" "$dir/ys2.npy" || fail "--select-lambda with one seed should give one output"
+out=$("$tool" impute run --graph "$dir/g.txt" --tensor "$dir/x.npy" --observed "$dir/ids.txt" --out "$dir/ys3.npy" \
+  --iters 3 --select-lambda holdout --json --quiet)
+echo "$out" | grep -q '"fraction":0.1,' || fail "--select-lambda holdout should hold out 0.1: $out"
+echo "$out" | grep -q '"held_out":3,' || fail "--select-lambda holdout should hold out round(0.1 * 30) = 3: $out"
+
 # Bad input: exit 2 (1 for a file that cannot be read), a message, no output file.
 expect_bad() {
   local what="$1" pattern="$2" want=2
@@ -77,6 +117,13 @@ expect_bad "NaN in observed data" "is NaN but marked observed" run --graph "$dir
 expect_bad "missing graph" "cannot open" --exit 1 run --graph "$dir/none.txt" --tensor "$dir/x.npy" --out "$dir/bad.npy"
 expect_bad "bad option value" "decay" run --graph "$dir/g.txt" --tensor "$dir/x.npy" --out "$dir/bad.npy" --decay 2
 expect_bad "unknown verb" "unknown verb" fill --graph "$dir/g.txt"
+for spec in holdout:0 holdout:1 holdout:-0.5 holdout:1.5 holdout:abc holdout: holdout:0.2x kfold holdouts; do
+  expect_bad "--select-lambda $spec" "select-lambda" run --graph "$dir/g.txt" --tensor "$dir/x.npy" --out "$dir/bad.npy" \
+    --select-lambda "$spec"
+done
+echo 5 >"$dir/one_id.txt"
+expect_bad "--select-lambda with one observed vertex" "at least 2 observed vertices" run --graph "$dir/g.txt" \
+  --tensor "$dir/x.npy" --observed "$dir/one_id.txt" --out "$dir/bad.npy" --select-lambda holdout
 printf '0 1\n1 x\n' >"$dir/broken.txt"
 expect_bad "malformed graph" "broken.txt:2:" run --graph "$dir/broken.txt" --tensor "$dir/x.npy" --out "$dir/bad.npy"
 

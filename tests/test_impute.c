@@ -646,6 +646,223 @@ TEST(progress_reports_every_iteration_and_can_stop)
     problem_free(&pb);
 }
 
+/* Noise of standard deviation sigma on every entry of the tensor (the truth
+ * stays clean): too small a λ fits the noise, too large a one loses signal. */
+static void add_noise(problem *pb, double sigma, unsigned long long seed)
+{
+    unsigned long long s = seed;
+    double *x = pb->tensor.data;
+    for (int i = 0; i < pb->N * pb->m * pb->n; i++) {
+        double u1 = harness_rand_uniform(&s), u2 = harness_rand_uniform(&s);
+        x[i] += sigma * sqrt(-2 * log(u1 + 1e-300)) * cos(6.283185307179586 * u2);
+    }
+}
+
+/* One thread for the many small fits below: on a loaded machine, threads
+ * waiting at each phase's barrier cost more than the work. */
+static lac_ctx_t serial;
+
+/* After each λ step of a fit: the error against the clean truth on the
+ * missing entries (the last iteration's of that step). */
+static int record_step_errors(const lac_impute_iteration *it, void *user)
+{
+    ((double *)user)[it->step - 1] = it->rmse_missing;
+    return 0;
+}
+
+/* The step whose fit has the lowest error against the clean truth on the
+ * missing entries: one walk down the schedule, read after every step (the fit
+ * stopped after j steps is that walk's prefix). */
+static int64_t best_true_step(problem *pb, const lac_impute_params *p, const lac_array *mask, double *errors)
+{
+    lac_impute_params q = *p;
+    q.select_fraction = 0;
+    q.progress = record_step_errors;
+    q.progress_user = errors;
+    CHECK_OK(serial, lac_impute(serial, &q, pb->gft, &pb->tensor, mask, &pb->truth, &pb->out, NULL));
+    int64_t best = 1;
+    for (int64_t j = 2; j <= p->steps; j++)
+        if (errors[j - 1] < errors[best - 1]) best = j;
+    return best;
+}
+
+typedef struct {
+    int64_t calls, selecting, after_selecting;   /* iterations reported, on the hold-out path, out of order */
+    double lambda_max;                           /* of the last one */
+} selection_watch;
+
+static int watch_selection(const lac_impute_iteration *it, void *user)
+{
+    selection_watch *w = user;
+    w->calls++;
+    if (it->selecting) {
+        w->selecting++;
+        if (w->calls > w->selecting) w->after_selecting++;   /* a hold-out iteration after the fit began */
+    }
+    w->lambda_max = it->lambda_max;
+    return 0;
+}
+
+/* The selection run against the clean truth (within one step of the best),
+ * its report against itself and the fit it promises (the schedule stopped at
+ * the chosen step, on all the data), and the seed. */
+static void check_selection(problem *pb, const lac_array *mask, int entries, int64_t observed_units, int all_checks)
+{
+    lac_impute_params p = lac_impute_params_default();
+    p.steps = 12;
+    p.decay = 0.6;
+    p.inner = 20;
+    p.tol = 1e-7;
+    double truth_errors[12], curve[16], again[16];
+    int64_t best = best_true_step(pb, &p, mask, truth_errors);
+    /* the data make both ends worse than the middle */
+    if (!(best > 2 && best < p.steps - 1)) HARNESS_FAIL("the best step on the clean truth is %lld: not inside", (long long)best);
+    lac_impute_selection sel = lac_impute_selection_default();
+    sel.curve = curve;
+    sel.curve_capacity = 16;
+    selection_watch watch = {0};
+    p.select_fraction = 0.2;
+    p.select_seed = 5;
+    p.selection = &sel;
+    p.progress = watch_selection;
+    p.progress_user = &watch;
+    lac_impute_result res;
+    CHECK_OK(serial, lac_impute(serial, &p, pb->gft, &pb->tensor, mask, &pb->truth, &pb->out, &res));
+    printf("    %s: chosen step %lld (hold-out error %.4g), best against the truth %lld\n", entries ? "entries" : "vertices",
+           (long long)sel.chosen_step, sel.chosen_error, (long long)best);
+    if (llabs(sel.chosen_step - best) > 1)
+        HARNESS_FAIL("hold-out chose step %lld, the truth's best is %lld", (long long)sel.chosen_step, (long long)best);
+    CHECK_INT(sel.entries, entries);
+    CHECK_INT(sel.held_out, llround(0.2 * (double)observed_units));
+    CHECK_INT(sel.steps, 12);
+    for (int j = 0; j < 12; j++) {
+        CHECK(curve[j] >= curve[sel.chosen_step - 1]);
+        CHECK(isfinite(curve[j]));
+    }
+    for (int j = 12; j < 16; j++) CHECK(isnan(curve[j]));
+    CHECK_NEAR(curve[0], 1.0, 1e-12);   /* at λ^1 = σmax the estimate is 0 */
+    CHECK(sel.chosen_error == curve[sel.chosen_step - 1]);
+    CHECK_NEAR(sel.chosen_scale, pow(0.6, (double)(sel.chosen_step - 1)), 1e-15);
+    /* hold-out iterations first, then the fit (res counts the fit's) */
+    CHECK(watch.selecting >= 12);
+    CHECK_INT(watch.after_selecting, 0);
+    CHECK_INT(watch.calls - watch.selecting, res.iterations);
+    CHECK_INT(res.steps, sel.chosen_step);
+    CHECK_NEAR(sel.chosen_lambda_max, watch.lambda_max, 1e-12 * watch.lambda_max);
+    if (!all_checks) return;
+
+    /* the fit is the schedule stopped at the chosen step */
+    int64_t count = (int64_t)pb->N * pb->m * pb->n;
+    double *chosen_out = malloc(sizeof(double) * (size_t)count);
+    memcpy(chosen_out, pb->out.data, sizeof(double) * (size_t)count);
+    lac_impute_params q = p;
+    q.select_fraction = 0;
+    q.selection = NULL;
+    q.progress = NULL;
+    q.steps = sel.chosen_step;
+    CHECK_OK(serial, lac_impute(serial, &q, pb->gft, &pb->tensor, mask, &pb->truth, &pb->out, &res));
+    CHECK(memcmp(chosen_out, pb->out.data, sizeof(double) * (size_t)count) == 0);
+    CHECK_NEAR(res.rmse_missing, truth_errors[sel.chosen_step - 1], 1e-12);
+
+    /* the same seed, the same curve; another seed, another hold-out set */
+    lac_impute_selection sel2 = lac_impute_selection_default();
+    sel2.curve = again;
+    sel2.curve_capacity = 16;
+    p.selection = &sel2;
+    p.progress = NULL;
+    CHECK_OK(serial, lac_impute(serial, &p, pb->gft, &pb->tensor, mask, NULL, &pb->out, NULL));
+    CHECK(memcmp(curve, again, sizeof curve) == 0);
+    CHECK(memcmp(chosen_out, pb->out.data, sizeof(double) * (size_t)count) == 0);
+    p.select_seed = 6;
+    CHECK_OK(serial, lac_impute(serial, &p, pb->gft, &pb->tensor, mask, NULL, &pb->out, NULL));
+    CHECK(memcmp(curve, again, sizeof(double) * 12) != 0);
+    free(chosen_out);
+}
+
+TEST(lambda_chosen_by_hold_out_is_the_best_one)
+{
+    for (int trial = 0; trial < 2; trial++) {
+        /* vertices: 70% of the slices observed */
+        problem pb;
+        problem_make(&pb, 60, 8, 8, 2, 0.7, 31 + (unsigned long long)trial);
+        add_noise(&pb, 0.6, 7 + (unsigned long long)trial);
+        int64_t observed = 0;
+        for (int v = 0; v < pb.N; v++) observed += ((unsigned char *)pb.mask.data)[v];
+        check_selection(&pb, &pb.mask, 0, observed, trial == 0);
+        /* entries: 70% of them observed */
+        unsigned char *entries = malloc((size_t)(pb.N * pb.m * pb.n));
+        unsigned long long s = 90 + (unsigned long long)trial;
+        observed = 0;
+        for (int i = 0; i < pb.N * pb.m * pb.n; i++) observed += entries[i] = harness_rand_uniform(&s) < 0.7;
+        int64_t shape[3] = {pb.N, pb.m, pb.n};
+        lac_array emask = lac_array_vector(entries, LAC_BOOL, pb.N);
+        emask.ndim = 3;
+        memcpy(emask.shape, shape, sizeof shape);
+        check_selection(&pb, &emask, 1, observed, 0);
+        free(entries);
+        problem_free(&pb);
+    }
+}
+
+static int stop_at_once(const lac_impute_iteration *it, void *user)
+{
+    (void)it;
+    (*(int64_t *)user)++;
+    return 1;
+}
+
+TEST(bad_hold_out_fractions_are_refused)
+{
+    problem pb;
+    problem_make(&pb, 20, 3, 3, 1, 0.5, 2);
+    double bad[] = {-0.1, 1.0, 1.5, NAN, INFINITY};
+    for (int i = 0; i < 5; i++) {
+        lac_impute_params p = lac_impute_params_default();
+        p.select_fraction = bad[i];
+        CHECK(lac_impute_params_check(&p) != NULL);
+        CHECK_STR_CONTAINS(lac_impute_params_check(&p), "select_fraction");
+        ((double *)pb.out.data)[0] = 42;
+        CHECK_STATUS(serial, lac_impute(serial, &p, pb.gft, &pb.tensor, &pb.mask, NULL, &pb.out, NULL), LAC_ERR_ARGUMENT);
+        CHECK(((double *)pb.out.data)[0] == 42);
+    }
+    lac_impute_params p = lac_impute_params_default();
+    p.select_fraction = 0.5;
+    /* one observed vertex: nothing to hold out and fit */
+    unsigned char one[20] = {0};
+    one[3] = 1;
+    lac_array mask = lac_array_vector(one, LAC_BOOL, 20);
+    CHECK_STATUS(serial, lac_impute(serial, &p, pb.gft, &pb.tensor, &mask, NULL, &pb.out, NULL), LAC_ERR_VALUE);
+    CHECK_STR_CONTAINS(lac_last_error(serial), "at least 2 observed vertices");
+    CHECK(((double *)pb.out.data)[0] == 42);
+    /* two: one held out, whatever the fraction */
+    one[7] = 1;
+    lac_impute_selection sel = lac_impute_selection_default();
+    p.selection = &sel;
+    p.select_fraction = 0.01;
+    CHECK_OK(serial, lac_impute(serial, &p, pb.gft, &pb.tensor, &mask, NULL, &pb.out, NULL));
+    CHECK_INT(sel.held_out, 1);
+    p.select_fraction = 0.99;
+    CHECK_OK(serial, lac_impute(serial, &p, pb.gft, &pb.tensor, &mask, NULL, &pb.out, NULL));
+    CHECK_INT(sel.held_out, 1);
+    /* a progress callback that stops: the hold-out walk ends, and the fit
+     * (which it stops too) writes its first iteration out */
+    lac_impute_params stop = p;
+    int64_t calls = 0;
+    stop.progress = stop_at_once;
+    stop.progress_user = &calls;
+    ((double *)pb.out.data)[0] = 42;
+    CHECK_STATUS(serial, lac_impute(serial, &stop, pb.gft, &pb.tensor, &mask, NULL, &pb.out, NULL), LAC_INFO_NOT_CONVERGED);
+    CHECK_INT(calls, 2);
+    CHECK_INT(sel.chosen_step, 1);
+    CHECK_INT(sel.steps, 0);
+    CHECK(((double *)pb.out.data)[0] != 42);
+    /* a report struct not started from its default */
+    sel.struct_size = 0;
+    CHECK_STATUS(serial, lac_impute(serial, &p, pb.gft, &pb.tensor, &mask, NULL, &pb.out, NULL), LAC_ERR_ARGUMENT);
+    CHECK_STR_CONTAINS(lac_last_error(serial), "lac_impute_selection_default");
+    problem_free(&pb);
+}
+
 static int file_exists(const char *path)
 {
     struct stat sb;
@@ -708,6 +925,8 @@ int main(void)
     lac_ctx_params p = lac_ctx_params_default();
     p.backend = LAC_BACKEND_CPU;
     if (lac_ctx_create(&p, &ctx) != 0) return 1;
+    p.threads = 1;
+    if (lac_ctx_create(&p, &serial) != 0) return 1;
     RUN(basis_is_an_orthonormal_eigendecomposition);
     RUN(matches_the_float64_reference);
     RUN(matches_the_reference_with_entry_masks_and_acceleration);
@@ -717,6 +936,9 @@ int main(void)
     RUN(bad_input_is_rejected_and_leaves_out_untouched);
     RUN(progress_reports_every_iteration_and_can_stop);
     RUN(basis_cache_round_trip_and_validation);
+    RUN(lambda_chosen_by_hold_out_is_the_best_one);
+    RUN(bad_hold_out_fractions_are_refused);
+    lac_ctx_destroy(&serial);
     lac_ctx_destroy(&ctx);
     return harness_finish();
 }

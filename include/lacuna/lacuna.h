@@ -508,11 +508,55 @@ typedef struct {
     double seconds;                /* since the call began */
     double rmse_all;               /* ‖G^est - G‖_F / ‖G‖_F against truth; NaN without */
     double rmse_missing;           /* the same over the missing entries only */
+    int selecting;                 /* 1 on the hold-out path of params.select_fraction (no
+                                      truth errors there), 0 on the fit to all the data */
 } lac_impute_iteration;
 
 /* Called after every iteration; a nonzero return stops the run (the result
  * so far is written out and the call returns LAC_INFO_NOT_CONVERGED). */
 typedef int (*lac_impute_progress_fn)(const lac_impute_iteration *it, void *user);
+
+/* λ chosen by hold-out validation (params.select_fraction = f > 0):
+ *  1. a fraction f of the observed vertices is hidden (of the observed
+ *     entries instead when some vertex is partly observed): round(f · count),
+ *     at least 1 and leaving at least 1, drawn uniformly with select_seed;
+ *  2. the λ path (the schedule above, all `steps`) is walked on the rest with
+ *     warm starts, and after each step the hold-out error
+ *     ‖G^est - G‖_F / ‖G‖_F over the hidden entries is recorded (the plain
+ *     root mean square when they are all zero);
+ *  3. the step j* with the lowest error is kept (ties: the larger λ), and the
+ *     fit on all the data walks the schedule again down to step j*: λ_k =
+ *     decay^(j*-1) λ^1_k with λ^1_k from all the data.
+ * Fewer than 2 observed vertices (or entries) is LAC_ERR_VALUE. The report
+ * goes to params.selection when it is given; the result's iterations and
+ * steps are the fit's, its times cover both walks, and the progress callback
+ * sees both (lac_impute_iteration.selecting). The hold-out error is read
+ * through the backend's finish, so every backend validates alike. */
+typedef struct {
+    size_t struct_size;            /* sizeof: set by lac_impute_selection_default() */
+    double *curve;                 /* in: room for curve_capacity numbers, or NULL: curve[j-1] gets the
+                                      hold-out error after λ step j, NaN past the steps walked */
+    int64_t curve_capacity;
+    int entries;                   /* out: 1 when entries were held out, 0 when vertices were */
+    int64_t held_out;              /* vertices (or entries) held out */
+    int64_t steps;                 /* λ steps walked on the hold-out path */
+    int64_t chosen_step;           /* j*, from 1 */
+    double chosen_scale;           /* decay^(j*-1): λ_k / λ^1_k */
+    double chosen_lambda_max;      /* max_k λ_k of the fit to all the data at step j* */
+    double chosen_error;           /* the hold-out error at j* */
+} lac_impute_selection;
+
+static inline lac_impute_selection lac_impute_selection_default(void)
+{
+    lac_impute_selection s;
+    s.struct_size = sizeof s;
+    s.curve = NULL;
+    s.curve_capacity = 0;
+    s.entries = 0;
+    s.held_out = s.steps = s.chosen_step = 0;
+    s.chosen_scale = s.chosen_lambda_max = s.chosen_error = 0;
+    return s;
+}
 
 typedef struct {
     size_t struct_size;               /* sizeof: set by lac_impute_params_default() */
@@ -529,6 +573,10 @@ typedef struct {
     lac_impute_output output;
     lac_impute_progress_fn progress;
     void *progress_user;
+    double select_fraction;        /* in (0, 1): choose the λ step by hold-out validation
+                                      (above); 0 (default): walk all `steps` */
+    uint64_t select_seed;          /* which vertices or entries are held out; default 1 */
+    lac_impute_selection *selection;   /* where the choice is reported, or NULL */
 } lac_impute_params;
 
 typedef struct {

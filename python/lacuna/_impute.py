@@ -175,7 +175,22 @@ def _count(value, name):
 # Options of impute(): name -> what it sets.
 _PARAM_OPTIONS = ("decay", "steps", "inner", "tol", "max_iterations", "lambda", "accelerate")
 _OTHER_OPTIONS = ("lambda_", "output", "precision", "truth", "out", "num_vertices", "weights", "graph_format",
-                  "cache", "threads", "callback", "full_output")
+                  "cache", "threads", "callback", "full_output", "select_lambda", "select_seed")
+
+
+def _select_fraction(spec):
+    """select_lambda='holdout' or 'holdout:FRACTION' (as the tool's --select-lambda) -> the fraction."""
+    if not isinstance(spec, str) or not (spec == "holdout" or spec.startswith("holdout:")):
+        raise input_error("select_lambda must be 'holdout' or 'holdout:FRACTION', not %r" % (spec,))
+    if spec == "holdout":
+        return 0.1
+    try:
+        f = float(spec[len("holdout:"):])
+    except ValueError:
+        f = math.nan
+    if not 0 < f < 1:
+        raise input_error("select_lambda %r: FRACTION must be a number in (0, 1)" % (spec,))
+    return f
 
 
 def _observed(observed, graph, ctx, N, shape):
@@ -222,8 +237,12 @@ def impute(graph, X, observed=None, device="auto", **options):
     like X to write into, X itself allowed); num_vertices, weights,
     graph_format, cache (for a graph given as a path or edges); threads;
     callback(dict) called after every iteration, a true return stops the run;
-    full_output=True returns (Y, info) with info the lac_impute_result fields
-    and 'history' (one dict per iteration).
+    select_lambda='holdout' or 'holdout:FRACTION' chooses how far down the λ
+    schedule to go by hold-out validation (FRACTION of the observed vertices,
+    or entries, hidden; default 0.1), select_seed (default 1) which ones;
+    full_output=True returns (Y, info) with info the lac_impute_result fields,
+    'history' (one dict per iteration; 'selecting' marks those of the hold-out
+    path) and with select_lambda 'lambda_selection' (as the tool's --json).
     Ctrl-C stops the iteration and raises KeyboardInterrupt.
     """
     for key in options:
@@ -260,6 +279,20 @@ def impute(graph, X, observed=None, device="auto", **options):
         if output not in _OUTPUTS:
             raise input_error("output must be 'completed' or 'estimate', not %r" % (output,))
         p.output = _OUTPUTS[output]
+    selection, curve = None, None
+    if options.get("select_lambda") is not None:
+        p.select_fraction = _select_fraction(options["select_lambda"])
+        seed = options.get("select_seed", 1)
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2 ** 64:
+            raise input_error("select_seed must be an integer in [0, 2^64), not %r" % (seed,))
+        p.select_seed = int(seed)
+        curve = (ctypes.c_double * max(p.steps, 1))()
+        selection = _lib.lac_impute_selection(struct_size=ctypes.sizeof(_lib.lac_impute_selection),
+                                              curve=ctypes.cast(curve, ctypes.POINTER(ctypes.c_double)),
+                                              curve_capacity=p.steps)
+        p.selection = ctypes.pointer(selection)
+    elif options.get("select_seed") is not None:
+        raise input_error("select_seed goes with select_lambda")
     why = lib.lac_impute_params_check(ctypes.byref(p))
     if why:
         raise input_error("impute parameters: " + _lib.text(why))
@@ -337,5 +370,13 @@ def impute(graph, X, observed=None, device="auto", **options):
         info["history"] = history
         if truth is None:
             info["rmse_all"] = info["rmse_missing"] = math.nan
+        if selection is not None:
+            info["lambda_selection"] = {
+                "method": "holdout", "fraction": p.select_fraction, "seed": p.select_seed,
+                "held_out_unit": "entries" if selection.entries else "vertices", "held_out": selection.held_out,
+                "chosen_step": selection.chosen_step, "chosen_scale": selection.chosen_scale,
+                "chosen_lambda_max": selection.chosen_lambda_max, "holdout_rmse": selection.chosen_error,
+                "curve": [{"step": k + 1, "lambda_scale": p.decay ** k, "holdout_rmse": curve[k]}
+                          for k in range(selection.steps)]}
         return Y, info
     return Y

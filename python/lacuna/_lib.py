@@ -177,10 +177,26 @@ class lac_impute_iteration(Structure):
         ("seconds", c_double),
         ("rmse_all", c_double),
         ("rmse_missing", c_double),
+        ("selecting", c_int),
     ]
 
 
 lac_impute_progress_fn = CFUNCTYPE(c_int, POINTER(lac_impute_iteration), c_void_p)
+
+
+class lac_impute_selection(Structure):
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("curve", POINTER(c_double)),
+        ("curve_capacity", c_int64),
+        ("entries", c_int),
+        ("held_out", c_int64),
+        ("steps", c_int64),
+        ("chosen_step", c_int64),
+        ("chosen_scale", c_double),
+        ("chosen_lambda_max", c_double),
+        ("chosen_error", c_double),
+    ]
 
 
 class lac_impute_params(Structure):
@@ -196,6 +212,9 @@ class lac_impute_params(Structure):
         ("output", c_enum),
         ("progress", lac_impute_progress_fn),
         ("progress_user", c_void_p),
+        ("select_fraction", c_double),
+        ("select_seed", c_uint64),
+        ("selection", POINTER(lac_impute_selection)),
     ]
 
 
@@ -327,7 +346,7 @@ class lac_mf_report(Structure):
 
 # Every struct mirrored here, by its C name (for the header check).
 STRUCTS = [lac_ctx_params, lac_array, lac_map_params, lac_graph_params, lac_graph_info, lac_impute_iteration,
-           lac_impute_params, lac_impute_result, lac_impute_gen_params, lac_ratings_read_params,
+           lac_impute_selection, lac_impute_params, lac_impute_result, lac_impute_gen_params, lac_ratings_read_params,
            lac_mf_split_params, lac_mf_gen_params, lac_mf_nbr_params, lac_mf_groups, lac_mf_params, lac_mf_report,
            lac_mf_checkpoint_params]
 

@@ -9,6 +9,7 @@ LACUNA_TOOL) for the comparison with the command line.
 """
 import atexit
 import ctypes
+import json
 import logging
 import os
 import pickle
@@ -562,6 +563,46 @@ class TestImpute(unittest.TestCase):
         with self.assertLogs("lacuna", level="WARNING") as logs:
             lacuna.impute(path, np.ones((4, 2, 2)), observed=[0, 1, 2], device="cpu")
         self.assertTrue(any("symmetri" in m for m in logs.output), logs.output)
+
+    def test_select_lambda(self):
+        rng = np.random.default_rng(8)
+        Xn = self.X + 0.3 * rng.standard_normal(self.X.shape)
+        Y, info = lacuna.impute(self.E, Xn, select_lambda="holdout:0.25", select_seed=3, decay=0.5, steps=8,
+                                full_output=True)
+        sel = info["lambda_selection"]
+        self.assertEqual((sel["fraction"], sel["seed"], sel["held_out_unit"]), (0.25, 3, "vertices"))
+        self.assertEqual(sel["held_out"], round(0.25 * int(self.obs.sum())))
+        errors = [c["holdout_rmse"] for c in sel["curve"]]
+        self.assertEqual(len(errors), 8)
+        self.assertEqual(sel["chosen_step"], int(np.argmin(errors)) + 1)
+        self.assertEqual(info["steps"], sel["chosen_step"])
+        self.assertAlmostEqual(sel["chosen_scale"], 0.5 ** (sel["chosen_step"] - 1), places=15)
+        selecting = [h["selecting"] for h in info["history"]]
+        self.assertEqual(selecting, sorted(selecting, reverse=True))   # the hold-out path, then the fit
+        self.assertEqual(selecting.count(0), info["iterations"])
+        # the fit is the schedule stopped at the kept step
+        Yc = lacuna.impute(self.E, Xn, decay=0.5, steps=sel["chosen_step"])
+        np.testing.assert_array_equal(Y, Yc)
+        # the same as the tool's --select-lambda
+        if os.access(TOOL, os.X_OK):
+            d = tmpdir()
+            with open(os.path.join(d, "g.txt"), "w") as f:
+                f.write("".join("%d %d\n" % (u, v) for u, v in self.E))
+            np.save(os.path.join(d, "X.npy"), Xn)
+            r = subprocess.run([TOOL, "impute", "run", "--graph", "g.txt", "--tensor", "X.npy", "--out", "Y.npy",
+                                "--precision", "double", "--no-cache", "--quiet", "--decay", "0.5", "--iters", "8",
+                                "--select-lambda", "holdout:0.25", "--select-seed", "3", "--json"], cwd=d,
+                               capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            tool = json.loads(r.stdout)["lambda_selection"]
+            self.assertEqual(tool["chosen_step"], sel["chosen_step"])
+            np.testing.assert_allclose([c["holdout_rmse"] for c in tool["curve"]], errors, rtol=1e-7)
+            np.testing.assert_array_equal(np.load(os.path.join(d, "Y.npy")), Y)
+        for bad in ("holdout:0", "holdout:1", "holdout:x", "kfold", 0.5):
+            with self.assertRaises(lacuna.LacunaInputError):
+                lacuna.impute(self.E, Xn, select_lambda=bad)
+        with self.assertRaises(lacuna.LacunaInputError):
+            lacuna.impute(self.E, Xn, select_seed=2)
 
     def test_callback_stops(self):
         seen = []

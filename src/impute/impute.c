@@ -6,6 +6,7 @@
 
 #include <math.h>
 #include <omp.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,6 +28,9 @@ static lac_impute_params impute_defaults(void)
     p.lambda = 0;
     p.accelerate = 1;
     p.output = LAC_IMPUTE_COMPLETED;
+    p.select_fraction = 0;
+    p.select_seed = 1;
+    p.selection = NULL;
     return p;
 }
 
@@ -43,6 +47,8 @@ const char *lac_impute_params_check(const lac_impute_params *given)
     if (!(p->lambda >= 0) || isinf(p->lambda)) return "lambda must be a finite number >= 0 (0: the largest singular value)";
     if (p->accelerate != 0 && p->accelerate != 1) return "accelerate must be 0 or 1";
     if (p->output != LAC_IMPUTE_COMPLETED && p->output != LAC_IMPUTE_ESTIMATE) return "output must be completed or estimate";
+    if (!(p->select_fraction == 0 || (p->select_fraction > 0 && p->select_fraction < 1)))
+        return "select_fraction must be in (0, 1), the share of observed vertices (or entries) held out; 0: no selection";
     return NULL;
 }
 
@@ -210,6 +216,167 @@ lac_status lac_impute_check(lac_ctx_t ctx, int64_t num_vertices, const lac_array
     return LAC_SUCCESS;
 }
 
+/* One walk down the λ schedule: setup, then up to `steps` λ values of at most
+ * `inner` iterations each (Algorithm 1's loops). The state stays in w for
+ * finish; with a hold-out set, the hold-out error after each step goes to
+ * curve[j - 1] and w->walked counts the steps recorded. */
+typedef struct {
+    void *state;
+    double *lambda1, *lambda;          /* N: λ^1_k, and this step's λ_k */
+    double truth_sq, truth_missing_sq, missing_err_sq;
+    int64_t walked;
+    int stopped;
+} path_walk;
+
+static void walk_release(const lac_impute_backend *backend, path_walk *w)
+{
+    if (w->state) backend->release(w->state);
+    free(w->lambda1);
+    free(w->lambda);
+    memset(w, 0, sizeof *w);
+}
+
+static lac_status walk_path(lac_ctx_t ctx, const lac_impute_backend *backend, const lac_impute_params *params,
+                            const lac_impute_problem *problem, int64_t steps, lac_impute_holdout *holdout, double *curve,
+                            double t_start, lac_impute_result *res, path_walk *w)
+{
+    const int64_t N = problem->N;
+    memset(w, 0, sizeof *w);
+    w->lambda1 = lac_malloc(ctx, (size_t)N * sizeof *w->lambda1);
+    w->lambda = lac_malloc(ctx, (size_t)N * sizeof *w->lambda);
+    if (!w->lambda1 || !w->lambda) return LAC_ERR_OUT_OF_MEMORY;
+    double t0 = omp_get_wtime();
+    LAC_CHECK(backend->setup(ctx, problem, &w->state, &w->truth_sq, &w->truth_missing_sq));
+    res->seconds_gft += omp_get_wtime() - t0;
+
+    const int auto_lambda = params->lambda == 0;
+    if (!auto_lambda)
+        for (int64_t k = 0; k < N; k++) w->lambda1[k] = params->lambda;
+    const int64_t cap = params->max_iterations > 0 ? params->max_iterations : params->steps * params->inner;
+    const int truth = problem->truth != NULL;
+    int64_t t = 0;
+    /* FISTA's t_k. Not restarted when λ steps down: the momentum gathered on
+     * the slowly converging frequencies (those seen through few observed
+     * vertices) carries over, which at ratio 0.5 lowered the final error by
+     * a fifth in the same iterations (bench/RESULTS.md). */
+    double fista = 1;
+    for (int64_t j = 1; j <= steps && t < cap && !w->stopped; j++) {
+        const double scale = pow(params->decay, (double)(j - 1));
+        res->steps = j;
+        res->converged = 0;
+        for (int64_t inner = 0; inner < params->inner && t < cap; inner++) {
+            t++;
+            t0 = omp_get_wtime();
+            LAC_CHECK(backend->gft(ctx, w->state));
+            double t1 = omp_get_wtime();
+            lac_impute_svt_stats stats;
+            const int first = auto_lambda && t == 1;
+            if (first) {
+                /* λ^1_k = σmax(Ĝ(k)): thresholding there gives 0, so only the
+                 * singular values are needed. */
+                LAC_CHECK(backend->svt(ctx, w->state, NULL, w->lambda1, &stats));
+            } else {
+                for (int64_t k = 0; k < N; k++) w->lambda[k] = scale * w->lambda1[k];
+                LAC_CHECK(backend->svt(ctx, w->state, w->lambda, NULL, &stats));
+            }
+            double t2 = omp_get_wtime();
+            double theta = 0;
+            if (params->accelerate) {
+                double next = 0.5 * (1 + sqrt(1 + 4 * fista * fista));
+                theta = (fista - 1) / next;
+                fista = next;
+            }
+            LAC_CHECK(backend->igft(ctx, w->state, theta, &w->missing_err_sq));
+            double t3 = omp_get_wtime();
+            res->seconds_gft += t1 - t0;
+            res->seconds_svt += t2 - t1;
+            res->seconds_igft += t3 - t2;
+
+            /* ‖G_t - G_{t-1}‖² <= ε ‖G_{t-1}‖², t >= 2; 0 <= 0 counts (an
+             * unchanged estimate, e.g. all zero at the first λ). */
+            res->change = stats.previous_sq > 0 ? stats.change_sq / stats.previous_sq : NAN;
+            res->converged = t >= 2 && stats.change_sq <= params->tol * stats.previous_sq;
+            /* At λ^1 = σmax the estimate is 0 and stays 0 (the next GFT is the
+             * same), so that step has converged after its one iteration. */
+            if (first) res->converged = 1;
+            res->iterations = t;
+            lac_impute_iteration it;
+            memset(&it, 0, sizeof it);
+            it.iteration = t;
+            it.step = j;
+            it.lambda_scale = scale;
+            it.lambda_max = 0;
+            for (int64_t k = 0; k < N; k++)
+                if (w->lambda1[k] * scale > it.lambda_max) it.lambda_max = w->lambda1[k] * scale;
+            it.change = res->change;
+            it.mean_rank = (double)stats.rank_sum / (double)N;
+            it.seconds = omp_get_wtime() - t_start;
+            it.rmse_all = truth && w->truth_sq > 0 ? sqrt(stats.truth_error_sq / w->truth_sq) : NAN;
+            it.rmse_missing = truth && w->truth_missing_sq > 0 ? sqrt(w->missing_err_sq / w->truth_missing_sq) : NAN;
+            it.selecting = holdout != NULL;
+            lac_log(ctx, LAC_LOG_DEBUG, "impute%s: t %lld, step %lld, lambda max %.4g, change %.3g, rank %.2f",
+                    holdout ? " (hold-out path)" : "", (long long)t, (long long)j, it.lambda_max, it.change, it.mean_rank);
+            if (params->progress && params->progress(&it, params->progress_user)) {
+                w->stopped = 1;
+                break;
+            }
+            if (res->converged) break;
+        }
+        if (holdout && !w->stopped) {
+            t0 = omp_get_wtime();
+            LAC_CHECK(lac_impute_holdout_error(ctx, backend, w->state, holdout, &curve[j - 1]));
+            res->seconds_igft += omp_get_wtime() - t0;
+            w->walked = j;
+            lac_log(ctx, LAC_LOG_INFO, "impute: lambda scale %.4g, hold-out error %.6g", scale, curve[j - 1]);
+        }
+    }
+    return LAC_SUCCESS;
+}
+
+/* Hold-out validation (lacuna.h): walks the whole schedule without the
+ * held-out part and returns the step whose hold-out error is lowest (ties:
+ * the earlier, larger λ) in *chosen; curve gets the errors of the *walked
+ * steps. */
+static lac_status select_step(lac_ctx_t ctx, const lac_impute_backend *backend, const lac_impute_params *params,
+                              const lac_impute_problem *problem, double t_start, lac_impute_result *res, double *curve,
+                              lac_impute_holdout *holdout, int64_t *walked, int64_t *chosen, int *stopped)
+{
+    path_walk w;
+    memset(&w, 0, sizeof w);
+    lac_impute_result walk_res;
+    memset(&walk_res, 0, sizeof walk_res);
+    lac_status st = lac_impute_holdout_make(ctx, problem, params->select_fraction, params->select_seed, holdout);
+    if (st >= 0) st = walk_path(ctx, backend, params, &holdout->problem, params->steps, holdout, curve, t_start, &walk_res, &w);
+    res->seconds_gft += walk_res.seconds_gft;
+    res->seconds_svt += walk_res.seconds_svt;
+    res->seconds_igft += walk_res.seconds_igft;
+    *stopped = w.stopped;
+    *walked = w.walked;
+    *chosen = 1;
+    for (int64_t j = 2; j <= w.walked; j++)
+        if (curve[j - 1] < curve[*chosen - 1]) *chosen = j;
+    walk_release(backend, &w);
+    return st;
+}
+
+/* The choice, into the caller's struct as far as its struct_size reaches. */
+static void report_selection(const lac_impute_params *params, const lac_impute_holdout *holdout, const double *curve,
+                             int64_t walked, int64_t chosen, const double *lambda1, int64_t N)
+{
+    lac_impute_selection *to = params->selection, r = *to;
+    r.entries = holdout->entries;
+    r.held_out = holdout->count;
+    r.steps = walked;
+    r.chosen_step = chosen;
+    r.chosen_scale = pow(params->decay, (double)(chosen - 1));
+    r.chosen_lambda_max = 0;
+    for (int64_t k = 0; k < N; k++) r.chosen_lambda_max = fmax(r.chosen_lambda_max, r.chosen_scale * lambda1[k]);
+    r.chosen_error = curve[chosen - 1];
+    if (r.curve)
+        for (int64_t j = 0; j < r.curve_capacity; j++) r.curve[j] = j < walked ? curve[j] : NAN;
+    memcpy(to, &r, to->struct_size < sizeof r ? to->struct_size : sizeof r);
+}
+
 lac_status lac_impute(lac_ctx_t ctx, const lac_impute_params *params, lac_gft_t gft, const lac_array *tensor,
                       const lac_array *observed, const lac_array *truth, lac_array *out, lac_impute_result *result)
 {
@@ -222,6 +389,12 @@ lac_status lac_impute(lac_ctx_t ctx, const lac_impute_params *params, lac_gft_t 
     LAC_ADOPT_PARAMS(ctx, "impute", lac_impute_params, params, impute_defaults());
     const char *why = lac_impute_params_check(params);
     if (why) return lac_error(ctx, LAC_ERR_ARGUMENT, "impute parameters: %s", why);
+    const size_t selection_v1 = offsetof(lac_impute_selection, chosen_error) + sizeof(double);
+    if (params->selection && params->selection->struct_size < selection_v1)
+        return lac_error(ctx, LAC_ERR_ARGUMENT, "impute parameters: selection->struct_size is %zu; start it from "
+                         "lac_impute_selection_default()", params->selection->struct_size);
+    if (params->selection && params->selection->curve_capacity < 0)
+        return lac_error(ctx, LAC_ERR_ARGUMENT, "impute parameters: selection->curve_capacity must be >= 0");
     const lac_impute_backend *backend;
     LAC_CHECK(lac_impute_backend_for(ctx, no_cuda_refusal, no_cuda_note, &backend));
 
@@ -261,106 +434,42 @@ lac_status lac_impute(lac_ctx_t ctx, const lac_impute_params *params, lac_gft_t 
     problem.truth_dtype = truth ? truth->dtype : LAC_FLOAT64;
     problem.momentum = params->accelerate;
 
-    double *lambda1 = lac_malloc(ctx, (size_t)N * sizeof *lambda1);
-    double *lambda = lac_malloc(ctx, (size_t)N * sizeof *lambda);
-    void *state = NULL;
-    if (!lambda1 || !lambda) {
-        st = LAC_ERR_OUT_OF_MEMORY;
-        goto done;
-    }
-    double truth_sq = 0, truth_missing_sq = 0, t0 = omp_get_wtime();
-    LAC_CHECK_GOTO(backend->setup(ctx, &problem, &state, &truth_sq, &truth_missing_sq), st, done);
-    res.seconds_gft += omp_get_wtime() - t0;
-
-    const int auto_lambda = params->lambda == 0;
-    if (!auto_lambda)
-        for (int64_t k = 0; k < N; k++) lambda1[k] = params->lambda;
-    const int64_t cap = params->max_iterations > 0 ? params->max_iterations : params->steps * params->inner;
-    int64_t t = 0;
+    path_walk w;
+    memset(&w, 0, sizeof w);
+    lac_impute_holdout holdout;
+    memset(&holdout, 0, sizeof holdout);
+    double *curve = NULL;
+    int64_t steps = params->steps, walked = 0;
     int stopped = 0;
-    double missing_err_sq = 0;
-    /* FISTA's t_k. Not restarted when λ steps down: the momentum gathered on
-     * the slowly converging frequencies (those seen through few observed
-     * vertices) carries over, which at ratio 0.5 lowered the final error by
-     * a fifth in the same iterations (bench/RESULTS.md). */
-    double fista = 1;
-    for (int64_t j = 1; j <= params->steps && t < cap && !stopped; j++) {
-        const double scale = pow(params->decay, (double)(j - 1));
-        res.steps = j;
-        res.converged = 0;
-        for (int64_t inner = 0; inner < params->inner && t < cap; inner++) {
-            t++;
-            t0 = omp_get_wtime();
-            LAC_CHECK_GOTO(backend->gft(ctx, state), st, done);
-            double t1 = omp_get_wtime();
-            lac_impute_svt_stats stats;
-            const int first = auto_lambda && t == 1;
-            if (first) {
-                /* λ^1_k = σmax(Ĝ(k)): thresholding there gives 0, so only the
-                 * singular values are needed. */
-                LAC_CHECK_GOTO(backend->svt(ctx, state, NULL, lambda1, &stats), st, done);
-            } else {
-                for (int64_t k = 0; k < N; k++) lambda[k] = scale * lambda1[k];
-                LAC_CHECK_GOTO(backend->svt(ctx, state, lambda, NULL, &stats), st, done);
-            }
-            double t2 = omp_get_wtime();
-            double theta = 0;
-            if (params->accelerate) {
-                double next = 0.5 * (1 + sqrt(1 + 4 * fista * fista));
-                theta = (fista - 1) / next;
-                fista = next;
-            }
-            LAC_CHECK_GOTO(backend->igft(ctx, state, theta, &missing_err_sq), st, done);
-            double t3 = omp_get_wtime();
-            res.seconds_gft += t1 - t0;
-            res.seconds_svt += t2 - t1;
-            res.seconds_igft += t3 - t2;
-
-            /* ‖G_t - G_{t-1}‖² <= ε ‖G_{t-1}‖², t >= 2; 0 <= 0 counts (an
-             * unchanged estimate, e.g. all zero at the first λ). */
-            res.change = stats.previous_sq > 0 ? stats.change_sq / stats.previous_sq : NAN;
-            res.converged = t >= 2 && stats.change_sq <= params->tol * stats.previous_sq;
-            /* At λ^1 = σmax the estimate is 0 and stays 0 (the next GFT is the
-             * same), so that step has converged after its one iteration. */
-            if (first) res.converged = 1;
-            res.iterations = t;
-            lac_impute_iteration it;
-            it.iteration = t;
-            it.step = j;
-            it.lambda_scale = scale;
-            it.lambda_max = 0;
-            for (int64_t k = 0; k < N; k++)
-                if (lambda1[k] * scale > it.lambda_max) it.lambda_max = lambda1[k] * scale;
-            it.change = res.change;
-            it.mean_rank = (double)stats.rank_sum / (double)N;
-            it.seconds = omp_get_wtime() - t_start;
-            it.rmse_all = truth && truth_sq > 0 ? sqrt(stats.truth_error_sq / truth_sq) : NAN;
-            it.rmse_missing = truth && truth_missing_sq > 0 ? sqrt(missing_err_sq / truth_missing_sq) : NAN;
-            lac_log(ctx, LAC_LOG_DEBUG, "impute: t %lld, step %lld, lambda max %.4g, change %.3g, rank %.2f", (long long)t,
-                    (long long)j, it.lambda_max, it.change, it.mean_rank);
-            if (params->progress && params->progress(&it, params->progress_user)) {
-                stopped = 1;
-                break;
-            }
-            if (res.converged) break;
+    if (params->select_fraction > 0) {
+        curve = lac_malloc(ctx, (size_t)params->steps * sizeof *curve);
+        if (!curve) {
+            st = LAC_ERR_OUT_OF_MEMORY;
+            goto done;
         }
+        for (int64_t j = 0; j < params->steps; j++) curve[j] = NAN;
+        st = select_step(ctx, backend, params, &problem, t_start, &res, curve, &holdout, &walked, &steps, &stopped);
+        if (st < 0) goto done;
     }
 
-    t0 = omp_get_wtime();
+    LAC_CHECK_GOTO(walk_path(ctx, backend, params, &problem, steps, NULL, NULL, t_start, &res, &w), st, done);
+    stopped |= w.stopped;
+    double t0 = omp_get_wtime();
     double error_sq = 0;
-    LAC_CHECK_GOTO(backend->finish(ctx, state, params->output, out->data, out->dtype, &error_sq), st, done);
+    LAC_CHECK_GOTO(backend->finish(ctx, w.state, params->output, out->data, out->dtype, &error_sq), st, done);
     res.seconds_igft += omp_get_wtime() - t0;
     if (truth) {
-        res.rmse_all = truth_sq > 0 ? sqrt(error_sq / truth_sq) : NAN;
-        res.rmse_missing = truth_missing_sq > 0 ? sqrt(missing_err_sq / truth_missing_sq) : NAN;
+        res.rmse_all = w.truth_sq > 0 ? sqrt(error_sq / w.truth_sq) : NAN;
+        res.rmse_missing = w.truth_missing_sq > 0 ? sqrt(w.missing_err_sq / w.truth_missing_sq) : NAN;
     }
+    if (params->selection && curve) report_selection(params, &holdout, curve, walked, steps, w.lambda1, N);
     res.seconds = omp_get_wtime() - t_start;
     if (result) *result = res;
     st = stopped ? LAC_INFO_NOT_CONVERGED : LAC_SUCCESS;
 done:
-    if (state) backend->release(state);
-    free(lambda1);
-    free(lambda);
+    walk_release(backend, &w);
+    lac_impute_holdout_release(&holdout);
+    free(curve);
     observed_release(&obs);
     return st;
 }

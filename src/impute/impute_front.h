@@ -1,6 +1,6 @@
-/* What the impute front end's files (impute.c, gft.c, gft_canonical.c,
- * generate.c) share beyond the backend contract: the one place a backend
- * table is picked, and the canonical basis. */
+/* What the impute front end's files (impute.c, holdout.c, gft.c,
+ * gft_canonical.c, generate.c) share beyond the backend contract: the one
+ * place a backend table is picked, the canonical basis and the hold-out set. */
 #ifndef LACUNA_IMPUTE_FRONT_H
 #define LACUNA_IMPUTE_FRONT_H
 
@@ -27,6 +27,30 @@ lac_status lac_gft_canonicalize(lac_ctx_t ctx, lac_dtype precision, int64_t n, v
                                 int64_t *groups);
 /* 2 sqrt(n) eps max|w|: the largest gap between eigenvalues of one eigenspace. */
 double lac_gft_degenerate_tolerance(lac_dtype precision, int64_t n, const double *eigenvalues);
+
+/* Hold-out validation of λ (holdout.c): a problem with some observed vertices
+ * (or entries, when the full problem has an entry mask) hidden. */
+typedef struct {
+    lac_impute_problem problem;   /* the full one less the held-out part, without truth */
+    int entries;                  /* entries were held out (else vertices) */
+    int64_t count;                /* how many */
+    unsigned char *vertex_state;  /* of problem */
+    unsigned char *entry_mask;    /* of problem, or NULL when no vertex of it is partial */
+    int64_t *incomplete;          /* of problem */
+    int64_t *held_vertices;       /* vertices: the held-out ones, ascending */
+    const unsigned char *given;   /* entries: the full problem's mask */
+    void *estimate;               /* N*m*n of the tensor's dtype, for finish */
+} lac_impute_holdout;
+
+/* round(fraction * observed units), at least 1 and leaving 1, drawn with seed;
+ * LAC_ERR_VALUE when fewer than 2 units are observed. Release h even on failure. */
+lac_status lac_impute_holdout_make(lac_ctx_t ctx, const lac_impute_problem *full, double fraction, uint64_t seed,
+                                   lac_impute_holdout *h);
+/* The relative error ‖est - G‖/‖G‖ over the held-out entries of the estimate
+ * the state holds now (the root mean square when G is 0 there). */
+lac_status lac_impute_holdout_error(lac_ctx_t ctx, const lac_impute_backend *backend, void *state, lac_impute_holdout *h,
+                                    double *error);
+void lac_impute_holdout_release(lac_impute_holdout *h);
 
 #ifdef __cplusplus
 }

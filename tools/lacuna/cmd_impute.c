@@ -18,8 +18,8 @@
 typedef struct {
     const char *verb;
     const char *graph, *cache, *device;
-    const char *tensor, *observed, *out, *truth, *log, *plot;
-    int64_t vertices, m, n, rank, seed;
+    const char *tensor, *observed, *out, *truth, *log, *plot, *select;
+    int64_t vertices, m, n, rank, seed, select_seed;
     int threads, no_cache, json, quiet;
     int graph_format, precision, output, dtype;   /* indices into the lists below; dtype -1: the precision's */
     double ratio;
@@ -59,6 +59,7 @@ static int parse_args(int argc, char **argv, impute_options *o)
     o->ratio = 0.8;
     o->output = o->params.output;
     o->dtype = -1;
+    o->select_seed = 1;
     cli_opt graph[] = {
         {.kind = CLI_SECTION, .help = "graph (both verbs):"},
         {"--graph", NULL, CLI_STRING, &o->graph, "FILE",
@@ -78,7 +79,7 @@ static int parse_args(int argc, char **argv, impute_options *o)
                  "$LACUNA_CACHE_DIR, $XDG_CACHE_HOME/lacuna or ~/.cache/lacuna); checked against the graph on load"},
         {"--no-cache", NULL, CLI_FLAG, &o->no_cache, NULL, .help = "always compute the basis, write no cache"},
         {"--device", NULL, CLI_STRING, &o->device, "D",
-         .help = "auto|cpu|cuda|cuda:N (default auto; impute runs on the CPU)"},
+         .help = "auto|cpu|cuda|cuda:N (default auto: a GPU when impute has a backend there, else the CPU)"},
         {"--threads", NULL, CLI_INT, &o->threads, "N", .help = "CPU threads (default: all)", CLI_AT_LEAST(1)},
         {"--quiet", NULL, CLI_FLAG, &o->quiet, NULL, .help = "no progress or notes on stderr"},
         {0},
@@ -108,6 +109,12 @@ static int parse_args(int argc, char **argv, impute_options *o)
          .help = "cap on all iterations (default C x T)", CLI_AT_LEAST(1)},
         {"--lambda", NULL, CLI_DOUBLE, &o->params.lambda, "L",
          .help = "lambda^1 for every frequency (default: each spectral slice's largest singular value)", CLI_ABOVE(0)},
+        {"--select-lambda", NULL, CLI_STRING, &o->select, "holdout[:F]",
+         .help = "choose how far down the lambda schedule to go by hold-out validation: hide a fraction F (default "
+                 "0.1) of the observed vertices (of the observed entries when some vertex is partly observed), walk the "
+                 "schedule on the rest, keep the lambda with the lowest error on the hidden part, then fit all the data"},
+        {"--select-seed", NULL, CLI_INT64, &o->select_seed, "S", .help = "which vertices or entries --select-lambda hides",
+         .show_default = 1},
         {"--accelerate", NULL, CLI_FLAG, &o->params.accelerate, NULL,
          .help = "impute the extrapolation X_t + theta (X_t - X_t-1) of the accelerated proximal gradient (the "
                  "default)"},
@@ -167,6 +174,20 @@ static int parse_args(int argc, char **argv, impute_options *o)
     int rc = cli_parse(&verb, argc - 1, argv + 1, NULL, NULL);
     if (rc != CLI_OK) return rc;
     o->params.output = (lac_impute_output)o->output;
+    if (o->select) {
+        const char *spec = o->select;
+        if (strncmp(spec, "holdout", 7) != 0 || (spec[7] != '\0' && spec[7] != ':'))
+            return cli_usage_error(CMD, "--select-lambda '%s': the method is holdout or holdout:FRACTION", spec);
+        o->params.select_fraction = 0.1;
+        if (spec[7] == ':') {
+            char *end;
+            double f = strtod(spec + 8, &end);
+            if (end == spec + 8 || *end || !(f > 0 && f < 1))
+                return cli_usage_error(CMD, "--select-lambda '%s': FRACTION must be a number in (0, 1)", spec);
+            o->params.select_fraction = f;
+        }
+        o->params.select_seed = (uint64_t)o->select_seed;
+    }
     const char *why = lac_impute_params_check(&o->params);
     if (why) return cli_usage_error(CMD, "%s", why);
     if (!o->graph) return cli_usage_error(CMD, "--graph is required");
@@ -289,8 +310,10 @@ static int on_iteration(const lac_impute_iteration *it, void *user)
 {
     iteration_log *log = user;
     if (log->progress)
-        cli_progress("iteration %lld (lambda step %lld): lambda %.4g, change %.3g, rank %.1f, %.1f s", (long long)it->iteration,
-                     (long long)it->step, it->lambda_max, it->change, it->mean_rank, it->seconds);
+        cli_progress("%siteration %lld (lambda step %lld): lambda %.4g, change %.3g, rank %.1f, %.1f s",
+                     it->selecting ? "hold-out path: " : "", (long long)it->iteration, (long long)it->step, it->lambda_max,
+                     it->change, it->mean_rank, it->seconds);
+    if (it->selecting) return 0;   /* the log and the plot follow the fit itself */
     if (log->count == log->cap) {
         int64_t cap = log->cap ? 2 * log->cap : 64;
         double *grown = realloc(log->rows, (size_t)cap * 8 * sizeof *grown);
@@ -316,6 +339,19 @@ static bool ends_with(const char *s, const char *suffix)
     return a >= b && strcmp(s + a - b, suffix) == 0;
 }
 
+/* The hold-out curve as a short table on stderr. */
+static void print_selection(const lac_impute_params *p, const lac_impute_selection *sel)
+{
+    fprintf(stderr, "lacuna impute: lambda chosen by hold-out validation (%lld %s held out, %.3g of the observed ones):\n",
+            (long long)sel->held_out, sel->entries ? "entries" : "vertices", p->select_fraction);
+    fprintf(stderr, "  step  lambda scale  hold-out rMSE\n");
+    for (int64_t k = 0; k < sel->steps; k++)
+        fprintf(stderr, "  %4lld  %12.4g  %13.6g%s\n", (long long)(k + 1), pow(p->decay, (double)k), sel->curve[k],
+                k + 1 == sel->chosen_step ? "  <- kept" : "");
+    fprintf(stderr, "lacuna impute: fit to all the data down to step %lld (largest lambda %.6g)\n",
+            (long long)sel->chosen_step, sel->chosen_lambda_max);
+}
+
 static int run(lac_ctx_t ctx, impute_options *o)
 {
     int rc = CLI_OK;
@@ -325,6 +361,7 @@ static int run(lac_ctx_t ctx, impute_options *o)
     lac_array tensor = {0}, truth = {0}, mask = {0}, out = {0};
     bool have_truth = false, have_mask = false;
     iteration_log log = {0};
+    lac_impute_selection sel = lac_impute_selection_default();
 
     if ((rc = load_graph(ctx, o, &graph)) != CLI_OK) goto done;
     const int64_t N = lac_graph_num_vertices(graph);
@@ -350,6 +387,15 @@ static int run(lac_ctx_t ctx, impute_options *o)
     if ((rc = make_basis(ctx, o, graph, &gft, &cached)) != CLI_OK) goto done;
     if ((st = lac_array_alloc(ctx, tensor.dtype, 3, tensor.shape, &out)) < 0) goto fail;
 
+    if (o->params.select_fraction > 0) {
+        sel.curve = malloc((size_t)o->params.steps * sizeof *sel.curve);
+        if (!sel.curve) {
+            rc = cli_status_error(CMD, ctx, LAC_ERR_OUT_OF_MEMORY);
+            goto done;
+        }
+        sel.curve_capacity = o->params.steps;
+        o->params.selection = &sel;
+    }
     log.progress = !o->quiet && cli_progress_enabled();
     o->params.progress = on_iteration;
     o->params.progress_user = &log;
@@ -375,6 +421,7 @@ static int run(lac_ctx_t ctx, impute_options *o)
         if (have_truth)
             fprintf(stderr, "lacuna impute: rMSE %.6g over all slices, %.6g over the missing entries\n", res.rmse_all,
                     res.rmse_missing);
+        if (sel.curve) print_selection(&o->params, &sel);
     }
     if (o->json) {
         cli_json j;
@@ -397,6 +444,28 @@ static int run(lac_ctx_t ctx, impute_options *o)
         cli_json_int(&j, "missing_vertices", res.missing_vertices);
         cli_json_string(&j, "precision", precisions[o->precision]);
         cli_json_string(&j, "device", cli_backend_name(ctx));
+        if (sel.curve) {
+            cli_json_object(&j, "lambda_selection");
+            cli_json_string(&j, "method", "holdout");
+            cli_json_real(&j, "fraction", o->params.select_fraction, "%.9g");
+            cli_json_int(&j, "seed", (long long)o->params.select_seed);
+            cli_json_string(&j, "held_out_unit", sel.entries ? "entries" : "vertices");
+            cli_json_int(&j, "held_out", sel.held_out);
+            cli_json_int(&j, "chosen_step", sel.chosen_step);
+            cli_json_real(&j, "chosen_scale", sel.chosen_scale, "%.9g");
+            cli_json_real(&j, "chosen_lambda_max", sel.chosen_lambda_max, "%.9g");
+            cli_json_real(&j, "holdout_rmse", sel.chosen_error, "%.9g");
+            cli_json_array(&j, "curve");
+            for (int64_t k = 0; k < sel.steps; k++) {
+                cli_json_object(&j, NULL);
+                cli_json_int(&j, "step", k + 1);
+                cli_json_real(&j, "lambda_scale", pow(o->params.decay, (double)k), "%.9g");
+                cli_json_real(&j, "holdout_rmse", sel.curve[k], "%.9g");
+                cli_json_close(&j);
+            }
+            cli_json_close(&j);
+            cli_json_close(&j);
+        }
         cli_json_end(&j);
     }
     goto done;
@@ -404,6 +473,7 @@ fail:
     rc = cli_status_error(CMD, ctx, st);
 done:
     free(log.rows);
+    free(sel.curve);
     lac_array_release(&out);
     lac_array_release(&mask);
     lac_array_release(&truth);
