@@ -27,8 +27,8 @@ FUZZ_JOBS ?= $(JOBS)
 # clang-14 + libclang-rt-14-dev (libFuzzer, ASan, UBSan runtimes) +
 # libomp-14-dev (clang's OpenMP) build the fuzzers.
 # chromium (headless) renders the --plot pictures and the report page in
-# tests/render_pictures.sh, which is skipped without it.
-DEB_PACKAGES := build-essential cmake pkg-config libopenblas-dev liblapacke-dev python3-numpy \
+# tests/render_pictures.sh, which is skipped without it. zlib1g-dev: gzip inputs.
+DEB_PACKAGES := build-essential cmake pkg-config libopenblas-dev liblapacke-dev zlib1g-dev python3-numpy \
                 clang-14 libclang-rt-14-dev libomp-14-dev chromium
 
 .PHONY: all deps build build-asan build-fuzz demo test test-cpu test-asan test-fuzz fuzz bench install python clean

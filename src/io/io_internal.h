@@ -72,9 +72,14 @@ lac_status lac_output_set_add(lac_ctx_t ctx, lac_atomic_file *af);
 int lac_temp_register(const char *path);
 void lac_temp_unregister(int slot);
 
-/* Opens a file to read: a directory is LAC_ERR_ARGUMENT ("is a directory",
- * an input error: exit 2), a file that cannot be opened LAC_ERR_IO. */
+/* Opens a file to read (input_file.c): a directory is LAC_ERR_ARGUMENT ("is
+ * a directory", an input error: exit 2), a file that cannot be opened
+ * LAC_ERR_IO. gzip data (magic 1f 8b) is decompressed, "-" is standard
+ * input, and pipes and devices are read whole, each into an unnamed
+ * temporary file: the result is always seekable, with a descriptor, and
+ * damaged gzip data is LAC_ERR_FORMAT. The _fd form gives the descriptor. */
 lac_status lac_open_input(lac_ctx_t ctx, const char *path, FILE **fp);
+lac_status lac_open_input_fd(lac_ctx_t ctx, const char *path, int *fd);
 
 /* The token rule of plain text files (text columns, vertex sets): splits a
  * line in place at whitespace and commas, a '#' ending it; *tokens (grown as

@@ -99,15 +99,13 @@ lac_status lac_npy_load(lac_ctx_t ctx, const char *path, unsigned flags, lac_arr
     lac_array a;
     memset(&a, 0, sizeof a);
 
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return lac_error(ctx, LAC_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    /* through the shared opener: a folder refused, gzip and "-" read into a
+     * temporary file, whose descriptor serves as the file's own */
+    int fd;
+    LAC_CHECK(lac_open_input_fd(ctx, path, &fd));
     struct stat sb;
     if (fstat(fd, &sb) != 0) {
         st = lac_error(ctx, LAC_ERR_IO, "cannot stat %s: %s", path, strerror(errno));
-        goto done;
-    }
-    if (S_ISDIR(sb.st_mode)) {
-        st = lac_error(ctx, LAC_ERR_ARGUMENT, "%s is a directory, not a file", path);
         goto done;
     }
     unsigned char pre[12];

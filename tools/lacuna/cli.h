@@ -64,6 +64,22 @@ typedef struct {
 void cli_ratings_input_init(cli_ratings_input *in, const char *format_help);
 lac_ratings_read_params cli_ratings_input_params(const cli_ratings_input *in);
 
+/* LIBMF's spellings (libmf.c). mf train: a table of their own beside the
+ * verb's (.tables = {..., t.options}) writing into p and *threads; after
+ * cli_parse, cli_libmf_train_apply refuses what lacuna does not do (-l1 but
+ * 0, -f but 0, --nmf, -v FOLDS), sets lambda from -l2 and *valid_path from
+ * -p or -v. mf predict: -e 0|1 (LIBMF's criterion), and LIBMF's argument
+ * order TEST MODEL OUT told apart by which file is a model. */
+typedef struct {
+    lac_mf_params *params;
+    const char *l1, *l2, *p, *v;
+    int loss, bins, disk, nmf;
+    cli_opt options[13];
+} cli_libmf_train;
+void cli_libmf_train_init(cli_libmf_train *t, lac_mf_params *p, int *threads);
+int cli_libmf_train_apply(cli_libmf_train *t, const char *cmd, const char **valid_path);
+int cli_libmf_predict_order(const char *cmd, int criterion, const char **model, const char **test);
+
 /* Progress lines on stderr, only when it is a terminal and not --quiet:
  * cli_progress overwrites the line, cli_progress_done ends it. */
 void cli_progress_enable(bool enabled);

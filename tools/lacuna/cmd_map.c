@@ -121,11 +121,22 @@ static bool is_text_path(const char *path)
     return dot && (strcasecmp(dot, ".txt") == 0 || strcasecmp(dot, ".csv") == 0 || strcasecmp(dot, ".tsv") == 0);
 }
 
+/* An input's kind by its name, a trailing .gz left out (S.txt.gz is text). */
+static bool is_text_input(const char *path)
+{
+    size_t n = strlen(path);
+    if (n < 4 || strcasecmp(path + n - 3, ".gz") != 0) return is_text_path(path);
+    char bare[4096];
+    snprintf(bare, sizeof bare, "%.*s", (int)(n - 3), path);
+    return is_text_path(bare);
+}
+
 /* .npy files are mapped (inputs may exceed memory); text is parsed as
- * text_dtype. Any failure is an input error (exit 2). */
+ * text_dtype. gzip and '-' (standard input, .npy) are read by the library.
+ * Any failure is an input error (exit 2). */
 static int load_input(lac_ctx_t ctx, const char *what, const char *path, lac_dtype text_dtype, lac_array *out)
 {
-    lac_status st = is_text_path(path) ? lac_text_load(ctx, path, text_dtype, out)
+    lac_status st = is_text_input(path) ? lac_text_load(ctx, path, text_dtype, out)
                                        : lac_npy_load(ctx, path, LAC_NPY_MMAP, out);
     if (st < 0) {
         fprintf(stderr, "lacuna %s: cannot read %s '%s': %s: %s\n", CMD, what, path, lac_status_string(st),

@@ -10,13 +10,14 @@
 int cmd_mf_predict(int argc, char **argv)
 {
     const char *cmd = "mf predict", *files[3];
-    int nfiles = 0, json = 0, threads = 0;
+    int nfiles = 0, json = 0, threads = 0, criterion = 0;
     cli_ratings_input in;
     cli_ratings_input_init(&in, "TEST's format");
     cli_opt options[] = {
         {"--threads", NULL, CLI_INT, &threads, "N", .help = "CPU threads (default: all)", CLI_IN(0, 4096)},
         {"--json", NULL, CLI_FLAG, &json, NULL,
          .help = "{\"rmse\":..., \"mae\":..., \"count\":..., \"unknown\":..., \"skipped\":...} on stdout"},
+        {"-e", NULL, CLI_INT, &criterion, "0|1", .help = "LIBMF's criterion: 0 RMSE, 1 MAE (both are printed)"},
         {0},
     };
     const cli_command command = {
@@ -24,7 +25,9 @@ int cmd_mf_predict(int argc, char **argv)
         .usage = "mf predict [options] MODEL TEST [OUT]",
         .about = "RMSE and MAE of MODEL on the ratings in TEST. OUT gets one predicted rating per\n"
                  "line, in TEST's order. Users or items the model has not seen get mu plus the\n"
-                 "biases known.\n",
+                 "biases known. LIBMF's order TEST MODEL OUT is accepted too (the model file\n"
+                 "tells which is which). '-' as TEST reads standard input, as OUT writes\n"
+                 "standard output; gzip files are read as they are.\n",
         .tables = {options, in.options},
         .args = "MODEL TEST [OUT]",
         .min_args = 2,
@@ -32,9 +35,11 @@ int cmd_mf_predict(int argc, char **argv)
     };
     int rc = cli_parse(&command, argc, argv, files, &nfiles);
     if (rc != CLI_OK) return rc == CLI_HELP ? CLI_OK : rc;
+    if ((rc = cli_libmf_predict_order(cmd, criterion, &files[0], &files[1])) != CLI_OK) return rc;
     const cli_file inputs[] = {{"MODEL", files[0]}, {"TEST", files[1]}}, outputs[] = {{"OUT", nfiles == 3 ? files[2] : NULL}};
     if ((rc = cli_check_files(cmd, inputs, 2, outputs, 1)) != CLI_OK) return rc;
     lac_ratings_read_params rp = cli_ratings_input_params(&in);
+    FILE *say = nfiles == 3 && !strcmp(files[2], "-") ? stderr : stdout;   /* OUT has stdout */
     lac_ctx_t ctx;
     rc = cli_make_context(cmd, "cpu", threads, &ctx);
     if (rc) return rc;
@@ -64,7 +69,7 @@ int cmd_mf_predict(int argc, char **argv)
         /* the message is out; OUT is as it was */
     } else if (json) {
         cli_json j;
-        cli_json_begin(&j, stdout);
+        cli_json_begin(&j, say);
         cli_json_real(&j, "rmse", rmse, "%.6g");
         cli_json_real(&j, "mae", mae, "%.6g");
         cli_json_int(&j, "count", lac_ratings_count(test));
@@ -72,9 +77,9 @@ int cmd_mf_predict(int argc, char **argv)
         cli_json_int(&j, "skipped", lac_ratings_skipped(test));
         cli_json_end(&j);
     } else {
-        printf("RMSE = %.4f, MAE = %.4f over %lld ratings", rmse, mae, (long long)lac_ratings_count(test));
-        if (unknown) printf(" (%lld with a user or item the model has not seen)", (long long)unknown);
-        printf("\n");
+        fprintf(say, "RMSE = %.4f, MAE = %.4f over %lld ratings", rmse, mae, (long long)lac_ratings_count(test));
+        if (unknown) fprintf(say, " (%lld with a user or item the model has not seen)", (long long)unknown);
+        fprintf(say, "\n");
     }
 done:
     free(pred);

@@ -40,16 +40,18 @@ int cmd_mf_train(int argc, char **argv)
     cli_ratings_input_init(&in, "the format of TRAIN and of --valid");
     int64_t seed = (int64_t)p.seed;
     int kind = LAC_MF_MODEL_PLAIN, method = (int)p.neighbours.method;
-    /* LIBMF's spellings (-k, -l2, -a, -b, -t, -v), with long ones beside them. */
+    cli_libmf_train libmf;
+    cli_libmf_train_init(&libmf, &p, &threads);
+    /* short spellings beside the long ones; LIBMF's others (and -p) in libmf's table */
     cli_opt options[] = {
         {"-k", NULL, CLI_INT, &p.k, "K", .help = "factors", CLI_IN(1, 4096), .show_default = 1},
-        {"-l2", "--l2", CLI_DOUBLE, &p.lambda, "L", .help = "L2 regularisation of the factors", .show_default = 1},
+        {"--l2", NULL, CLI_DOUBLE, &p.lambda, "L", .help = "L2 regularisation of the factors", .show_default = 1},
         {"--l2-bias", NULL, CLI_DOUBLE, &p.lambda_bias, "L", .help = "of the biases", .show_default = 1},
         {"--alpha", "-a", CLI_DOUBLE, &p.alpha, "ALPHA", .help = "initial learning rate, eq. (7)", .show_default = 1},
         {"--beta", "-b", CLI_DOUBLE, &p.beta, "BETA", .help = "learning-rate decay alpha / (1 + beta t^1.5)",
          .show_default = 1},
         {"--epochs", "-t", CLI_INT, &p.epochs, "N", .help = "at most N epochs", CLI_IN(1, 1000000), .show_default = 1},
-        {"--valid", "-v", CLI_STRING, &valid_path, "FILE",
+        {"--valid", NULL, CLI_STRING, &valid_path, "FILE",
          .help = "validation ratings: RMSE each epoch, early stop, best kept"},
         {"--patience", NULL, CLI_INT, &p.patience, "N", .help = "epochs without gain before stopping",
          CLI_IN(1, 1000000), .show_default = 1},
@@ -62,7 +64,6 @@ int cmd_mf_train(int argc, char **argv)
          .choices = methods, .show_default = 1},
         {"-K", NULL, CLI_INT, &p.neighbours.k, "K", .help = "neighbourhood model: neighbours per item", CLI_IN(1, 1024),
          .show_default = 1},
-        {"-p", NULL, CLI_INT, &p.neighbours.p, "P", .help = "LSH codes per bucket key", CLI_IN(1, 64), .show_default = 1},
         {"-q", NULL, CLI_INT, &p.neighbours.q, "Q", .help = "LSH bucket keys per item", CLI_IN(1, 100000),
          .show_default = 1},
         {"--deterministic", NULL, CLI_FLAG, &p.deterministic, NULL,
@@ -85,15 +86,26 @@ int cmd_mf_train(int argc, char **argv)
     };
     const cli_command command = {
         .name = cmd,
-        .usage = "mf train [options] TRAIN MODEL",
-        .about = "Fits a factor model to the ratings in TRAIN by SGD and writes it to MODEL.\n",
-        .tables = {options, in.options},
-        .args = "TRAIN MODEL",
-        .min_args = 2,
+        .usage = "mf train [options] TRAIN [MODEL]",
+        .about = "Fits a factor model to the ratings in TRAIN by SGD and writes it to MODEL\n"
+                 "(default: TRAIN's file name + .model, as LIBMF's mf-train). '-' as TRAIN or\n"
+                 "--valid reads standard input; gzip files are read as they are.\n",
+        .tables = {options, in.options, libmf.options},
+        .args = "TRAIN [MODEL]",
+        .min_args = 1,
         .max_args = 2,
     };
-    int rc = cli_parse(&command, argc, argv, files, NULL);
+    int nfiles = 0;
+    char default_model[4096];
+    int rc = cli_parse(&command, argc, argv, files, &nfiles);
     if (rc != CLI_OK) return rc == CLI_HELP ? CLI_OK : rc;
+    if ((rc = cli_libmf_train_apply(&libmf, cmd, &valid_path)) != CLI_OK) return rc;
+    if (nfiles == 1) {   /* LIBMF's default model name, in the working folder */
+        const char *base = strrchr(files[0], '/') ? strrchr(files[0], '/') + 1 : files[0];
+        if (!strcmp(files[0], "-") || !*base) return cli_usage_error(cmd, "give MODEL when TRAIN is '%s'", files[0]);
+        snprintf(default_model, sizeof default_model, "%s.model", base);
+        files[1] = default_model;
+    }
     if (ck.resume && !ck.path) return cli_usage_error(cmd, "--resume needs --checkpoint FILE");
     if (ck.path && !strcmp(ck.path, "-")) return cli_usage_error(cmd, "--checkpoint must name a file, not -");
     const cli_file inputs[] = {{"TRAIN", files[0]}, {"--valid", valid_path}},

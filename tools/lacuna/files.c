@@ -70,6 +70,11 @@ int cli_check_files(const char *cmd, const cli_file *inputs, int num_inputs, con
     identity in[CLI_MAX_FILES], out[CLI_MAX_FILES];
     if (num_inputs > CLI_MAX_FILES || num_outputs > CLI_MAX_FILES)
         return cli_usage_error(cmd, "more than %d files", CLI_MAX_FILES);
+    for (int i = 0; i < num_inputs; i++)   /* '-' is standard input, which can be read once */
+        for (int j = 0; j < i; j++)
+            if (inputs[i].path && inputs[j].path && !strcmp(inputs[i].path, "-") && !strcmp(inputs[j].path, "-"))
+                return cli_usage_error(cmd, "%s and %s are both '-': only one input can be standard input",
+                                       inputs[j].role, inputs[i].role);
     for (int i = 0; i < num_inputs; i++) {
         struct stat sb;
         if (named(&inputs[i]) && stat(inputs[i].path, &sb) == 0 && S_ISDIR(sb.st_mode))
