@@ -23,7 +23,6 @@
 
 #define CK_MAGIC "LACUNACK"
 #define CK_VERSION 1u
-#define CK_KIND_PLAIN 0   /* r = mu + b_i + bhat_j + u_i . v_j */
 
 typedef struct {
     int32_t kind, k;
@@ -84,7 +83,7 @@ static ck_header header_of(const lac_mf_run *run)
     const lac_mf_params *p = run->params;
     ck_header h;
     memset(&h, 0, sizeof h);
-    h.kind = CK_KIND_PLAIN;
+    h.kind = (int32_t)p->model;   /* lac_mf_model_kind: a checkpoint of one kind never resumes another */
     h.k = p->k;
     h.num_users = run->data->num_users;
     h.num_items = run->data->num_items;
