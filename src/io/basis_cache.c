@@ -1,6 +1,7 @@
 /* The graph Fourier basis cache file (io/basis_cache.h): validated on read
  * against the graph and precision it must belong to, written atomically. */
 #include "io/basis_cache.h"
+#include "core/hash.h"
 #include "io/io_internal.h"
 
 #include <errno.h>
@@ -32,21 +33,6 @@ static uint64_t get_u64(const unsigned char *p)
     return v;
 }
 
-/* A fast 64-bit checksum over whole words (and the tail bytes). */
-static uint64_t checksum_update(uint64_t h, const void *data, size_t bytes)
-{
-    const unsigned char *p = data;
-    size_t words = bytes / 8;
-    for (size_t i = 0; i < words; i++) {
-        uint64_t w;
-        memcpy(&w, p + 8 * i, 8);
-        h = (h ^ w) * 0x100000001B3ull;
-        h ^= h >> 29;
-    }
-    for (size_t i = words * 8; i < bytes; i++) h = (h ^ p[i]) * 0x100000001B3ull;
-    return h;
-}
-
 lac_status lac_basis_cache_replaceable(lac_ctx_t ctx, const char *path)
 {
     struct stat sb;
@@ -71,8 +57,8 @@ lac_status lac_basis_cache_write(lac_ctx_t ctx, const char *path, const lac_basi
     put_u64(header + 8, (uint64_t)key->n);
     put_u64(header + 16, (uint64_t)esize);
     put_u64(header + 24, key->fingerprint);
-    uint64_t sum = checksum_update(0xcbf29ce484222325ull, eigenvalues, val_bytes);
-    put_u64(header + 32, checksum_update(sum, vectors, vec_bytes));
+    uint64_t sum = lac_hash_words(LAC_HASH_SEED, eigenvalues, val_bytes);
+    put_u64(header + 32, lac_hash_words(sum, vectors, vec_bytes));
 
     lac_atomic_file af;
     LAC_CHECK(lac_atomic_open(ctx, path, &af));
@@ -141,8 +127,8 @@ lac_status lac_basis_cache_read(lac_ctx_t ctx, const char *path, const lac_basis
         st = lac_error(ctx, LAC_ERR_IO, "reading %s failed", path);
         goto done;
     }
-    uint64_t sum = checksum_update(0xcbf29ce484222325ull, values, val_bytes);
-    if (checksum_update(sum, basis, vec_bytes) != get_u64(header + 32)) {
+    uint64_t sum = lac_hash_words(LAC_HASH_SEED, values, val_bytes);
+    if (lac_hash_words(sum, basis, vec_bytes) != get_u64(header + 32)) {
         st = lac_error(ctx, LAC_ERR_FORMAT, "%s is damaged (checksum mismatch)", path);
         goto done;
     }

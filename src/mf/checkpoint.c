@@ -14,6 +14,7 @@
  * the run fails later). */
 #include "mf/checkpoint.h"
 #include "io/io_internal.h"
+#include "core/hash.h"
 
 #include <errno.h>
 #include <math.h>
@@ -35,47 +36,22 @@ typedef struct {
     double best, last_train, last_valid, seconds;
 } ck_header;
 
-/* A fast 64-bit hash over whole words and the tail bytes. */
-static uint64_t hash_update(uint64_t h, const void *data, size_t bytes)
-{
-    const unsigned char *p = data;
-    size_t words = bytes / 8;
-    for (size_t i = 0; i < words; i++) {
-        uint64_t w;
-        memcpy(&w, p + 8 * i, 8);
-        h = (h ^ w) * 0x100000001B3ull;
-        h ^= h >> 29;
-    }
-    for (size_t i = words * 8; i < bytes; i++) h = (h ^ p[i]) * 0x100000001B3ull;
-    return h;
-}
-#define HASH_SEED 0xcbf29ce484222325ull
-
-/* The file's checksum, FNV-1a 64 over bytes: the same however the bytes
- * are cut into writes. */
-static uint64_t fnv_update(uint64_t h, const void *data, size_t n)
-{
-    const unsigned char *p = data;
-    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ull;
-    return h;
-}
-
 static uint64_t data_hash(const lac_mf_run *run)
 {
     const lac_mf_data *d = run->data;
-    uint64_t h = hash_update(HASH_SEED, d->row_start, ((size_t)d->num_users + 1) * sizeof *d->row_start);
-    h = hash_update(h, d->col, (size_t)d->nnz * sizeof *d->col);
-    h = hash_update(h, d->val, (size_t)d->nnz * sizeof *d->val);
-    h = hash_update(h, run->model->users.arena, (size_t)run->model->users.arena_len);
-    return hash_update(h, run->model->items.arena, (size_t)run->model->items.arena_len);
+    uint64_t h = lac_hash_words(LAC_HASH_SEED, d->row_start, ((size_t)d->num_users + 1) * sizeof *d->row_start);
+    h = lac_hash_words(h, d->col, (size_t)d->nnz * sizeof *d->col);
+    h = lac_hash_words(h, d->val, (size_t)d->nnz * sizeof *d->val);
+    h = lac_hash_words(h, run->model->users.arena, (size_t)run->model->users.arena_len);
+    return lac_hash_words(h, run->model->items.arena, (size_t)run->model->items.arena_len);
 }
 
 static uint64_t valid_hash(const lac_mf_eval *v)
 {
     if (!v) return 0;
-    uint64_t h = hash_update(HASH_SEED, v->user, (size_t)v->count * sizeof *v->user);
-    h = hash_update(h, v->item, (size_t)v->count * sizeof *v->item);
-    return hash_update(h, v->val, (size_t)v->count * sizeof *v->val);
+    uint64_t h = lac_hash_words(LAC_HASH_SEED, v->user, (size_t)v->count * sizeof *v->user);
+    h = lac_hash_words(h, v->item, (size_t)v->count * sizeof *v->item);
+    return lac_hash_words(h, v->val, (size_t)v->count * sizeof *v->val);
 }
 
 static ck_header header_of(const lac_mf_run *run)
@@ -148,7 +124,7 @@ typedef struct {
 static void put(ck_writer *w, const void *data, size_t n)
 {
     if (!w->ok || n == 0) return;
-    w->h = fnv_update(w->h, data, n);
+    w->h = lac_fnv1a64(w->h, data, n);
     w->ok = fwrite(data, 1, n, w->fp) == n;
 }
 
@@ -178,7 +154,7 @@ lac_status lac_mf_checkpoint_save(lac_ctx_t ctx, const char *path, const lac_mf_
 
     lac_atomic_file af;
     LAC_CHECK(lac_atomic_open(ctx, path, &af));
-    ck_writer w = {af.fp, HASH_SEED, 1};
+    ck_writer w = {af.fp, LAC_HASH_SEED, 1};
     uint32_t version = CK_VERSION, header_bytes = (uint32_t)sizeof h;
     put(&w, CK_MAGIC, 8);
     put(&w, &version, 4);
@@ -320,7 +296,7 @@ lac_status lac_mf_checkpoint_read(lac_ctx_t ctx, const char *path, const lac_mf_
         goto fail;
     }
     memcpy(&stored, buf + size - 8, 8);
-    if (fnv_update(HASH_SEED, buf, (size_t)size - 8) != stored) {
+    if (lac_fnv1a64(LAC_HASH_SEED, buf, (size_t)size - 8) != stored) {
         st = lac_error(ctx, LAC_ERR_FORMAT, "%s: checksum mismatch (the checkpoint is corrupted or truncated)", path);
         goto fail;
     }
