@@ -448,6 +448,38 @@ TEST(lists_do_not_depend_on_threads)
     lac_ratings_destroy(&r);
 }
 
+TEST(items_without_ratings)
+{
+    /* the generator names every item, drawn or not: long runs of items
+     * without ratings (as a split's training part has) */
+    lac_mf_gen_params g = lac_mf_gen_params_default();
+    g.users = 40;
+    g.items = 3000;
+    g.ratings = 400;
+    lac_ratings_t r = NULL;
+    CHECK_OK(ctx, lac_mf_generate(ctx, &g, &r));
+    for (int m = 0; r && m <= LAC_MF_NBR_SIMLSH_CENTRED; m++) {
+        lac_mf_nbr_params p = lac_mf_nbr_params_default();
+        p.method = (lac_mf_nbr_method)m;
+        p.k = 5;
+        p.q = 4;
+        int32_t *l = lists_of(ctx2, &p, r);
+        for (int64_t j = 0; l && j < 3000; j++)
+            for (int x = 0; x < 5; x++) {
+                int32_t v = l[j * 5 + x];
+                int dup = 0;
+                for (int y = 0; y < x; y++) dup |= l[j * 5 + y] == v;
+                if (v < 0 || v >= 3000 || v == j || dup) {
+                    HARNESS_FAIL("%s: item %lld has neighbour %d", lac_mf_nbr_method_name(p.method), (long long)j, v);
+                    j = 3000;
+                    break;
+                }
+            }
+        free(l);
+    }
+    lac_ratings_destroy(&r);
+}
+
 TEST(parameter_checks_and_names)
 {
     lac_mf_nbr_params p = lac_mf_nbr_params_default();
@@ -491,6 +523,7 @@ int main(void)
     RUN(random_neighbours_are_distinct_and_seeded);
     RUN(recall_on_planted_clusters);
     RUN(lists_do_not_depend_on_threads);
+    RUN(items_without_ratings);
     RUN(parameter_checks_and_names);
     lac_ctx_destroy(&ctx);
     lac_ctx_destroy(&ctx2);

@@ -181,7 +181,8 @@ static void user_rows(const lac_mf_nbr_params *p, int64_t num_users, int64_t c0,
 }
 
 /* A run of whole items (ratings contiguous in item-major order) summed by
- * lac_map calls of at most UNIT_RATINGS rows each. */
+ * lac_map calls of at most UNIT_RATINGS rows each; at most UNIT_RATINGS items
+ * (items without ratings take no rows). */
 typedef struct {
     int64_t item_lo, item_hi;
 } unit;
@@ -204,7 +205,7 @@ static lac_status code_sums(lac_ctx_t ctx, const lac_mf_nbr_params *p, const lac
     }
     for (int64_t j = 0; j < ni;) {
         int64_t hi = j + 1;
-        while (hi < ni && d->item_start[hi + 1] - d->item_start[j] <= UNIT_RATINGS) hi++;
+        while (hi < ni && hi - j < UNIT_RATINGS && d->item_start[hi + 1] - d->item_start[j] <= UNIT_RATINGS) hi++;
         units[nunits++] = (unit){j, hi};
         j = hi;
     }
@@ -288,8 +289,8 @@ static void bucket_keys(const lac_mf_nbr_params *p, int64_t ni, const float *cod
                 uint64_t code = 0;
                 if (bitsm)
                     for (int g = 0; g < per; g++) code |= (uint64_t)(c[x * per + g] >= 0.0f) << g;   /* Upsilon */
-                else
-                    code = (uint64_t)c[x];
+                else   /* an item without ratings keeps +inf */
+                    code = c[x] < 16777216.0f ? (uint64_t)c[x] : 0xFFFFFFFFull;
                 key = lac_mix64(key ^ (code + ((uint64_t)x << 40)));
             }
             keys[t * ni + j] = key;
