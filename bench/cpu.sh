@@ -28,5 +28,8 @@ echo
 echo "== mf: a fifth of the MovieLens-10M shape, k = 32, 30 epochs, with the serial-loop peer"
 "$bench/mf_bench" --shape ml10m --scale 0.2 -k 32 --epochs 30 --threads "$threads" --figures "$figures"
 echo
+echo "== mf neighbours: a fifth of the MovieLens-10M shape, K = 32 (simLSH p = 3, q = 100), the neighbourhood model beside plain MF"
+"$bench/nbr_bench" --shape ml10m --scale 0.2 --epochs 60 --threads "$threads" --figures "$figures"
+echo
 "$build/lacuna" report "$figures" -o "$report"
 echo "== the report: $report (figures in $figures)"
