@@ -72,6 +72,8 @@ static void canonicalize_group(lac_ctx_t ctx, lac_dtype precision, int64_t n, vo
         int64_t p = -1;
         for (int64_t i = 0; i < n && p < 0; i++)
             if (!picked[i] && norms[i] >= top * (1 - 2 * tie)) p = i;
+        for (int64_t i = 0; i < n && p < 0; i++)   /* NaN norms (a damaged cache) match nothing: the first left */
+            if (!picked[i]) p = i;
         picked[p] = 1;
         double *rj = r + j * d;
         memcpy(rj, a + p * d, (size_t)d * sizeof *rj);
