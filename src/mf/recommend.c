@@ -1,5 +1,6 @@
 /* Top-N recommendation: every item scored for a user, the items rated in
  * training left out, the n best kept in a small heap (ties: lower index). */
+#include "core/topk.h"
 #include "mf/mf_internal.h"
 
 #include <omp.h>
@@ -14,32 +15,7 @@ typedef struct {
 /* a before b in the final order: higher score, then lower index */
 static int better(scored a, scored b) { return a.score > b.score || (a.score == b.score && a.item < b.item); }
 
-/* Min-heap on "better": the root is the worst kept item. */
-static void sift_down(scored *h, int64_t n, int64_t i)
-{
-    for (;;) {
-        int64_t l = 2 * i + 1, r = l + 1, w = i;
-        if (l < n && better(h[w], h[l])) w = l;
-        if (r < n && better(h[w], h[r])) w = r;
-        if (w == i) return;
-        scored t = h[i];
-        h[i] = h[w];
-        h[w] = t;
-        i = w;
-    }
-}
-
-static void sift_up(scored *h, int64_t i)
-{
-    while (i > 0) {
-        int64_t parent = (i - 1) / 2;
-        if (!better(h[parent], h[i])) return;
-        scored t = h[i];
-        h[i] = h[parent];
-        h[parent] = t;
-        i = parent;
-    }
-}
+LAC_TOPK_DEFINE(top, scored, better)
 
 lac_status lac_mf_recommend(lac_ctx_t ctx, lac_mf_model_t m, int64_t num_users, const int64_t *users, int64_t n,
                             int64_t *items, float *scores)
@@ -66,22 +42,9 @@ lac_status lac_mf_recommend(lac_ctx_t ctx, lac_mf_model_t m, int64_t num_users, 
         for (int64_t j = 0; j < m->num_items && keep > 0; j++) {
             while (next < nrated && rated[next] < j) next++;
             if (next < nrated && rated[next] == j) continue;   /* rated in training */
-            scored s = {lac_mf_score(m, u, j), j};
-            if (size < keep) {
-                h[size] = s;
-                sift_up(h, size++);
-            } else if (better(s, h[0])) {
-                h[0] = s;
-                sift_down(h, size, 0);
-            }
+            top_offer(h, &size, keep, (scored){lac_mf_score(m, u, j), j});
         }
-        /* heap sort: repeatedly move the worst to the end */
-        for (int64_t end = size - 1; end > 0; end--) {
-            scored t = h[0];
-            h[0] = h[end];
-            h[end] = t;
-            sift_down(h, end, 0);
-        }
+        top_sort(h, size);
         for (int64_t r = 0; r < n; r++) {
             items[i * n + r] = r < size ? h[r].item : -1;
             if (scores) scores[i * n + r] = r < size ? h[r].score : 0.0f;

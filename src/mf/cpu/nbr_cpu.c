@@ -9,6 +9,7 @@
  *    the same for any thread count.
  *  - buckets: each table's items sorted by key; for each item the members of
  *    its buckets counted in a dense per-thread array. */
+#include "core/topk.h"
 #include "mf/nbr_backend.h"
 
 #include <math.h>
@@ -26,39 +27,7 @@ typedef struct {
 /* a before b: higher S, then lower index */
 static inline int better(scored a, scored b) { return a.s > b.s || (a.s == b.s && a.item < b.item); }
 
-/* Min-heap on "better" (root: the worst kept). */
-static void heap_down(scored *h, int n, int i)
-{
-    for (;;) {
-        int l = 2 * i + 1, r = l + 1, w = i;
-        if (l < n && better(h[w], h[l])) w = l;
-        if (r < n && better(h[w], h[r])) w = r;
-        if (w == i) return;
-        scored t = h[i];
-        h[i] = h[w];
-        h[w] = t;
-        i = w;
-    }
-}
-
-static inline void heap_offer(scored *h, int *n, int k, scored x)
-{
-    if (*n < k) {
-        int i = (*n)++;
-        h[i] = x;
-        while (i > 0) {
-            int parent = (i - 1) / 2;
-            if (!better(h[parent], h[i])) break;
-            scored t = h[i];
-            h[i] = h[parent];
-            h[parent] = t;
-            i = parent;
-        }
-    } else if (better(x, h[0])) {
-        h[0] = x;
-        heap_down(h, k, 0);
-    }
-}
+LAC_TOPK_DEFINE(top, scored, better)
 
 static int cmp_scored(const void *a, const void *b)
 {
@@ -72,7 +41,7 @@ typedef struct {
 
 /* Pairs (j1, j2 > j1) for j1 in [lo, hi): sums, scores, offers to both heaps. */
 static void gsm_block(const lac_nbr_data *d, double shrink, int k, int64_t lo, int64_t hi, cosums *acc, scored *heaps,
-                      int *sizes)
+                      int64_t *sizes)
 {
     int64_t ni = d->num_items;
     int64_t width = ni - lo;   /* columns j2 in [lo, ni) */
@@ -107,8 +76,8 @@ static void gsm_block(const lac_nbr_data *d, double shrink, int k, int64_t lo, i
             const cosums *c = row + (j2 - lo);
             if (c->n == 0.0) continue;
             double s = lac_nbr_shrunk_pearson(c->n, c->sx, c->sy, c->sxx, c->syy, c->sxy, shrink);
-            heap_offer(heaps + j1 * k, sizes + j1, k, (scored){s, (int32_t)j2});
-            heap_offer(heaps + j2 * k, sizes + j2, k, (scored){s, (int32_t)j1});
+            top_offer(heaps + j1 * k, sizes + j1, k, (scored){s, (int32_t)j2});
+            top_offer(heaps + j2 * k, sizes + j2, k, (scored){s, (int32_t)j1});
         }
     }
 }
@@ -160,7 +129,7 @@ static lac_status cpu_gsm_topk(lac_ctx_t ctx, lac_nbr_call *call, int32_t *out)
     size_t heap_bytes = (size_t)threads * (size_t)ni * (size_t)k * sizeof(scored);
     size_t acc_bytes = (size_t)threads * (size_t)block * (size_t)ni * sizeof(cosums);
     scored *heaps = lac_malloc(ctx, heap_bytes ? heap_bytes : 1);
-    int *sizes = lac_calloc(ctx, (size_t)threads * (size_t)ni + 1, sizeof *sizes);
+    int64_t *sizes = lac_calloc(ctx, (size_t)threads * (size_t)ni + 1, sizeof *sizes);
     cosums *acc = lac_malloc(ctx, acc_bytes ? acc_bytes : 1);
     if (!heaps || !sizes || !acc) {
         free(heaps);
@@ -173,7 +142,7 @@ static lac_status cpu_gsm_topk(lac_ctx_t ctx, lac_nbr_call *call, int32_t *out)
     {
         int t = omp_get_thread_num();
         scored *h = heaps + (size_t)t * (size_t)ni * (size_t)k;
-        int *sz = sizes + (size_t)t * (size_t)ni;
+        int64_t *sz = sizes + (size_t)t * (size_t)ni;
         cosums *a = acc + (size_t)t * (size_t)block * (size_t)ni;
         /* blocks of the first items have the widest rows: hand them out first */
 #pragma omp for schedule(dynamic, 1)
@@ -197,7 +166,7 @@ static lac_status cpu_gsm_topk(lac_ctx_t ctx, lac_nbr_call *call, int32_t *out)
             if (!cand || !mark) continue;
             int nc = 0;
             for (int t = 0; t < threads; t++) {
-                int n = sizes[(size_t)t * (size_t)ni + (size_t)j];
+                int n = (int)sizes[(size_t)t * (size_t)ni + (size_t)j];
                 memcpy(cand + nc, heaps + ((size_t)t * (size_t)ni + (size_t)j) * (size_t)k, (size_t)n * sizeof *cand);
                 nc += n;
             }
