@@ -49,6 +49,13 @@ for e in 2 $((stopped - 2)) $((stopped - 1)) $stopped; do
     "cmp -s vstraight.bin vresumed.bin && [ \"\${rv%%\"seconds\"*}\" = \"\${sv%%\"seconds\"*}\" ]"
 done
 
+# --- the neighbourhood model: W, C and the neighbour lists carry over -------
+N="$O -k 8 --model neighbourhood"
+"$tool" mf train $N -K 10 --epochs 8 train.txt nstraight.bin
+"$tool" mf train $N -K 10 --epochs 4 --checkpoint n.ck train.txt x.bin
+"$tool" mf train $N -K 10 --epochs 8 --checkpoint n.ck --resume train.txt nresumed.bin
+check "neighbourhood model: 4 + 4 resumed = 8 straight, bit for bit" "cmp -s nstraight.bin nresumed.bin"
+
 # --- a checkpoint that does not fit this run: exit 2, named -----------------
 refused() {   # refused NAME PATTERN ARGS...: exit 2 with PATTERN on stderr
   local name=$1 pattern=$2; shift 2
@@ -64,6 +71,8 @@ sed 's/^1 /one /' train.txt > renamed.txt
 refused "one user renamed" "written for other training ratings" mf train $O $K --epochs 10 --checkpoint c.ck --resume renamed.txt m.bin
 refused "another k" "written with k 8, this run has 9" mf train $O -k 9 --epochs 10 --checkpoint c.ck --resume train.txt m.bin
 refused "another k, larger" "written with k 8, this run has 64" mf train $O -k 64 --epochs 10 --checkpoint c.ck --resume train.txt m.bin
+refused "the plain model's checkpoint, the neighbourhood model" "holds the plain model, this run trains the neighbourhood one" mf train $O $K --model neighbourhood --epochs 10 --checkpoint c.ck --resume train.txt m.bin
+refused "another K" "written with K (neighbours) 10, this run has 12" mf train $N -K 12 --epochs 8 --checkpoint n.ck --resume train.txt m.bin
 refused "another seed" "written with seed 1, this run has 4" mf train $O $K --seed 4 --epochs 10 --checkpoint c.ck --resume train.txt m.bin
 refused "another lambda" "written with lambda 0.03" mf train $O $K --l2 0.5 --epochs 10 --checkpoint c.ck --resume train.txt m.bin
 refused "validation added" "written without validation ratings" mf train $O $K -v valid.txt --epochs 10 --checkpoint c.ck --resume train.txt m.bin

@@ -919,8 +919,9 @@ LAC_API lac_status lac_mf_train(lac_ctx_t ctx, const lac_mf_params *params, lac_
 /* Checkpoints of a long training, for lac_mf_train_checkpointed. Every
  * `every` epochs and after the last one, the file at path is replaced
  * atomically (at once, not with an output set: it is worth keeping when a
- * later step fails) by the training's state: the model kind, the factors,
- * the kept epoch's factors, the epoch reached, the early-stopping state, the
+ * later step fails) by the training's state: the model kind, the factors
+ * (and the neighbourhood model's W, C and neighbour lists), the kept epoch's,
+ * the epoch reached, the early-stopping state, the
  * parameters and fingerprints of the training and validation ratings (the
  * learning rate and every random draw are functions of the parameters, the
  * seed and the epoch). It is not a model file. An existing file that is not

@@ -2,8 +2,9 @@
  * format, holding what a training needs to go on:
  *
  *   magic "LACUNACK" | u32 version | u32 header bytes | header |
- *   P | Q | user_bias | item_bias | [the kept epoch's P | Q | biases] |
- *   u64 checksum of everything before it
+ *   [S^K(j): num_items x K int32, the neighbourhood model] |
+ *   P | Q | user_bias | item_bias | [W | C] |
+ *   [the kept epoch's P | Q | biases | W | C] | u64 checksum of all before it
  *
  * The header holds the model kind, the parameters, the epoch loop's progress
  * (lac_mf_progress) and fingerprints of the training data (ratings and id
@@ -23,7 +24,7 @@
 #include <sys/stat.h>
 
 #define CK_MAGIC "LACUNACK"
-#define CK_VERSION 1u
+#define CK_VERSION 2u
 
 typedef struct {
     int32_t kind, k;
@@ -33,6 +34,10 @@ typedef struct {
     int32_t use_bias, deterministic, patience, threads;
     uint64_t seed;
     int32_t epoch, best_epoch, since_best, has_kept;
+    /* the neighbourhood model (nbr_k 0 for the plain one) */
+    int32_t nbr_k, nbr_method, nbr_p, nbr_q, nbr_bits, nbr_psi;
+    double nbr_shrink, rates[6], lambdas[6], beta_groups;
+    uint64_t nbr_seed;
     double best, last_train, last_valid, seconds;
 } ck_header;
 
@@ -77,6 +82,22 @@ static ck_header header_of(const lac_mf_run *run)
     h.patience = p->patience;
     h.threads = run->threads;
     h.seed = p->seed;
+    if (p->model == LAC_MF_MODEL_NEIGHBOURHOOD) {
+        const lac_mf_groups *g[2] = {&p->rates, &p->lambdas};
+        h.nbr_k = run->model->nbr_k;
+        h.nbr_method = (int32_t)p->neighbours.method;
+        h.nbr_p = p->neighbours.p;
+        h.nbr_q = p->neighbours.q;
+        h.nbr_bits = p->neighbours.bits;
+        h.nbr_psi = p->neighbours.psi_power;
+        h.nbr_shrink = p->neighbours.shrink;
+        h.nbr_seed = p->neighbours.seed;
+        for (int i = 0; i < 2; i++) {
+            double *to = i ? h.lambdas : h.rates;
+            to[0] = g[i]->b, to[1] = g[i]->bhat, to[2] = g[i]->u, to[3] = g[i]->v, to[4] = g[i]->w, to[5] = g[i]->c;
+        }
+        h.beta_groups = p->beta_groups;
+    }
     return h;
 }
 
@@ -98,19 +119,25 @@ void lac_mf_checkpoint_scratch_free(lac_mf_factors *f)
     free(f->Q);
     free(f->user_bias);
     free(f->item_bias);
+    free(f->W);
+    free(f->C);
     memset(f, 0, sizeof *f);
 }
 
-/* Host arrays shaped like the model's (rows padded to its stride). */
+/* Host arrays shaped like the model's (rows padded to its stride; W and C
+ * for the neighbourhood model). */
 static lac_status factors_alloc(lac_ctx_t ctx, lac_mf_model_t m, lac_mf_factors *f)
 {
     *f = lac_mf_model_factors(m);
     size_t pu = (size_t)m->num_users * (size_t)m->stride, qi = (size_t)m->num_items * (size_t)m->stride;
+    size_t nk = (size_t)m->num_items * (size_t)m->nbr_k;
     f->P = lac_calloc(ctx, pu + 1, sizeof(float));
     f->Q = lac_calloc(ctx, qi + 1, sizeof(float));
     f->user_bias = lac_calloc(ctx, (size_t)m->num_users + 1, sizeof(float));
     f->item_bias = lac_calloc(ctx, (size_t)m->num_items + 1, sizeof(float));
-    if (f->P && f->Q && f->user_bias && f->item_bias) return LAC_SUCCESS;
+    f->W = m->nbr_k ? lac_calloc(ctx, nk + 1, sizeof(float)) : NULL;
+    f->C = m->nbr_k ? lac_calloc(ctx, nk + 1, sizeof(float)) : NULL;
+    if (f->P && f->Q && f->user_bias && f->item_bias && (!m->nbr_k || (f->W && f->C))) return LAC_SUCCESS;
     lac_mf_checkpoint_scratch_free(f);
     return LAC_ERR_OUT_OF_MEMORY;
 }
@@ -134,6 +161,8 @@ static void put_factors(ck_writer *w, const lac_mf_factors *f)
     for (int64_t j = 0; j < f->num_items; j++) put(w, f->Q + j * f->stride, (size_t)f->k * 4);
     put(w, f->user_bias, (size_t)f->num_users * 4);
     put(w, f->item_bias, (size_t)f->num_items * 4);
+    put(w, f->W, (size_t)f->num_items * (size_t)f->nbr_k * 4);
+    put(w, f->C, (size_t)f->num_items * (size_t)f->nbr_k * 4);
 }
 
 lac_status lac_mf_checkpoint_save(lac_ctx_t ctx, const char *path, const lac_mf_run *run,
@@ -160,6 +189,7 @@ lac_status lac_mf_checkpoint_save(lac_ctx_t ctx, const char *path, const lac_mf_
     put(&w, &version, 4);
     put(&w, &header_bytes, 4);
     put(&w, &h, sizeof h);
+    put(&w, run->model->nbr, (size_t)run->model->num_items * (size_t)run->model->nbr_k * 4);
     lac_status st = be->get(ctx, state, 0, scratch);
     if (st == LAC_SUCCESS) put_factors(&w, scratch);
     if (st == LAC_SUCCESS && h.has_kept && (st = be->get(ctx, state, 1, scratch)) == LAC_SUCCESS)
@@ -190,7 +220,11 @@ static const char *mismatch(const ck_header *f, const ck_header *r, char *buf, s
         snprintf(buf, n, "was written with %s " fmt ", this run has " fmt, name, (cast)f->field, (cast)r->field); \
         return buf;                                                                                     \
     }
-    DIFF(kind, "model kind", "%d", int);
+    if (f->kind != r->kind) {
+        snprintf(buf, n, "holds the %s model, this run trains the %s one", f->kind ? "neighbourhood" : "plain",
+                 r->kind ? "neighbourhood" : "plain");
+        return buf;
+    }
     DIFF(k, "k", "%d", int);
     if (f->nnz != r->nnz || f->num_users != r->num_users || f->num_items != r->num_items || f->data_hash != r->data_hash) {
         snprintf(buf, n, "was written for other training ratings (%lld ratings of %lld users and %lld items, "
@@ -217,6 +251,20 @@ static const char *mismatch(const ck_header *f, const ck_header *r, char *buf, s
     DIFF(patience, "patience", "%d", int);
     DIFF(deterministic, "deterministic", "%d", int);
     DIFF(seed, "seed", "%llu", unsigned long long);
+    DIFF(nbr_k, "K (neighbours)", "%d", int);
+    DIFF(nbr_method, "neighbour method", "%d", int);
+    DIFF(nbr_p, "LSH p", "%d", int);
+    DIFF(nbr_q, "LSH q", "%d", int);
+    DIFF(nbr_bits, "LSH bits", "%d", int);
+    DIFF(nbr_psi, "psi power", "%d", int);
+    DIFF(nbr_shrink, "GSM shrink", "%g", double);
+    DIFF(nbr_seed, "neighbour seed", "%llu", unsigned long long);
+    DIFF(beta_groups, "beta_groups", "%g", double);
+    static const char *const group[6] = {"b", "bhat", "u", "v", "w", "c"};
+    for (int i = 0; i < 6; i++) {
+        DIFF(rates[i], group[i], "rate %g", double);
+        DIFF(lambdas[i], group[i], "lambda %g", double);
+    }
 #undef DIFF
     return NULL;
 }
@@ -229,10 +277,19 @@ static void get_factors(const unsigned char **p, lac_mf_factors *f)
     *p += (size_t)f->num_users * 4;
     memcpy(f->item_bias, *p, (size_t)f->num_items * 4);
     *p += (size_t)f->num_items * 4;
+    size_t nk = (size_t)f->num_items * (size_t)f->nbr_k * 4;
+    if (nk) memcpy(f->W, *p, nk);
+    *p += nk;
+    if (nk) memcpy(f->C, *p, nk);
+    *p += nk;
 }
 
-/* Bytes of one set of factors of k for users and items, as stored. */
-static double factors_bytes(double k, double users, double items) { return 4.0 * (k + 1.0) * (users + items); }
+/* Bytes of one set of factors of k for users and items, as stored, with W
+ * and C of K neighbours an item. */
+static double factors_bytes(double k, double users, double items, double nbr_k)
+{
+    return 4.0 * (k + 1.0) * (users + items) + 8.0 * items * nbr_k;
+}
 
 lac_status lac_mf_checkpoint_read(lac_ctx_t ctx, const char *path, const lac_mf_run *run, lac_mf_checkpoint *out)
 {
@@ -270,15 +327,18 @@ lac_status lac_mf_checkpoint_read(lac_ctx_t ctx, const char *path, const lac_mf_
     }
     /* the sizes the header promises must add up to the file's size */
     if (h.k < 1 || h.k > 4096 || h.num_users < 0 || h.num_items < 0 || h.num_users > INT32_MAX ||
-        h.num_items > INT32_MAX || h.epoch < 0 || h.best_epoch < 0 || h.best_epoch > h.epoch || h.since_best < 0 ||
-        (double)size != (double)fixed + (h.has_kept ? 2.0 : 1.0) * factors_bytes(h.k, (double)h.num_users,
-                                                                                 (double)h.num_items)) {
+        h.num_items > INT32_MAX || h.nbr_k < 0 || h.nbr_k > 4096 || h.epoch < 0 || h.best_epoch < 0 ||
+        h.best_epoch > h.epoch || h.since_best < 0 ||
+        (double)size != (double)fixed + 4.0 * (double)h.num_items * h.nbr_k +
+                            (h.has_kept ? 2.0 : 1.0) * factors_bytes(h.k, (double)h.num_users, (double)h.num_items,
+                                                                     h.nbr_k)) {
         fclose(fp);
         return lac_error(ctx, LAC_ERR_FORMAT, "%s: %ld bytes where the checkpoint header describes others "
                          "(truncated or corrupted)", path, size);
     }
     /* the shape is checked before the body is read: a mismatch costs nothing */
-    if (h.kind != want.kind || h.k != want.k || h.num_users != want.num_users || h.num_items != want.num_items) {
+    if (h.kind != want.kind || h.k != want.k || h.num_users != want.num_users || h.num_items != want.num_items ||
+        h.nbr_k != want.nbr_k) {
         fclose(fp);
         return lac_error(ctx, LAC_ERR_ARGUMENT, "checkpoint %s %s: not resuming", path,
                          mismatch(&h, &want, why, sizeof why));
@@ -309,6 +369,13 @@ lac_status lac_mf_checkpoint_read(lac_ctx_t ctx, const char *path, const lac_mf_
                 "result differs from a run without a break", path, h.threads, want.threads);
     {
         const unsigned char *p = buf + fixed - 8;
+        /* the neighbour lists the factors were trained with (a search of the
+         * same data and seed finds them again; these are the ones that count) */
+        size_t nk = (size_t)h.num_items * (size_t)h.nbr_k * sizeof *run->model->nbr;
+        if (nk && memcmp(run->model->nbr, p, nk) != 0)
+            lac_log(ctx, LAC_LOG_INFO, "mf: checkpoint %s: the neighbour lists it holds are used", path);
+        if (nk) memcpy(run->model->nbr, p, nk);
+        p += nk;
         LAC_CHECK_GOTO(factors_alloc(ctx, run->model, &out->current), st, fail);
         get_factors(&p, &out->current);
         if (h.has_kept) {

@@ -203,9 +203,6 @@ lac_status lac_mf_train_checkpointed(lac_ctx_t ctx, const lac_mf_params *params,
     lac_mf_params eff = *params;
     if (eff.model == LAC_MF_MODEL_NEIGHBOURHOOD) eff.use_bias = 1;   /* eq. (1) has mu + b_i + bhat_j */
     params = &eff;
-    if (ck_path && params->model == LAC_MF_MODEL_NEIGHBOURHOOD)
-        return lac_error(ctx, LAC_ERR_UNSUPPORTED,
-                         "checkpoints hold the plain model only (not yet the neighbourhood model's W and C)");
     if (train->count == 0) return lac_error(ctx, LAC_ERR_VALUE, "the training ratings are empty");
     if (valid && valid->count == 0) return lac_error(ctx, LAC_ERR_VALUE, "the validation ratings are empty");
     lac_status st = LAC_SUCCESS;

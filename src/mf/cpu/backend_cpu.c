@@ -198,11 +198,12 @@ static lac_status cpu_copy(lac_ctx_t ctx, lac_mf_state *s, int kept, const lac_m
 {
     const lac_mf_factors *f = &s->call.factors;
     if (kept && !s->kept[0]) return lac_error(ctx, LAC_ERR_INTERNAL, "mf CPU: no kept epoch without validation");
-    float *mine[4] = {f->P, f->Q, f->user_bias, f->item_bias};
-    float *theirs[4] = {other->P, other->Q, other->user_bias, other->item_bias};
-    size_t sizes[4] = {(size_t)f->num_users * (size_t)f->stride, (size_t)f->num_items * (size_t)f->stride,
-                       (size_t)f->num_users, (size_t)f->num_items};
-    for (int i = 0; i < 4; i++) {
+    float *mine[6] = {f->P, f->Q, f->user_bias, f->item_bias, f->W, f->C};
+    float *theirs[6] = {other->P, other->Q, other->user_bias, other->item_bias, other->W, other->C};
+    size_t nk = (size_t)f->num_items * (size_t)f->nbr_k;
+    size_t sizes[6] = {(size_t)f->num_users * (size_t)f->stride, (size_t)f->num_items * (size_t)f->stride,
+                       (size_t)f->num_users, (size_t)f->num_items, nk, nk};
+    for (int i = 0; i < (f->nbr_k ? 6 : 4); i++) {
         float *at = kept ? s->kept[i] : mine[i];
         if (sizes[i]) memcpy(put ? at : theirs[i], put ? theirs[i] : at, sizes[i] * sizeof(float));
     }
