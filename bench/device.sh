@@ -11,7 +11,7 @@
 # and `lacuna report` makes $OUT/report.html of them at the end.
 #
 # Sections: build, test, sanitize (the CUDA tests under compute-sanitizer),
-# map (more capabilities add a function section_X and
+# map, mf, impute (more capabilities add a function section_X and
 # their name to DEVICE_SECTIONS_ALL). Knobs for the map section:
 #   MAP_SWEEP=quick|full   quick: the 40M table only (default full)
 #   MAP_EXPLORE=1          also time forced reduction strategies (tuning)
@@ -242,6 +242,27 @@ section_mf() {
     cat "$OUT/mf.txt" | tee -a "$SUMMARY"
 }
 DEVICE_SECTIONS_ALL="$DEVICE_SECTIONS_ALL mf"
+
+# impute (added by "impute on GPUs"): bench/impute_cuda_bench (the batched SVT
+# alone, one iteration by phase, the ego-Facebook protocol) and, beside it,
+# bench/torch_impute_peer.py (batched SVD, gesvda, the Gram eigh route, the
+# GFT GEMM, a 4039-vertex eigh). Its CUDA tests run in section test.
+#   IMPUTE_SHAPES=50x50x4039,...   IMPUTE_RATIOS=0.5,0.9   IMPUTE_PEERS=0 skips PyTorch
+section_impute() {
+    local shapes=${IMPUTE_SHAPES:-50x50x4039,64x64x2100,128x128x2000,512x512x300}
+    : >"$OUT/impute.txt"
+    say "impute_cuda_bench --shapes $shapes"
+    "$BUILD/bench/impute_cuda_bench" --json --shapes "$shapes" --ratios "${IMPUTE_RATIOS:-0.5,0.9}" \
+        >>"$OUT/impute.txt" 2>>"$OUT/impute_bench.log" || say "impute_cuda_bench FAILED (see impute_bench.log)"
+    if [ "${IMPUTE_PEERS:-1}" != 0 ]; then
+        say "PyTorch peers (torch_impute_peer.py)"
+        PYTHONUNBUFFERED=1 "$PYTHON" bench/torch_impute_peer.py --shapes "$shapes" >>"$OUT/impute.txt" \
+            2>>"$OUT/impute_bench.log" || say "torch peer FAILED"
+    fi
+    grep -v '^{' "$OUT/impute.txt" | tee -a "$SUMMARY"
+    grep '"peer"' "$OUT/impute.txt" | tee -a "$SUMMARY"
+}
+DEVICE_SECTIONS_ALL="$DEVICE_SECTIONS_ALL impute"
 printenv DEVICE_SECTIONS >/dev/null || DEVICE_SECTIONS=$DEVICE_SECTIONS_ALL
 
 # ---------------------------------------------------------------------------

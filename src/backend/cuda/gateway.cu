@@ -31,6 +31,6 @@ extern "C" const lac_map_backend *lac_map_backend_cuda(void) { return &lac_map_c
 extern "C" const lac_mf_backend lac_mf_cuda_table;
 extern "C" const lac_mf_backend *lac_mf_backend_cuda(void) { return &lac_mf_cuda_table; }
 
-/* impute: no CUDA table yet (the issue "impute on GPUs" adds src/backend/cuda/impute/);
- * NULL makes the front end refuse an explicit CUDA context and run AUTO on the CPU. */
-extern "C" const lac_impute_backend *lac_impute_backend_cuda(void) { return NULL; }
+/* impute: src/backend/cuda/impute/ (impute_dispatch.cu). */
+extern "C" const lac_impute_backend lac_impute_cuda_table;
+extern "C" const lac_impute_backend *lac_impute_backend_cuda(void) { return &lac_impute_cuda_table; }

@@ -1,0 +1,371 @@
+/* impute_cuda_bench: impute on one GPU, three figures.
+ *
+ *  1. The batched SVT alone (the backend's pass over N slices of m x n,
+ *     standard normal entries, λ at half of each slice's σmax), median of
+ *     --reps warm runs timed around the call, against its byte floor (read
+ *     the slices, read and write the estimate, at the copy bandwidth
+ *     measured here) and its flop floor (the R-SVD count 4m²n + 8mn² + 9n³
+ *     a slice over the SGEMM rate measured here).
+ *  2. One iteration of Algorithm 1 (GFT + SVT + iGFT + the imputation step) on
+ *     a random graph of N vertices, half of them observed, rank-5 spectral
+ *     slices: the mean of each phase over --iters iterations after a warm-up
+ *     run, the GEMMs against 2·mn·N·N_missing flops over the measured rate.
+ *  3. The paper's ego-Facebook protocol (50 x 50 x 4039, rank 5) with the
+ *     defaults: the whole run including the eigendecomposition, and its rMSE.
+ * The peers (PyTorch's batched SVD, its gesvda driver, the Gram-matrix eigh
+ * route and the GFT GEMM) run beside it in bench/torch_impute_peer.py.
+ *
+ *   impute_cuda_bench [--shapes 50x50x4039,64x64x2100,128x128x2000,512x512x300]
+ *                     [--reps 5] [--iters 20] [--graph data/ego-facebook/facebook_combined.txt]
+ *                     [--ratios 0.5,0.9] [--json]
+ */
+#include "bench_util.h"
+#include "impute/impute_backend.h"
+#include "lacuna/lacuna.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef LACUNA_HAVE_CUDA
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#endif
+
+typedef struct {
+    int64_t m, n, N;
+} shape;
+
+static lac_ctx_t gpu;
+static int json;
+
+static double gaussian(unsigned long long *s)
+{
+    *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
+    double u1 = ((*s >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+    *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
+    double u2 = (*s >> 11) * (1.0 / 9007199254740992.0);
+    return sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+#ifdef LACUNA_HAVE_CUDA
+/* The device's rates, measured here: SGEMM (flop/s) on a square problem and
+ * device-to-device copy bandwidth (bytes/s, read + write). */
+static double sgemm_rate, copy_rate;
+
+static void measure_rates(void)
+{
+    const int n = 8192;
+    float *a, *b, *c;
+    cudaMalloc((void **)&a, sizeof(float) * n * n);
+    cudaMalloc((void **)&b, sizeof(float) * n * n);
+    cudaMalloc((void **)&c, sizeof(float) * n * n);
+    cudaMemset(a, 0, sizeof(float) * n * n);
+    cudaMemset(b, 0, sizeof(float) * n * n);
+    cublasHandle_t h;
+    cublasCreate(&h);
+    cudaEvent_t e0, e1;
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+    float one = 1, zero = 0, ms;
+    double best = 1e30;
+    for (int r = 0; r < 4; r++) {
+        cudaEventRecord(e0, 0);
+        cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, a, n, b, n, &zero, c, n);
+        cudaEventRecord(e1, 0);
+        cudaEventSynchronize(e1);
+        cudaEventElapsedTime(&ms, e0, e1);
+        if (r > 0 && ms < best) best = ms;
+    }
+    sgemm_rate = 2.0 * n * n * (double)n / (best * 1e-3);
+    best = 1e30;
+    for (int r = 0; r < 4; r++) {
+        cudaEventRecord(e0, 0);
+        cudaMemcpyAsync(c, a, sizeof(float) * n * n, cudaMemcpyDeviceToDevice, 0);
+        cudaEventRecord(e1, 0);
+        cudaEventSynchronize(e1);
+        cudaEventElapsedTime(&ms, e0, e1);
+        if (r > 0 && ms < best) best = ms;
+    }
+    copy_rate = 2.0 * sizeof(float) * n * (double)n / (best * 1e-3);
+    cublasDestroy(h);
+    cudaFree(a);
+    cudaFree(b);
+    cudaFree(c);
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    printf("measured: SGEMM %.1f TFLOP/s (8192^3), copy %.2f TB/s\n", sgemm_rate / 1e12, copy_rate / 1e12);
+}
+#endif
+
+/* 1. The SVT alone, through the backend table with an identity basis. */
+static void bench_svt(shape s, int reps)
+{
+    const lac_impute_backend *be = lac_impute_backend_cuda();
+    const int64_t N = s.N, mn = s.m * s.n;
+    float *slices = malloc(sizeof(float) * (size_t)(N * mn)), *identity = calloc((size_t)(N * N), sizeof(float));
+    double *eig = calloc((size_t)N, sizeof(double)), *lambda = malloc(sizeof(double) * (size_t)N);
+    double *sigma = malloc(sizeof(double) * (size_t)N), *t = malloc(sizeof(double) * (size_t)reps);
+    unsigned char *state = malloc((size_t)N);
+    unsigned long long seed = 42;
+    for (int64_t i = 0; i < N * mn; i++) slices[i] = (float)gaussian(&seed);
+    for (int64_t v = 0; v < N; v++) {
+        identity[v + v * N] = 1;
+        state[v] = LAC_VERTEX_OBSERVED;
+    }
+    int64_t none = 0;
+    struct lac_gft g = {N, LAC_FLOAT32, identity, eig, 0, 0};
+    lac_impute_problem pr;
+    memset(&pr, 0, sizeof pr);
+    pr.precision = LAC_FLOAT32;
+    pr.N = N;
+    pr.m = s.m;
+    pr.n = s.n;
+    pr.gft = &g;
+    pr.tensor = slices;
+    pr.tensor_dtype = LAC_FLOAT32;
+    pr.vertex_state = state;
+    pr.incomplete = &none;
+    void *st = NULL;
+    double tsq, tmsq;
+    lac_impute_svt_stats stats;
+    if (be->setup(gpu, &pr, &st, &tsq, &tmsq) || be->gft(gpu, st) || be->svt(gpu, st, NULL, sigma, &stats)) {
+        fprintf(stderr, "impute_cuda_bench: SVT setup failed: %s\n", lac_last_error(gpu));
+        exit(1);
+    }
+    for (int64_t k = 0; k < N; k++) lambda[k] = 0.5 * sigma[k];
+    int n_ok = 0;
+    for (int r = 0; r <= reps; r++) {   /* the first is a warm-up */
+        double t0 = now_s();
+        if (be->svt(gpu, st, lambda, NULL, &stats)) {
+            fprintf(stderr, "impute_cuda_bench: SVT failed: %s\n", lac_last_error(gpu));
+            exit(1);
+        }
+        if (r > 0) t[n_ok++] = now_s() - t0;
+    }
+    double sec = median(t, n_ok);
+    const double big = (double)(s.m > s.n ? s.m : s.n), small = (double)(s.m < s.n ? s.m : s.n);
+    const double flops = (double)N * (4 * big * big * small + 8 * big * small * small + 9 * small * small * small);
+    double bytes = 3.0 * sizeof(float) * (double)(N * mn), floor_bytes = NAN, floor_flops = NAN;
+#ifdef LACUNA_HAVE_CUDA
+    floor_bytes = bytes / copy_rate;
+    floor_flops = flops / sgemm_rate;
+#endif
+    printf("svt   %4lldx%-4lld x %6lld  %9.3f ms  bytes floor %.3f ms  flops floor %.3f ms  mean rank %.2f\n",
+           (long long)s.m, (long long)s.n, (long long)N, sec * 1e3, floor_bytes * 1e3, floor_flops * 1e3,
+           (double)stats.rank_sum / (double)N);
+    if (json)
+        printf("{\"capability\":\"impute\",\"case\":\"svt\",\"m\":%lld,\"n\":%lld,\"N\":%lld,\"ms\":%.4f,"
+               "\"floor_bytes_ms\":%.4f,\"floor_flops_ms\":%.4f,\"mean_rank\":%.3f}\n",
+               (long long)s.m, (long long)s.n, (long long)N, sec * 1e3, floor_bytes * 1e3, floor_flops * 1e3,
+               (double)stats.rank_sum / (double)N);
+    be->release(st);
+    free(slices);
+    free(identity);
+    free(eig);
+    free(lambda);
+    free(sigma);
+    free(t);
+    free(state);
+}
+
+/* A ring with random chords: connected, no special structure. */
+static lac_graph_t random_graph(int64_t N, unsigned long long seed)
+{
+    int64_t E = 3 * N, *a = malloc(sizeof(int64_t) * (size_t)E), *b = malloc(sizeof(int64_t) * (size_t)E);
+    for (int64_t v = 0; v < N; v++) {
+        a[v] = v;
+        b[v] = (v + 1) % N;
+        for (int c = 1; c <= 2; c++) {
+            seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+            a[c * N + v] = v;
+            b[c * N + v] = (int64_t)((seed >> 20) % (unsigned long long)N);
+            if (b[c * N + v] == v) b[c * N + v] = (v + N / 2) % N;
+        }
+    }
+    lac_array x = lac_array_vector(a, LAC_INT64, E), y = lac_array_vector(b, LAC_INT64, E);
+    lac_graph_t g = NULL;
+    if (lac_graph_from_edges(gpu, N, &x, &y, NULL, &g)) {
+        fprintf(stderr, "impute_cuda_bench: graph: %s\n", lac_last_error(gpu));
+        exit(1);
+    }
+    free(a);
+    free(b);
+    return g;
+}
+
+/* A generated problem on `graph`: truth and observed set at `ratio`. */
+typedef struct {
+    lac_gft_t gft;
+    lac_array truth, observed, tensor, out;
+    double eigen_s;
+} problem;
+
+static void make_problem(lac_graph_t graph, int64_t m, int64_t n, double ratio, uint64_t seed, problem *p)
+{
+    memset(p, 0, sizeof *p);
+    double t0 = now_s();
+    if (lac_gft_create(gpu, graph, LAC_FLOAT32, &p->gft)) {
+        fprintf(stderr, "impute_cuda_bench: basis: %s\n", lac_last_error(gpu));
+        exit(1);
+    }
+    p->eigen_s = now_s() - t0;
+    int64_t N = lac_gft_size(p->gft), shape3[3] = {N, m, n};
+    lac_array_alloc(gpu, LAC_FLOAT32, 3, shape3, &p->truth);
+    lac_array_alloc(gpu, LAC_BOOL, 1, shape3, &p->observed);
+    lac_array_alloc(gpu, LAC_FLOAT32, 3, shape3, &p->out);
+    lac_impute_gen_params gp = lac_impute_gen_params_default();
+    gp.m = m;
+    gp.n = n;
+    gp.rank = 5;
+    gp.observed_ratio = ratio;
+    gp.seed = seed;
+    if (lac_impute_generate(gpu, &gp, p->gft, &p->truth, &p->observed)) {
+        fprintf(stderr, "impute_cuda_bench: generate: %s\n", lac_last_error(gpu));
+        exit(1);
+    }
+}
+
+static void free_problem(problem *p)
+{
+    lac_array_release(&p->truth);
+    lac_array_release(&p->observed);
+    lac_array_release(&p->out);
+    lac_gft_destroy(&p->gft);
+}
+
+/* 2. Per iteration, each phase. */
+static void bench_iteration(shape s, int iters)
+{
+    lac_graph_t graph = random_graph(s.N, 5);
+    problem p;
+    make_problem(graph, s.m, s.n, 0.5, 1, &p);
+    lac_impute_params ip = lac_impute_params_default();
+    ip.max_iterations = iters;
+    ip.tol = 0;
+    lac_impute_result r;
+    for (int rep = 0; rep < 2; rep++)   /* the first is a warm-up */
+        if (lac_impute(gpu, &ip, p.gft, &p.truth, &p.observed, NULL, &p.out, &r) < 0) {
+            fprintf(stderr, "impute_cuda_bench: impute: %s\n", lac_last_error(gpu));
+            exit(1);
+        }
+    const double it = (double)r.iterations, mn = (double)(s.m * s.n), N = (double)s.N;
+    const double missing = (double)(r.partial_vertices + r.missing_vertices);
+    double gemm_floor = NAN;
+#ifdef LACUNA_HAVE_CUDA
+    gemm_floor = 2 * mn * N * missing / sgemm_rate;
+#endif
+    double gft = r.seconds_gft / it, svt = r.seconds_svt / it, igft = r.seconds_igft / it;
+    printf("iter  %4lldx%-4lld x %6lld  %9.3f ms  = GFT %.3f (floor %.3f) + SVT %.3f + iGFT %.3f (floor %.3f); "
+           "basis %.3f s\n",
+           (long long)s.m, (long long)s.n, (long long)s.N, (gft + svt + igft) * 1e3, gft * 1e3, gemm_floor * 1e3,
+           svt * 1e3, igft * 1e3, gemm_floor * 1e3, p.eigen_s);
+    if (json)
+        printf("{\"capability\":\"impute\",\"case\":\"iteration\",\"m\":%lld,\"n\":%lld,\"N\":%lld,\"ms\":%.4f,"
+               "\"gft_ms\":%.4f,\"svt_ms\":%.4f,\"igft_ms\":%.4f,\"gemm_floor_ms\":%.4f,\"basis_s\":%.4f}\n",
+               (long long)s.m, (long long)s.n, (long long)s.N, (gft + svt + igft) * 1e3, gft * 1e3, svt * 1e3,
+               igft * 1e3, gemm_floor * 1e3, p.eigen_s);
+    free_problem(&p);
+    lac_graph_destroy(&graph);
+}
+
+/* 3. The paper's protocol on ego-Facebook with the defaults. */
+static void bench_protocol(const char *path, double ratio)
+{
+    lac_graph_t graph = NULL;
+    lac_graph_params gp = lac_graph_params_default();
+    if (lac_graph_load(gpu, path, &gp, &graph)) {
+        fprintf(stderr, "impute_cuda_bench: %s\n", lac_last_error(gpu));
+        exit(1);
+    }
+    problem p;
+    make_problem(graph, 50, 50, ratio, 1, &p);
+    lac_impute_params ip = lac_impute_params_default();
+    lac_impute_result r;
+    /* A warm-up run (module loading, cuBLAS handles), then the measured one
+     * from a fresh basis so that the eigendecomposition is inside it. */
+    lac_impute(gpu, &ip, p.gft, &p.truth, &p.observed, &p.truth, &p.out, &r);
+    lac_gft_destroy(&p.gft);
+    double t0 = now_s();
+    if (lac_gft_create(gpu, graph, LAC_FLOAT32, &p.gft) ||
+        lac_impute(gpu, &ip, p.gft, &p.truth, &p.observed, &p.truth, &p.out, &r) < 0) {
+        fprintf(stderr, "impute_cuda_bench: protocol: %s\n", lac_last_error(gpu));
+        exit(1);
+    }
+    double total = now_s() - t0;
+    printf("ego-Facebook 50x50x4039 ratio %.2f: %.3f s incl. eigendecomposition (run %.3f s, %lld iterations), "
+           "rmse %.4g (missing %.4g)\n",
+           ratio, total, r.seconds, (long long)r.iterations, r.rmse_all, r.rmse_missing);
+    if (json)
+        printf("{\"capability\":\"impute\",\"case\":\"ego-facebook\",\"ratio\":%.2f,\"s\":%.4f,\"run_s\":%.4f,"
+               "\"iterations\":%lld,\"rmse\":%.6g,\"rmse_missing\":%.6g}\n",
+               ratio, total, r.seconds, (long long)r.iterations, r.rmse_all, r.rmse_missing);
+    free_problem(&p);
+    lac_graph_destroy(&graph);
+}
+
+int main(int argc, char **argv)
+{
+    const char *shapes = "50x50x4039,64x64x2100,128x128x2000,512x512x300";
+    const char *graph = "data/ego-facebook/facebook_combined.txt", *ratios = "0.5,0.9";
+    int reps = 5, iters = 20;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0) json = 1;
+        else if (i + 1 < argc && strcmp(argv[i], "--shapes") == 0) shapes = argv[++i];
+        else if (i + 1 < argc && strcmp(argv[i], "--reps") == 0) reps = atoi(argv[++i]);
+        else if (i + 1 < argc && strcmp(argv[i], "--iters") == 0) iters = atoi(argv[++i]);
+        else if (i + 1 < argc && strcmp(argv[i], "--graph") == 0) graph = argv[++i];
+        else if (i + 1 < argc && strcmp(argv[i], "--ratios") == 0) ratios = argv[++i];
+        else {
+            fprintf(stderr, "impute_cuda_bench: unknown option %s (see the source banner)\n", argv[i]);
+            return 2;
+        }
+    }
+    if (reps < 1 || iters < 2) {
+        fprintf(stderr, "impute_cuda_bench: --reps >= 1 and --iters >= 2\n");
+        return 2;
+    }
+    if (lac_cuda_device_count() == 0 || !lac_impute_backend_cuda()) {
+        printf("impute_cuda_bench: no CUDA device or no CUDA backend: nothing to measure\n");
+        return 0;
+    }
+    lac_ctx_params cp = lac_ctx_params_default();
+    cp.backend = LAC_BACKEND_CUDA;
+    if (lac_ctx_create(&cp, &gpu)) {
+        fprintf(stderr, "impute_cuda_bench: %s\n", lac_last_error(NULL));
+        return 1;
+    }
+#ifdef LACUNA_HAVE_CUDA
+    measure_rates();
+#endif
+    for (int pass = 0; pass < 2; pass++)
+        for (const char *c = shapes; *c;) {
+            shape s;
+            long long m, n, N;
+            int used = 0;
+            if (sscanf(c, "%lldx%lldx%lld%n", &m, &n, &N, &used) != 3 || m < 1 || n < 1 || N < 2) {
+                fprintf(stderr, "impute_cuda_bench: bad shape in %s (want MxNxCOUNT)\n", c);
+                return 2;
+            }
+            s.m = m;
+            s.n = n;
+            s.N = N;
+            if (pass == 0) bench_svt(s, reps);
+            else bench_iteration(s, iters);
+            c += used;
+            if (*c == ',') c++;
+        }
+    for (const char *c = ratios; *c;) {
+        char *end;
+        double ratio = strtod(c, &end);
+        if (end == c || !(ratio > 0 && ratio <= 1)) {
+            fprintf(stderr, "impute_cuda_bench: bad ratio in %s\n", c);
+            return 2;
+        }
+        bench_protocol(graph, ratio);
+        c = *end == ',' ? end + 1 : end;
+    }
+    lac_ctx_destroy(&gpu);
+    return 0;
+}

@@ -1,0 +1,593 @@
+/* impute on CUDA: the host driver and the backend table (impute_backend.h),
+ * handed out by the gateway.
+ *
+ * Setup uploads the basis and the observed data once; from then on the
+ * iteration stays on the device: the GFT is a copy of C = P_Ω(G) U plus one
+ * GEMM over the incomplete vertices, the SVT one batched pass
+ * (svt_jacobi.cu, or svt_gram.cu for slices too big for shared memory), the
+ * iGFT one GEMM and one element-wise kernel. Each phase reads back only its
+ * figures (per-slice sums, the missing error's partial sums), added on the
+ * host in a fixed order so that a run repeats bit for bit. The output is
+ * downloaded once, at the end. Precision follows the basis (float32 or
+ * float64); every phase of a state uses the precision fixed at setup. */
+#include "backend/cuda/impute/impute_cuda.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <new>
+
+namespace {
+
+cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int64_t m, int64_t n, int64_t k,
+                    float alpha, const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
+                    int64_t ldc)
+{
+    return cublasSgemm_64(h, ta, tb, m, n, k, &alpha, a, lda, b, ldb, &beta, c, ldc);
+}
+
+cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int64_t m, int64_t n, int64_t k,
+                    double alpha, const double *a, int64_t lda, const double *b, int64_t ldb, double beta, double *c,
+                    int64_t ldc)
+{
+    return cublasDgemm_64(h, ta, tb, m, n, k, &alpha, a, lda, b, ldb, &beta, c, ldc);
+}
+
+template <typename REAL> cudaDataType real_type();
+template <> cudaDataType real_type<float>() { return CUDA_R_32F; }
+template <> cudaDataType real_type<double>() { return CUDA_R_64F; }
+
+template <typename T> lac_status device_alloc(lac_ctx_t ctx, T **p, int64_t count)
+{
+    LAC_CUDA_CHECK(ctx, cudaMalloc((void **)p, (size_t)(count > 0 ? count : 1) * sizeof(T)));
+    return LAC_SUCCESS;
+}
+
+/* Bytes of device memory the Gram path may use for its chunks. */
+size_t gram_budget(lac_ctx_t ctx)
+{
+    size_t free_bytes = 0, total = 0;
+    if (cudaMemGetInfo(&free_bytes, &total) != cudaSuccess) return (size_t)1 << 30;
+    size_t budget = free_bytes / 2;
+    return budget > ((size_t)4 << 30) ? (size_t)4 << 30 : budget;
+}
+
+template <typename REAL> struct impute_cuda {
+    lac_impute_problem problem;
+    int64_t N, mn, ni;
+    REAL *u = nullptr, *u_inc = nullptr, *c = nullptr, *ghat = nullptr, *gest = nullptr;
+    REAL *x_inc = nullptr, *x_est = nullptr, *x_new = nullptr, *true_hat = nullptr, *true_inc = nullptr;
+    unsigned char *obs_inc = nullptr;
+    double *lambda = nullptr, *stats = nullptr, *partial = nullptr;
+    double *stats_host = nullptr, *partial_host = nullptr;   /* pinned */
+    bool jacobi = true;
+
+    ~impute_cuda()
+    {
+        cudaFree(u);
+        cudaFree(u_inc);
+        cudaFree(c);
+        cudaFree(ghat);
+        cudaFree(gest);
+        if (x_est != x_inc) cudaFree(x_est);
+        if (x_new != x_inc) cudaFree(x_new);
+        cudaFree(x_inc);
+        cudaFree(true_hat);
+        cudaFree(true_inc);
+        cudaFree(obs_inc);
+        cudaFree(lambda);
+        cudaFree(stats);
+        cudaFree(partial);
+        cudaFreeHost(stats_host);
+        cudaFreeHost(partial_host);
+    }
+};
+
+/* The vertices' slices of a host tensor into dst (mn x N on the device):
+ * the observed part only when mask is set, in chunks of vertices through a
+ * staging buffer so that a float64 tensor needs no full-size copy. */
+template <typename REAL>
+lac_status upload_tensor(lac_ctx_t ctx, const lac_impute_problem *pr, const void *host, lac_dtype dtype, REAL *dst,
+                         int mask)
+{
+    cudaStream_t stream = ctx->cuda->stream;
+    const int64_t N = pr->N, mn = pr->m * pr->n;
+    const size_t esize = lac_dtype_size(dtype);
+    int64_t chunk = (int64_t)(((size_t)256 << 20) / ((size_t)mn * esize + 1));
+    if (chunk < 1) chunk = 1;
+    if (chunk > N) chunk = N;
+    void *staging = nullptr;
+    unsigned char *state = nullptr, *entry = nullptr;
+    lac_status st = LAC_SUCCESS;
+    LAC_CUDA_CHECK_GOTO(ctx, cudaMalloc(&staging, (size_t)(chunk * mn) * esize), st, done);
+    if (mask) {
+        LAC_CUDA_CHECK_GOTO(ctx, cudaMalloc((void **)&state, (size_t)chunk), st, done);
+        if (pr->entry_observed) LAC_CUDA_CHECK_GOTO(ctx, cudaMalloc((void **)&entry, (size_t)(chunk * mn)), st, done);
+    }
+    for (int64_t v = 0; v < N; v += chunk) {
+        const int64_t n = N - v < chunk ? N - v : chunk;
+        LAC_CUDA_CHECK_GOTO(ctx, cudaMemcpyAsync(staging, (const char *)host + (size_t)(v * mn) * esize,
+                                                 (size_t)(n * mn) * esize, cudaMemcpyHostToDevice, stream),
+                            st, done);
+        if (mask) {
+            LAC_CUDA_CHECK_GOTO(ctx, cudaMemcpyAsync(state, pr->vertex_state + v, (size_t)n, cudaMemcpyHostToDevice, stream),
+                                st, done);
+            if (entry)
+                LAC_CUDA_CHECK_GOTO(ctx, cudaMemcpyAsync(entry, pr->entry_observed + v * mn, (size_t)(n * mn),
+                                                         cudaMemcpyHostToDevice, stream),
+                                    st, done);
+        }
+        LAC_CHECK_GOTO(lac_impute_cuda_load<REAL>(ctx, dst + v * mn, staging, dtype, n, mn, state, entry, mask), st, done);
+    }
+    LAC_CUDA_CHECK_GOTO(ctx, cudaStreamSynchronize(stream), st, done);
+done:
+    cudaStreamSynchronize(stream);
+    cudaFree(staging);
+    cudaFree(state);
+    cudaFree(entry);
+    return st;
+}
+
+/* Columns `index` of in (mn x *) into out (mn x count). */
+template <typename REAL>
+lac_status gather_columns(lac_ctx_t ctx, REAL *out, const REAL *in, const int64_t *index, int64_t count, int64_t mn)
+{
+    /* Viewed as rows of an (N x mn) row-major matrix, a column gather is a row gather. */
+    for (int64_t i = 0; i < count; i++)
+        LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(out + i * mn, in + index[i] * mn, (size_t)mn * sizeof(REAL),
+                                            cudaMemcpyDeviceToDevice, ctx->cuda->stream));
+    return LAC_SUCCESS;
+}
+
+template <typename REAL>
+lac_status setup(lac_ctx_t ctx, const lac_impute_problem *pr, impute_cuda<REAL> **out, double *truth_sq,
+                 double *truth_missing_sq)
+{
+    impute_cuda<REAL> *s = new (std::nothrow) impute_cuda<REAL>();
+    if (!s) return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "impute state");
+    s->problem = *pr;
+    const int64_t N = s->N = pr->N, mn = s->mn = pr->m * pr->n, ni = s->ni = pr->num_incomplete;
+    cudaStream_t stream = ctx->cuda->stream;
+    cublasHandle_t blas;
+    int64_t *index = nullptr;
+    unsigned char *obs_host = nullptr;
+    lac_status st = LAC_SUCCESS;
+    LAC_CHECK_GOTO(lac_cuda_cublas(ctx, &blas), st, fail);
+    s->jacobi = lac_svt_jacobi_fits<REAL>(ctx->cuda->prop, pr->n, pr->m);
+
+    LAC_CHECK_GOTO(device_alloc(ctx, &s->u, N * N), st, fail);
+    LAC_CHECK_GOTO(device_alloc(ctx, &s->u_inc, ni * N), st, fail);
+    LAC_CHECK_GOTO(device_alloc(ctx, &s->c, mn * N), st, fail);
+    LAC_CHECK_GOTO(device_alloc(ctx, &s->ghat, mn * N), st, fail);
+    LAC_CHECK_GOTO(device_alloc(ctx, &s->gest, mn * N), st, fail);
+    LAC_CHECK_GOTO(device_alloc(ctx, &s->x_inc, mn * ni), st, fail);
+    s->x_est = s->x_new = s->x_inc;
+    if (pr->momentum) {
+        LAC_CHECK_GOTO(device_alloc(ctx, &s->x_est, mn * ni), st, fail);
+        LAC_CHECK_GOTO(device_alloc(ctx, &s->x_new, mn * ni), st, fail);
+    }
+    LAC_CHECK_GOTO(device_alloc(ctx, &s->lambda, N), st, fail);
+    LAC_CHECK_GOTO(device_alloc(ctx, &s->stats, N * LAC_SVT_STATS), st, fail);
+    LAC_CHECK_GOTO(device_alloc(ctx, &s->partial, LAC_IMPUTE_CUDA_PARTIALS), st, fail);
+    LAC_CUDA_CHECK_GOTO(ctx, cudaMallocHost((void **)&s->stats_host, (size_t)(N * LAC_SVT_STATS) * sizeof(double)), st,
+                        fail);
+    LAC_CUDA_CHECK_GOTO(ctx, cudaMallocHost((void **)&s->partial_host, LAC_IMPUTE_CUDA_PARTIALS * sizeof(double)), st,
+                        fail);
+
+    LAC_CUDA_CHECK_GOTO(ctx, cudaMemcpyAsync(s->u, pr->gft->vectors, (size_t)(N * N) * sizeof(REAL),
+                                             cudaMemcpyHostToDevice, stream),
+                        st, fail);
+    if (ni > 0) {
+        LAC_CHECK_GOTO(device_alloc(ctx, &index, ni), st, fail);
+        LAC_CUDA_CHECK_GOTO(ctx, cudaMemcpyAsync(index, pr->incomplete, (size_t)ni * sizeof(int64_t),
+                                                 cudaMemcpyHostToDevice, stream),
+                            st, fail);
+        /* U_I: the incomplete vertices' rows, so that the GFT and iGFT of the
+         * changing part cost ni/N of full ones. */
+        LAC_CHECK_GOTO(lac_impute_cuda_gather_rows<REAL>(ctx, s->u_inc, s->u, index, ni, N, N), st, fail);
+    }
+    /* C = P_Ω(G) U. */
+    LAC_CHECK_GOTO(upload_tensor<REAL>(ctx, pr, pr->tensor, pr->tensor_dtype, s->ghat, 1), st, fail);
+    {
+        cublasStatus_t bs = gemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, mn, N, N, (REAL)1, s->ghat, mn, s->u, N, (REAL)0, s->c, mn);
+        if (bs != CUBLAS_STATUS_SUCCESS) {
+            st = lac_cublas_fail(ctx, (int)bs, "C = P(G) U", __FILE__, __LINE__);
+            goto fail;
+        }
+    }
+    if (pr->entry_observed && ni > 0) {
+        LAC_CHECK_GOTO(device_alloc(ctx, &s->obs_inc, mn * ni), st, fail);
+        obs_host = (unsigned char *)malloc((size_t)(mn * ni));
+        if (!obs_host) {
+            st = lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "entry masks of %lld vertices", (long long)ni);
+            goto fail;
+        }
+        for (int64_t i = 0; i < ni; i++) memcpy(obs_host + i * mn, pr->entry_observed + pr->incomplete[i] * mn, (size_t)mn);
+        LAC_CUDA_CHECK_GOTO(ctx, cudaMemcpyAsync(s->obs_inc, obs_host, (size_t)(mn * ni), cudaMemcpyHostToDevice, stream),
+                            st, fail);
+    }
+    LAC_CUDA_CHECK_GOTO(ctx, cudaMemsetAsync(s->x_inc, 0, (size_t)(mn * ni) * sizeof(REAL), stream), st, fail);
+    if (s->x_est != s->x_inc)
+        LAC_CUDA_CHECK_GOTO(ctx, cudaMemsetAsync(s->x_est, 0, (size_t)(mn * ni) * sizeof(REAL), stream), st, fail);
+    LAC_CUDA_CHECK_GOTO(ctx, cudaMemsetAsync(s->gest, 0, (size_t)(mn * N) * sizeof(REAL), stream), st, fail);
+
+    if (pr->truth) {
+        LAC_CHECK_GOTO(device_alloc(ctx, &s->true_hat, mn * N), st, fail);
+        LAC_CHECK_GOTO(device_alloc(ctx, &s->true_inc, mn * ni), st, fail);
+        LAC_CHECK_GOTO(upload_tensor<REAL>(ctx, pr, pr->truth, pr->truth_dtype, s->ghat, 0), st, fail);
+        cublasStatus_t bs = gemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, mn, N, N, (REAL)1, s->ghat, mn, s->u, N, (REAL)0,
+                                 s->true_hat, mn);
+        if (bs != CUBLAS_STATUS_SUCCESS) {
+            st = lac_cublas_fail(ctx, (int)bs, "U^T G", __FILE__, __LINE__);
+            goto fail;
+        }
+        LAC_CHECK_GOTO(gather_columns<REAL>(ctx, s->true_inc, s->ghat, pr->incomplete, ni, mn), st, fail);
+        /* The norms errors are relative to, in float64 from the host's truth. */
+        double all = 0, missing = 0;
+        int64_t next = 0;
+        for (int64_t v = 0; v < N; v++) {
+            const int incomplete = next < ni && pr->incomplete[next] == v;
+            for (int64_t e = 0; e < mn; e++) {
+                double t = (double)(REAL)lac_load_real(pr->truth, pr->truth_dtype, v * mn + e);
+                all += t * t;
+                if (incomplete && !(pr->entry_observed && pr->vertex_state[v] == LAC_VERTEX_PARTIAL &&
+                                    pr->entry_observed[v * mn + e]))
+                    missing += t * t;
+            }
+            next += incomplete;
+        }
+        *truth_sq = all;
+        *truth_missing_sq = missing;
+    }
+    LAC_CUDA_CHECK_GOTO(ctx, cudaStreamSynchronize(stream), st, fail);
+    cudaFree(index);
+    free(obs_host);
+    *out = s;
+    return LAC_SUCCESS;
+fail:
+    cudaStreamSynchronize(stream);
+    cudaFree(index);
+    free(obs_host);
+    delete s;
+    return st;
+}
+
+template <typename REAL> lac_status gft(lac_ctx_t ctx, impute_cuda<REAL> *s)
+{
+    cudaStream_t stream = ctx->cuda->stream;
+    LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(s->ghat, s->c, (size_t)(s->mn * s->N) * sizeof(REAL), cudaMemcpyDeviceToDevice,
+                                        stream));
+    if (s->ni > 0) {
+        cublasHandle_t blas;
+        LAC_CHECK(lac_cuda_cublas(ctx, &blas));
+        /* Ĝ = C + X_I U_I (Algorithm 1 lines 7-8): one GEMM. */
+        LAC_CUBLAS_CHECK(ctx, gemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, s->mn, s->N, s->ni, (REAL)1, s->x_inc, s->mn, s->u_inc,
+                                   s->ni, (REAL)1, s->ghat, s->mn));
+    }
+    /* The front end times each phase. */
+    LAC_CUDA_CHECK(ctx, cudaStreamSynchronize(stream));
+    return LAC_SUCCESS;
+}
+
+template <typename REAL>
+lac_status svt(lac_ctx_t ctx, impute_cuda<REAL> *s, const double *lambda, double *sigma_max, lac_impute_svt_stats *out)
+{
+    cudaStream_t stream = ctx->cuda->stream;
+    const int64_t N = s->N;
+    if (lambda)
+        LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(s->lambda, lambda, (size_t)N * sizeof(double), cudaMemcpyHostToDevice, stream));
+    lac_svt_batch<REAL> b;
+    b.count = N;
+    b.rows = s->problem.n;   /* a slice is m x n row-major: n x m column-major */
+    b.cols = s->problem.m;
+    b.stride = s->mn;
+    b.a = s->ghat;
+    b.out = s->gest;
+    b.truth = s->true_hat;
+    b.lambda = lambda ? s->lambda : nullptr;
+    b.stats = s->stats;
+    LAC_CHECK(s->jacobi ? lac_svt_jacobi<REAL>(ctx, b) : lac_svt_gram<REAL>(ctx, b, gram_budget(ctx)));
+    LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(s->stats_host, s->stats, (size_t)(N * LAC_SVT_STATS) * sizeof(double),
+                                        cudaMemcpyDeviceToHost, stream));
+    LAC_CUDA_CHECK(ctx, cudaStreamSynchronize(stream));
+    lac_impute_svt_stats sum;
+    memset(&sum, 0, sizeof sum);
+    for (int64_t k = 0; k < N; k++) {
+        const double *st = s->stats_host + k * LAC_SVT_STATS;
+        if (st[LAC_SVT_RANK] < 0)
+            return lac_error(ctx, LAC_ERR_VALUE, "spectral slice %lld is not finite: the iteration diverged", (long long)k);
+        sum.change_sq += st[LAC_SVT_CHANGE];
+        sum.previous_sq += st[LAC_SVT_PREVIOUS];
+        sum.truth_error_sq += st[LAC_SVT_TRUTH];
+        sum.rank_sum += (int64_t)st[LAC_SVT_RANK];
+        if (sigma_max) sigma_max[k] = st[LAC_SVT_SIGMA_MAX];
+    }
+    *out = sum;
+    return LAC_SUCCESS;
+}
+
+template <typename REAL> lac_status igft(lac_ctx_t ctx, impute_cuda<REAL> *s, double momentum, double *missing_error_sq)
+{
+    *missing_error_sq = 0;
+    if (s->ni == 0) return LAC_SUCCESS;
+    cudaStream_t stream = ctx->cuda->stream;
+    cublasHandle_t blas;
+    LAC_CHECK(lac_cuda_cublas(ctx, &blas));
+    /* G^est on the incomplete vertices: Ĝest U_Iᵀ (line 10). */
+    LAC_CUBLAS_CHECK(ctx, gemm(blas, CUBLAS_OP_N, CUBLAS_OP_T, s->mn, s->ni, s->N, (REAL)1, s->gest, s->mn, s->u_inc,
+                               s->ni, (REAL)0, s->x_new, s->mn));
+    int blocks = 0;
+    LAC_CHECK(lac_impute_cuda_impute_step<REAL>(ctx, s->mn * s->ni, s->x_new, s->obs_inc, s->true_inc, s->x_inc,
+                                                s->x_est, (REAL)momentum, s->x_new != s->x_inc, s->partial, &blocks));
+    LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(s->partial_host, s->partial, (size_t)blocks * sizeof(double),
+                                        cudaMemcpyDeviceToHost, stream));
+    LAC_CUDA_CHECK(ctx, cudaStreamSynchronize(stream));
+    double err = 0;
+    for (int i = 0; i < blocks; i++) err += s->partial_host[i];
+    *missing_error_sq = s->true_inc ? err : 0;
+    return LAC_SUCCESS;
+}
+
+template <typename REAL> void store(void *out, lac_dtype dtype, int64_t i, REAL value)
+{
+    if (dtype == LAC_FLOAT32) ((float *)out)[i] = (float)value;
+    else ((double *)out)[i] = (double)value;
+}
+
+template <typename REAL>
+lac_status finish(lac_ctx_t ctx, impute_cuda<REAL> *s, lac_impute_output output, void *out, lac_dtype out_dtype,
+                  double *error_sq)
+{
+    const lac_impute_problem *pr = &s->problem;
+    const int64_t N = s->N, mn = s->mn, ni = s->ni;
+    cudaStream_t stream = ctx->cuda->stream;
+    if (output == LAC_IMPUTE_ESTIMATE || pr->truth) {
+        cublasHandle_t blas;
+        LAC_CHECK(lac_cuda_cublas(ctx, &blas));
+        /* U Ĝest into ghat, free now: the last GFT has been thresholded. */
+        LAC_CUBLAS_CHECK(ctx, gemm(blas, CUBLAS_OP_N, CUBLAS_OP_T, mn, N, N, (REAL)1, s->gest, mn, s->u, N, (REAL)0,
+                                   s->ghat, mn));
+        REAL *full = (REAL *)malloc((size_t)(mn * N) * sizeof(REAL));
+        if (!full) return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "the %lld x %lld estimate", (long long)N, (long long)mn);
+        cudaError_t ce = cudaMemcpyAsync(full, s->ghat, (size_t)(mn * N) * sizeof(REAL), cudaMemcpyDeviceToHost, stream);
+        if (ce == cudaSuccess) ce = cudaStreamSynchronize(stream);
+        if (ce != cudaSuccess) {
+            free(full);
+            return lac_cuda_fail(ctx, ce, "download of the estimate", __FILE__, __LINE__);
+        }
+        if (pr->truth) {
+            double err = 0;
+            for (int64_t i = 0; i < mn * N; i++) {
+                double d = (double)full[i] - (double)(REAL)lac_load_real(pr->truth, pr->truth_dtype, i);
+                err += d * d;
+            }
+            *error_sq = err;
+        }
+        if (output == LAC_IMPUTE_ESTIMATE)
+            for (int64_t i = 0; i < mn * N; i++) store<REAL>(out, out_dtype, i, full[i]);
+        free(full);
+        if (output == LAC_IMPUTE_ESTIMATE) return LAC_SUCCESS;
+    }
+    /* COMPLETED: the given entries where observed, the estimate elsewhere;
+     * out may be the tensor itself. */
+    REAL *x = (REAL *)malloc((size_t)(mn * (ni > 0 ? ni : 1)) * sizeof(REAL));
+    if (!x) return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "the imputed entries of %lld vertices", (long long)ni);
+    cudaError_t ce = cudaMemcpyAsync(x, s->x_est, (size_t)(mn * ni) * sizeof(REAL), cudaMemcpyDeviceToHost, stream);
+    if (ce == cudaSuccess) ce = cudaStreamSynchronize(stream);
+    if (ce != cudaSuccess) {
+        free(x);
+        return lac_cuda_fail(ctx, ce, "download of the imputed entries", __FILE__, __LINE__);
+    }
+    const size_t esize = lac_dtype_size(out_dtype);
+    if (out != pr->tensor)
+        for (int64_t v = 0; v < N; v++)
+            if (pr->vertex_state[v] == LAC_VERTEX_OBSERVED)
+                memcpy((char *)out + (size_t)(v * mn) * esize, (const char *)pr->tensor + (size_t)(v * mn) * esize,
+                       (size_t)mn * esize);
+    for (int64_t i = 0; i < ni; i++) {
+        const int64_t v = pr->incomplete[i];
+        for (int64_t e = 0; e < mn; e++) {
+            const int64_t at = v * mn + e;
+            if (pr->entry_observed && pr->entry_observed[at])
+                store<double>(out, out_dtype, at, lac_load_real(pr->tensor, pr->tensor_dtype, at));
+            else
+                store<REAL>(out, out_dtype, at, x[i * mn + e]);
+        }
+    }
+    free(x);
+    return LAC_SUCCESS;
+}
+
+/* The Laplacian's eigendecomposition (syevd) on the device. */
+template <typename REAL>
+lac_status eigen(lac_ctx_t ctx, int64_t n, void *host, int vectors, double *eigenvalues)
+{
+    cudaStream_t stream = ctx->cuda->stream;
+    cusolverDnHandle_t solver;
+    LAC_CHECK(lac_cuda_cusolver(ctx, &solver));
+    REAL *a = nullptr, *w = nullptr, *w_host = nullptr;
+    void *dwork = nullptr, *hwork = nullptr;
+    int *info = nullptr, info_host = 0;
+    cusolverDnParams_t params = nullptr;
+    size_t dev_bytes = 0, host_bytes = 0;
+    const cusolverEigMode_t mode = vectors ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
+    lac_status st = LAC_SUCCESS;
+    cusolverStatus_t cs;
+    LAC_CHECK_GOTO(device_alloc(ctx, &a, n * n), st, done);
+    LAC_CHECK_GOTO(device_alloc(ctx, &w, n), st, done);
+    LAC_CHECK_GOTO(device_alloc(ctx, &info, 1), st, done);
+    w_host = (REAL *)malloc((size_t)n * sizeof(REAL));
+    if (!w_host) {
+        st = lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "eigenvalues");
+        goto done;
+    }
+    LAC_CUDA_CHECK_GOTO(ctx, cudaMemcpyAsync(a, host, (size_t)(n * n) * sizeof(REAL), cudaMemcpyHostToDevice, stream), st,
+                        done);
+    cs = cusolverDnCreateParams(&params);
+    if (cs == CUSOLVER_STATUS_SUCCESS)
+        cs = cusolverDnXsyevd_bufferSize(solver, params, mode, CUBLAS_FILL_MODE_UPPER, n, real_type<REAL>(), a, n,
+                                         real_type<REAL>(), w, real_type<REAL>(), &dev_bytes, &host_bytes);
+    if (cs != CUSOLVER_STATUS_SUCCESS) {
+        st = lac_cusolver_fail(ctx, (int)cs, "syevd workspace query", __FILE__, __LINE__);
+        goto done;
+    }
+    LAC_CUDA_CHECK_GOTO(ctx, cudaMalloc(&dwork, dev_bytes ? dev_bytes : 1), st, done);
+    hwork = malloc(host_bytes ? host_bytes : 1);
+    if (!hwork) {
+        st = lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "syevd host workspace");
+        goto done;
+    }
+    cs = cusolverDnXsyevd(solver, params, mode, CUBLAS_FILL_MODE_UPPER, n, real_type<REAL>(), a, n, real_type<REAL>(), w,
+                          real_type<REAL>(), dwork, dev_bytes, hwork, host_bytes, info);
+    if (cs != CUSOLVER_STATUS_SUCCESS) {
+        st = lac_cusolver_fail(ctx, (int)cs, "cusolverDnXsyevd", __FILE__, __LINE__);
+        goto done;
+    }
+    LAC_CUDA_CHECK_GOTO(ctx, cudaMemcpyAsync(&info_host, info, sizeof(int), cudaMemcpyDeviceToHost, stream), st, done);
+    LAC_CUDA_CHECK_GOTO(ctx, cudaMemcpyAsync(w_host, w, (size_t)n * sizeof(REAL), cudaMemcpyDeviceToHost, stream), st,
+                        done);
+    if (vectors)
+        LAC_CUDA_CHECK_GOTO(ctx, cudaMemcpyAsync(host, a, (size_t)(n * n) * sizeof(REAL), cudaMemcpyDeviceToHost, stream),
+                            st, done);
+    LAC_CUDA_CHECK_GOTO(ctx, cudaStreamSynchronize(stream), st, done);
+    if (info_host != 0) {
+        st = lac_error(ctx, LAC_ERR_INTERNAL, "syevd failed (info %d) for the %lld x %lld Laplacian", info_host,
+                       (long long)n, (long long)n);
+        goto done;
+    }
+    for (int64_t i = 0; i < n; i++) eigenvalues[i] = (double)w_host[i];
+done:
+    cudaStreamSynchronize(stream);
+    if (params) cusolverDnDestroyParams(params);
+    cudaFree(a);
+    cudaFree(w);
+    cudaFree(info);
+    cudaFree(dwork);
+    free(hwork);
+    free(w_host);
+    return st;
+}
+
+/* out (mn x N) = in · U or in · Uᵀ on the device, host in and out. */
+template <typename REAL>
+lac_status transform(lac_ctx_t ctx, const struct lac_gft *g, int64_t mn, const void *in, void *out, int inverse)
+{
+    cudaStream_t stream = ctx->cuda->stream;
+    const int64_t N = g->n;
+    REAL *u = nullptr, *x = nullptr, *y = nullptr;
+    cublasHandle_t blas;
+    lac_status st = LAC_SUCCESS;
+    cublasStatus_t bs;
+    LAC_CHECK_GOTO(lac_cuda_cublas(ctx, &blas), st, done);
+    LAC_CHECK_GOTO(device_alloc(ctx, &u, N * N), st, done);
+    LAC_CHECK_GOTO(device_alloc(ctx, &x, mn * N), st, done);
+    LAC_CHECK_GOTO(device_alloc(ctx, &y, mn * N), st, done);
+    LAC_CUDA_CHECK_GOTO(ctx, cudaMemcpyAsync(u, g->vectors, (size_t)(N * N) * sizeof(REAL), cudaMemcpyHostToDevice, stream),
+                        st, done);
+    LAC_CUDA_CHECK_GOTO(ctx, cudaMemcpyAsync(x, in, (size_t)(mn * N) * sizeof(REAL), cudaMemcpyHostToDevice, stream), st,
+                        done);
+    bs = gemm(blas, CUBLAS_OP_N, inverse ? CUBLAS_OP_T : CUBLAS_OP_N, mn, N, N, (REAL)1, x, mn, u, N, (REAL)0, y, mn);
+    if (bs != CUBLAS_STATUS_SUCCESS) {
+        st = lac_cublas_fail(ctx, (int)bs, "basis transform", __FILE__, __LINE__);
+        goto done;
+    }
+    LAC_CUDA_CHECK_GOTO(ctx, cudaMemcpyAsync(out, y, (size_t)(mn * N) * sizeof(REAL), cudaMemcpyDeviceToHost, stream), st,
+                        done);
+    LAC_CUDA_CHECK_GOTO(ctx, cudaStreamSynchronize(stream), st, done);
+done:
+    cudaStreamSynchronize(stream);
+    cudaFree(u);
+    cudaFree(x);
+    cudaFree(y);
+    return st;
+}
+
+/* The table: the precision is fixed at setup and recorded beside the state. */
+struct handle {
+    lac_dtype precision;
+    void *impl;
+};
+
+lac_status cuda_setup(lac_ctx_t ctx, const lac_impute_problem *problem, void **state, double *truth_sq,
+                      double *truth_missing_sq)
+{
+    LAC_CHECK(lac_cuda_use_device(ctx));
+    handle *h = (handle *)calloc(1, sizeof *h);
+    if (!h) return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "impute state");
+    h->precision = problem->precision;
+    lac_status st = problem->precision == LAC_FLOAT32
+                        ? setup<float>(ctx, problem, (impute_cuda<float> **)&h->impl, truth_sq, truth_missing_sq)
+                        : setup<double>(ctx, problem, (impute_cuda<double> **)&h->impl, truth_sq, truth_missing_sq);
+    if (st < 0) {
+        free(h);
+        return st;
+    }
+    *state = h;
+    return LAC_SUCCESS;
+}
+
+#define LAC_BY_PRECISION(h, call_f32, call_f64) \
+    ((h)->precision == LAC_FLOAT32 ? (call_f32) : (call_f64))
+
+lac_status cuda_gft(lac_ctx_t ctx, void *state)
+{
+    handle *h = (handle *)state;
+    LAC_CHECK(lac_cuda_use_device(ctx));
+    return LAC_BY_PRECISION(h, gft<float>(ctx, (impute_cuda<float> *)h->impl),
+                            gft<double>(ctx, (impute_cuda<double> *)h->impl));
+}
+
+lac_status cuda_svt(lac_ctx_t ctx, void *state, const double *lambda, double *sigma_max, lac_impute_svt_stats *stats)
+{
+    handle *h = (handle *)state;
+    LAC_CHECK(lac_cuda_use_device(ctx));
+    return LAC_BY_PRECISION(h, svt<float>(ctx, (impute_cuda<float> *)h->impl, lambda, sigma_max, stats),
+                            svt<double>(ctx, (impute_cuda<double> *)h->impl, lambda, sigma_max, stats));
+}
+
+lac_status cuda_igft(lac_ctx_t ctx, void *state, double momentum, double *missing_error_sq)
+{
+    handle *h = (handle *)state;
+    LAC_CHECK(lac_cuda_use_device(ctx));
+    return LAC_BY_PRECISION(h, igft<float>(ctx, (impute_cuda<float> *)h->impl, momentum, missing_error_sq),
+                            igft<double>(ctx, (impute_cuda<double> *)h->impl, momentum, missing_error_sq));
+}
+
+lac_status cuda_finish(lac_ctx_t ctx, void *state, lac_impute_output output, void *out, lac_dtype out_dtype,
+                       double *error_sq)
+{
+    handle *h = (handle *)state;
+    LAC_CHECK(lac_cuda_use_device(ctx));
+    return LAC_BY_PRECISION(h, finish<float>(ctx, (impute_cuda<float> *)h->impl, output, out, out_dtype, error_sq),
+                            finish<double>(ctx, (impute_cuda<double> *)h->impl, output, out, out_dtype, error_sq));
+}
+
+void cuda_release(void *state)
+{
+    handle *h = (handle *)state;
+    if (!h) return;
+    if (h->precision == LAC_FLOAT32) delete (impute_cuda<float> *)h->impl;
+    else delete (impute_cuda<double> *)h->impl;
+    free(h);
+}
+
+lac_status cuda_eigen(lac_ctx_t ctx, lac_dtype precision, int64_t n, void *a, int vectors, double *eigenvalues)
+{
+    LAC_CHECK(lac_cuda_use_device(ctx));
+    return precision == LAC_FLOAT32 ? eigen<float>(ctx, n, a, vectors, eigenvalues)
+                                    : eigen<double>(ctx, n, a, vectors, eigenvalues);
+}
+
+lac_status cuda_transform(lac_ctx_t ctx, const struct lac_gft *g, int64_t mn, const void *in, void *out, int inverse)
+{
+    LAC_CHECK(lac_cuda_use_device(ctx));
+    return g->precision == LAC_FLOAT32 ? transform<float>(ctx, g, mn, in, out, inverse)
+                                       : transform<double>(ctx, g, mn, in, out, inverse);
+}
+
+} // namespace
+
+extern "C" const lac_impute_backend lac_impute_cuda_table = {
+    "cuda", cuda_setup, cuda_gft, cuda_svt, cuda_igft, cuda_finish, cuda_release, cuda_eigen, cuda_transform,
+};

@@ -1,0 +1,326 @@
+/* Batched singular-value soft-thresholding, one block a slice, the slice in
+ * shared memory: one-sided (Hestenes) Jacobi.
+ *
+ * The slice is held as W (L x p, L >= p: the transpose when it is wide),
+ * scaled by its largest entry so that squares neither overflow nor
+ * underflow. Each sweep visits every column pair once in round-robin order
+ * (p/2 disjoint pairs a step, p-1 steps); a group of G lanes takes a pair,
+ * sums α = ‖w_i‖², β = ‖w_j‖², γ = w_iᵀw_j with shuffles and rotates the two
+ * columns so that they become orthogonal. Sweeps stop when no pair needed a
+ * rotation (|γ| <= tol·sqrt(αβ)), or after a cap (then the columns are
+ * orthogonal to a little more than tol: the result is still used; Jacobi
+ * has no "failed to converge").
+ *
+ * The columns are then W V = U Σ, so σ_i = ‖w_i‖ and u_i = w_i/σ_i without
+ * forming V: S_λ(A) = U (Σ - λ)₊ Vᵀ = Σ_{σ_i > λ} (1 - λ/σ_i) u_i u_iᵀ A, rebuilt
+ * column by column from the kept u_i and the original slice (still in global
+ * memory). Not accumulating V halves the shared memory and the rotations.
+ * The same pass writes the result over the previous estimate and leaves
+ * the per-slice change, norms, truth error, σmax and rank (impute_cuda.h). */
+#include "backend/cuda/impute/impute_cuda.h"
+
+#include <float.h>
+#include <math.h>
+
+namespace {
+
+template <typename REAL> struct real_traits;
+template <> struct real_traits<float> {
+    static constexpr float eps = FLT_EPSILON;
+    static constexpr int max_sweeps = 24;
+};
+template <> struct real_traits<double> {
+    static constexpr double eps = DBL_EPSILON;
+    static constexpr int max_sweeps = 36;
+};
+
+/* Column position `pos` of the round-robin tournament at `step` (pe even):
+ * position 0 stays, the others rotate. */
+__device__ __forceinline__ int round_robin(int pos, int step, int pe)
+{
+    return pos == 0 ? 0 : (pos - 1 + step) % (pe - 1) + 1;
+}
+
+template <int G, typename T> __device__ __forceinline__ T group_sum(T v)
+{
+#pragma unroll
+    for (int off = G / 2; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+    return v;
+}
+
+/* Block-wide reduction of one value per thread (max or sum) through `scratch`
+ * (32 entries); every thread gets the result. */
+template <typename T, bool MAX> __device__ T block_reduce(T v, T *scratch)
+{
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) {
+        T o = __shfl_xor_sync(0xffffffffu, v, off);
+        v = MAX ? (o > v || o != o ? o : v) : v + o;   /* NaN wins */
+    }
+    __syncthreads();
+    if (lane == 0) scratch[warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+        v = lane < warps ? scratch[lane] : (T)0;
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1) {
+            T o = __shfl_xor_sync(0xffffffffu, v, off);
+            v = MAX ? (o > v || o != o ? o : v) : v + o;
+        }
+        if (lane == 0) scratch[0] = v;
+    }
+    __syncthreads();
+    T r = scratch[0];
+    __syncthreads();
+    return r;
+}
+
+/* Shared memory of one block: W (L x p), per group two columns of L (the
+ * slice's column and its rebuilt column), per column its norm and
+ * coefficient, a reduction scratch. */
+template <typename REAL> size_t shared_bytes(int L, int p, int groups)
+{
+    return ((size_t)L * p + (size_t)groups * 2 * L + 2 * (size_t)p) * sizeof(REAL) + 64 * sizeof(double);
+}
+
+template <typename REAL, int G>
+__global__ void __launch_bounds__(1024) svt_jacobi_kernel(lac_svt_batch<REAL> b, int transpose, int L, int p)
+{
+    extern __shared__ double smem_d[];
+    REAL *W = reinterpret_cast<REAL *>(smem_d);
+    const int groups = blockDim.x / G, group = threadIdx.x / G, lane = threadIdx.x % G;
+    REAL *col = W + (size_t)L * p + (size_t)group * 2 * L;   /* this group's slice column */
+    REAL *rebuilt = col + L;
+    REAL *sigma = W + (size_t)L * p + (size_t)groups * 2 * L;
+    REAL *coef = sigma + p;
+    double *scratch = reinterpret_cast<double *>(coef + p + 1);
+    scratch = reinterpret_cast<double *>(((uintptr_t)scratch + 7) & ~(uintptr_t)7);
+    __shared__ int rotated;
+
+    const int64_t k = blockIdx.x;
+    const REAL *a = b.a + k * b.stride;
+    REAL *out = b.out + k * b.stride;
+    const REAL *truth = b.truth ? b.truth + k * b.stride : nullptr;
+    const int64_t rows = b.rows, size = b.rows * b.cols;
+
+    /* Load W (transposed when the slice is wide) and its largest entry. */
+    double amax = 0;
+    for (int64_t e = threadIdx.x; e < size; e += blockDim.x) {
+        REAL x = a[e];
+        int64_t i = e % rows, j = e / rows;
+        W[transpose ? j + i * L : e] = x;
+        double ax = fabs((double)x);
+        amax = ax > amax || ax != ax ? ax : amax;   /* NaN wins */
+    }
+    amax = block_reduce<double, true>(amax, scratch);
+    double *stats = b.stats + k * LAC_SVT_STATS;
+    if (!(amax <= DBL_MAX)) {   /* NaN or infinite: the host reports the slice */
+        if (threadIdx.x == 0) {
+            stats[LAC_SVT_CHANGE] = stats[LAC_SVT_PREVIOUS] = stats[LAC_SVT_TRUTH] = NAN;
+            stats[LAC_SVT_SIGMA_MAX] = NAN;
+            stats[LAC_SVT_RANK] = -1;
+        }
+        return;
+    }
+    const REAL scale = amax > 0 ? (REAL)(1.0 / amax) : (REAL)0;
+    for (int64_t e = threadIdx.x; e < size; e += blockDim.x) W[e] *= scale;
+    __syncthreads();
+
+    const REAL tol = real_traits<REAL>::eps * (REAL)sqrt((double)L) * (REAL)2;
+    const REAL tiny = real_traits<REAL>::eps * real_traits<REAL>::eps;
+    const int pe = p + (p & 1), pairs = pe / 2;
+    for (int sweep = 0; amax > 0 && sweep < real_traits<REAL>::max_sweeps; sweep++) {
+        if (threadIdx.x == 0) rotated = 0;
+        __syncthreads();
+        for (int step = 0; step < pe - 1; step++) {
+            /* The same trip count for every thread: the shuffles need whole warps. */
+            for (int base = 0; base < pairs; base += groups) {
+                const int t = base + group;
+                int ci = -1, cj = -1;
+                if (t < pairs) {
+                    ci = round_robin(t, step, pe);
+                    cj = round_robin(pe - 1 - t, step, pe);
+                    if (ci >= p || cj >= p) ci = -1;
+                }
+                REAL al = 0, be = 0, ga = 0;
+                if (ci >= 0) {
+                    const REAL *wi = W + (size_t)ci * L, *wj = W + (size_t)cj * L;
+                    for (int l = lane; l < L; l += G) {
+                        REAL x = wi[l], y = wj[l];
+                        al += x * x;
+                        be += y * y;
+                        ga += x * y;
+                    }
+                }
+                al = group_sum<G>(al);
+                be = group_sum<G>(be);
+                ga = group_sum<G>(ga);
+                /* Columns below eps·σmax (al, be < eps² after scaling) are
+                 * rounding noise: rotating them would only churn. */
+                if (ci >= 0 && ga != 0 && fmin(al, be) > tiny && fabs(ga) > tol * sqrt(al * be)) {
+                    /* The rotation that zeroes the pair's off-diagonal Gram entry. */
+                    REAL zeta = (be - al) / (2 * ga);
+                    REAL tn = (zeta >= 0 ? (REAL)1 : (REAL)-1) / (fabs(zeta) + sqrt((REAL)1 + zeta * zeta));
+                    REAL c = (REAL)1 / sqrt((REAL)1 + tn * tn), s = c * tn;
+                    REAL *wi = W + (size_t)ci * L, *wj = W + (size_t)cj * L;
+                    for (int l = lane; l < L; l += G) {
+                        REAL x = wi[l], y = wj[l];
+                        wi[l] = c * x - s * y;
+                        wj[l] = s * x + c * y;
+                    }
+                    if (lane == 0) rotated = 1;
+                }
+            }
+            __syncthreads();
+        }
+        const int again = rotated;
+        __syncthreads();
+        if (!again) break;
+    }
+
+    /* σ_i = ‖w_i‖ (scaled), the kept columns' coefficients (1 - λ/σ_i)/σ_i². */
+    for (int base = 0; base < p; base += groups) {
+        const int c = base + group;
+        REAL s2 = 0;
+        if (c < p)
+            for (int l = lane; l < L; l += G) s2 += W[(size_t)c * L + l] * W[(size_t)c * L + l];
+        s2 = group_sum<G>(s2);
+        if (c < p && lane == 0) sigma[c] = sqrt(s2);
+    }
+    __syncthreads();
+    double smax = 0;
+    for (int c = threadIdx.x; c < p; c += blockDim.x) smax = fmax(smax, (double)sigma[c]);
+    smax = block_reduce<double, true>(smax, scratch);
+    const double lambda = b.lambda ? b.lambda[k] : -1;   /* < 0: σmax only, the result 0 */
+    const double lambda_scaled = lambda * (double)scale;
+    int kept = 0;
+    for (int c = threadIdx.x; c < p; c += blockDim.x) {
+        double sg = sigma[c];
+        /* Columns below eps·σmax were never rotated (see above): zero. */
+        int keep = lambda >= 0 && sg > lambda_scaled && sg * sg > (double)tiny;
+        coef[c] = keep ? (REAL)((1 - lambda_scaled / sg) / (sg * sg)) : (REAL)0;
+        kept += keep;
+    }
+    const double rank = block_reduce<double, false>((double)kept, scratch);
+    __syncthreads();
+
+    /* Rebuild column by column: r = Σ_i coef_i w_i (w_iᵀ a_c), then fold in
+     * the change, the previous estimate's norm and the truth error. */
+    double change = 0, previous = 0, truth_err = 0;
+    for (int base = 0; base < p; base += groups) {
+        const int c = base + group;
+        const bool active = c < p;
+        if (active)
+            for (int l = lane; l < L; l += G) {
+                col[l] = transpose ? a[c + (int64_t)l * rows] : a[(int64_t)c * L + l];
+                rebuilt[l] = 0;
+            }
+        __syncwarp();
+        if (rank > 0)
+            for (int i = 0; i < p; i++) {
+                if (coef[i] == 0) continue;   /* uniform across the block */
+                const REAL *wi = W + (size_t)i * L;
+                REAL d = 0;
+                if (active)
+                    for (int l = lane; l < L; l += G) d += wi[l] * col[l];
+                d = group_sum<G>(d) * coef[i];
+                if (active)
+                    for (int l = lane; l < L; l += G) rebuilt[l] += d * wi[l];
+            }
+        if (active)
+            for (int l = lane; l < L; l += G) {
+                int64_t e = transpose ? c + (int64_t)l * rows : (int64_t)c * L + l;
+                double r = (double)rebuilt[l], old = (double)out[e];
+                change += (r - old) * (r - old);
+                previous += old * old;
+                if (truth) {
+                    double q = r - (double)truth[e];
+                    truth_err += q * q;
+                }
+                out[e] = rebuilt[l];
+            }
+        __syncwarp();
+    }
+    change = block_reduce<double, false>(change, scratch);
+    previous = block_reduce<double, false>(previous, scratch);
+    truth_err = block_reduce<double, false>(truth_err, scratch);
+    if (threadIdx.x == 0) {
+        stats[LAC_SVT_CHANGE] = change;
+        stats[LAC_SVT_PREVIOUS] = previous;
+        stats[LAC_SVT_TRUTH] = truth_err;
+        stats[LAC_SVT_SIGMA_MAX] = smax * amax;
+        stats[LAC_SVT_RANK] = rank;
+    }
+}
+
+/* The launch shape of a slice: lanes a pair and threads a block. */
+struct jacobi_shape {
+    int L, p, transpose, G, threads;
+    size_t smem;
+};
+
+template <typename REAL> jacobi_shape shape_for(const cudaDeviceProp &prop, int64_t rows, int64_t cols)
+{
+    jacobi_shape s;
+    s.transpose = cols > rows;
+    s.L = (int)(s.transpose ? cols : rows);
+    s.p = (int)(s.transpose ? rows : cols);
+    s.G = s.L <= 16 ? 8 : s.L <= 64 ? 16 : 32;
+    const int pairs = (s.p + (s.p & 1)) / 2;
+    int threads = (pairs * s.G + 31) / 32 * 32;
+    if (threads < 64) threads = 64;
+    if (threads > 1024) threads = 1024;
+    size_t limit = prop.sharedMemPerBlockOptin ? prop.sharedMemPerBlockOptin : prop.sharedMemPerBlock;
+    while (threads > 64 && shared_bytes<REAL>(s.L, s.p, threads / s.G) > limit) threads -= 32;
+    s.threads = threads;
+    s.smem = shared_bytes<REAL>(s.L, s.p, threads / s.G);
+    if (s.smem > limit) s.smem = 0;   /* does not fit */
+    return s;
+}
+
+template <typename REAL, int G> lac_status launch(lac_ctx_t ctx, const lac_svt_batch<REAL> &b, const jacobi_shape &s)
+{
+    auto kernel = svt_jacobi_kernel<REAL, G>;
+    LAC_CUDA_CHECK(ctx, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)s.smem));
+    /* One launch per 2^31 - 1 slices at most (the grid's x limit). */
+    for (int64_t first = 0; first < b.count; first += 2147483647LL) {
+        lac_svt_batch<REAL> part = b;
+        part.count = b.count - first < 2147483647LL ? b.count - first : 2147483647LL;
+        part.a += first * b.stride;
+        part.out += first * b.stride;
+        if (part.truth) part.truth += first * b.stride;
+        if (part.lambda) part.lambda += first;
+        part.stats += first * LAC_SVT_STATS;
+        kernel<<<(unsigned)part.count, s.threads, s.smem, ctx->cuda->stream>>>(part, s.transpose, s.L, s.p);
+        LAC_CUDA_CHECK_LAUNCH(ctx);
+    }
+    return LAC_SUCCESS;
+}
+
+} // namespace
+
+template <typename REAL> bool lac_svt_jacobi_fits(const cudaDeviceProp &prop, int64_t rows, int64_t cols)
+{
+    if (rows > 65536 || cols > 65536) return false;
+    return shape_for<REAL>(prop, rows, cols).smem > 0;
+}
+
+template <typename REAL> lac_status lac_svt_jacobi(lac_ctx_t ctx, const lac_svt_batch<REAL> &b)
+{
+    if (b.count == 0) return LAC_SUCCESS;
+    jacobi_shape s = shape_for<REAL>(ctx->cuda->prop, b.rows, b.cols);
+    if (!s.smem)
+        return lac_error(ctx, LAC_ERR_INTERNAL, "a %lld x %lld slice does not fit the shared-memory SVT", (long long)b.rows,
+                         (long long)b.cols);
+    switch (s.G) {
+    case 8: return launch<REAL, 8>(ctx, b, s);
+    case 16: return launch<REAL, 16>(ctx, b, s);
+    default: return launch<REAL, 32>(ctx, b, s);
+    }
+}
+
+template bool lac_svt_jacobi_fits<float>(const cudaDeviceProp &, int64_t, int64_t);
+template bool lac_svt_jacobi_fits<double>(const cudaDeviceProp &, int64_t, int64_t);
+template lac_status lac_svt_jacobi<float>(lac_ctx_t, const lac_svt_batch<float> &);
+template lac_status lac_svt_jacobi<double>(lac_ctx_t, const lac_svt_batch<double> &);

@@ -1,0 +1,392 @@
+/* impute on the CUDA backend (GPU test, label "cuda").
+ *
+ * The batched SVT against LAPACK's dgesdd in float64 (thresholded and rebuilt
+ * here), through the backend table with an identity basis so that the GFT
+ * is exact: random, ill-conditioned, rank-deficient, zero, tiny- and
+ * huge-valued slices; square, tall, wide and degenerate shapes from 1 x 7 to
+ * 512 x 512 (the shared-memory Jacobi path and the Gram path beyond it);
+ * thresholds between singular values, 0 and above σmax; the σmax-only pass.
+ * Then whole imputations against the CPU backend with the same basis (float32
+ * and float64, vertex and entry masks, with and without acceleration), the
+ * basis eigendecomposition against LAPACK's, and the generator's transform. */
+#include "harness.h"
+#include "impute/impute_backend.h"
+#include "lacuna/lacuna.h"
+
+#include <lapacke.h>
+
+static lac_ctx_t gpu, cpu;
+
+/* ------------------------------------------------------------------------ */
+/* The reference: S_λ of a rows x cols column-major slice by dgesdd           */
+/* ------------------------------------------------------------------------ */
+/* s gets the singular values (descending, min(rows, cols)); out S_λ(A) when
+ * lambda >= 0. */
+static void reference_svt(int rows, int cols, const float *a, double lambda, double *s, double *out)
+{
+    int p = rows < cols ? rows : cols;
+    double *ad = malloc(sizeof(double) * (size_t)rows * cols), *u = malloc(sizeof(double) * (size_t)rows * p);
+    double *vt = malloc(sizeof(double) * (size_t)p * cols);
+    for (int i = 0; i < rows * cols; i++) ad[i] = a[i];
+    int info = LAPACKE_dgesdd(LAPACK_COL_MAJOR, 'S', rows, cols, ad, rows, s, u, rows, vt, p);
+    if (info != 0) HARNESS_FAIL("reference dgesdd failed (info %d)", info);
+    if (out) {
+        memset(out, 0, sizeof(double) * (size_t)rows * cols);
+        for (int j = 0; j < p; j++) {
+            double f = s[j] - lambda;
+            if (lambda < 0 || f <= 0) continue;
+            for (int c = 0; c < cols; c++)
+                for (int r = 0; r < rows; r++) out[r + (size_t)c * rows] += u[r + (size_t)j * rows] * f * vt[j + (size_t)c * p];
+        }
+    }
+    free(ad);
+    free(u);
+    free(vt);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The CUDA table's SVT over N slices of m x n through an identity basis      */
+/* ------------------------------------------------------------------------ */
+static int gpu_svt(int64_t N, int64_t m, int64_t n, const float *slices, const double *lambda, float *out,
+                   double *sigma_max, lac_impute_svt_stats *stats)
+{
+    const lac_impute_backend *be = lac_impute_backend_cuda();
+    if (!be) {
+        HARNESS_FAIL("no CUDA impute table");
+        return -1;
+    }
+    float *identity = calloc((size_t)(N * N), sizeof(float));
+    double *eigenvalues = calloc((size_t)N, sizeof(double));
+    unsigned char *state = malloc((size_t)N);
+    int64_t none = 0;
+    for (int64_t v = 0; v < N; v++) {
+        identity[v + v * N] = 1;
+        state[v] = LAC_VERTEX_OBSERVED;
+    }
+    struct lac_gft g = {N, LAC_FLOAT32, identity, eigenvalues, 0, 0};
+    lac_impute_problem pr;
+    memset(&pr, 0, sizeof pr);
+    pr.precision = LAC_FLOAT32;
+    pr.N = N;
+    pr.m = m;
+    pr.n = n;
+    pr.gft = &g;
+    pr.tensor = slices;
+    pr.tensor_dtype = LAC_FLOAT32;
+    pr.vertex_state = state;
+    pr.incomplete = &none;
+    void *st = NULL;
+    double tsq = 0, tmsq = 0, err = 0;
+    int rc = -1;
+    if (be->setup(gpu, &pr, &st, &tsq, &tmsq) == 0 && be->gft(gpu, st) == 0 &&
+        be->svt(gpu, st, lambda, sigma_max, stats) == 0 && be->finish(gpu, st, LAC_IMPUTE_ESTIMATE, out, LAC_FLOAT32, &err) == 0)
+        rc = 0;
+    else
+        HARNESS_FAIL("CUDA SVT of %lld slices of %lld x %lld: %s", (long long)N, (long long)m, (long long)n,
+                     lac_last_error(gpu));
+    if (st) be->release(st);
+    free(identity);
+    free(eigenvalues);
+    free(state);
+    return rc;
+}
+
+enum { RANDOM, ILL_CONDITIONED, RANK_THREE, ZERO, TINY, HUGE_VALUES, KINDS };
+static const char *kind_name[KINDS] = {"random", "ill-conditioned", "rank 3", "zero", "tiny", "huge"};
+
+static double gaussian(unsigned long long *s)
+{
+    double u1 = harness_rand_uniform(s), u2 = harness_rand_uniform(s);
+    return sqrt(-2 * log(u1 + 1e-300)) * cos(6.283185307179586 * u2);
+}
+
+/* Slice k of N (m x n row-major = n x m column-major) of the given kind. */
+static void make_slice(int kind, int64_t m, int64_t n, unsigned long long *s, float *a)
+{
+    const int64_t rows = n, cols = m, size = m * n;
+    if (kind == ZERO) {
+        memset(a, 0, sizeof(float) * (size_t)size);
+        return;
+    }
+    if (kind == RANK_THREE) {
+        double x[3 * 1024], y[3 * 1024];
+        for (int64_t i = 0; i < 3 * rows; i++) x[i] = gaussian(s);
+        for (int64_t i = 0; i < 3 * cols; i++) y[i] = gaussian(s);
+        for (int64_t c = 0; c < cols; c++)
+            for (int64_t r = 0; r < rows; r++)
+                a[r + c * rows] = (float)(x[r] * y[c] + x[rows + r] * y[cols + c] + x[2 * rows + r] * y[2 * cols + c]);
+        return;
+    }
+    double scale = kind == TINY ? 1e-30 : kind == HUGE_VALUES ? 1e30 : 1;
+    for (int64_t c = 0; c < cols; c++) {
+        /* Ill-conditioned: columns scaled over six decades. */
+        double col_scale = kind == ILL_CONDITIONED ? pow(10.0, -6.0 * (double)c / (double)(cols > 1 ? cols - 1 : 1)) : 1;
+        for (int64_t r = 0; r < rows; r++) a[r + c * rows] = (float)(gaussian(s) * col_scale * scale);
+    }
+}
+
+/* N slices of one shape and kind: λ between the 3rd and 4th singular values
+ * (or 0, or above σmax, by slice), result against the reference. */
+static void check_shape(int64_t m, int64_t n, int64_t N, int kind)
+{
+    const int64_t size = m * n, p = m < n ? m : n;
+    float *a = calloc((size_t)(N * size), sizeof(float)), *out = malloc(sizeof(float) * (size_t)(N * size));
+    double *lambda = calloc((size_t)N, sizeof(double)), *ref = malloc(sizeof(double) * (size_t)size);
+    double *sv = malloc(sizeof(double) * (size_t)p), *sigma = malloc(sizeof(double) * (size_t)N);
+    int *want_rank = malloc(sizeof(int) * (size_t)N);
+    unsigned long long seed = 1000 + (unsigned long long)(m * 7919 + n * 31 + kind);
+    int64_t rank_sum = 0;
+    for (int64_t k = 0; k < N; k++) {
+        make_slice(kind, m, n, &seed, a + k * size);
+        reference_svt((int)n, (int)m, a + k * size, -1, sv, NULL);
+        int mode = (int)(k % 4);
+        if (mode == 0 && p > 3) lambda[k] = 0.5 * (sv[2] + sv[3]);
+        else if (mode == 1) lambda[k] = 0;
+        else if (mode == 2) lambda[k] = sv[0] * 1.01 + 1e-300;
+        else lambda[k] = 0.5 * sv[0];
+        int r = 0;
+        while (r < p && sv[r] > lambda[k]) r++;
+        want_rank[k] = r;
+        rank_sum += r;
+    }
+    lac_impute_svt_stats stats;
+    if (gpu_svt(N, m, n, a, lambda, out, NULL, &stats) == 0) {
+        double worst = 0;
+        for (int64_t k = 0; k < N; k++) {
+            reference_svt((int)n, (int)m, a + k * size, lambda[k], sv, ref);
+            double num = 0, den = 0;
+            for (int64_t e = 0; e < size; e++) {
+                double d = (double)out[k * size + e] - ref[e];
+                num += d * d;
+                den += (double)a[k * size + e] * (double)a[k * size + e];
+            }
+            double rel = den > 0 ? sqrt(num / den) : sqrt(num);
+            if (rel > worst) worst = rel;
+        }
+        /* Float32 rounding of a p-term rebuild, relative to ‖A‖. */
+        double tol = 2e-6 * sqrt((double)(m > n ? m : n));
+        if (worst > tol)
+            HARNESS_FAIL("%lld x %lld x %lld %s: S_λ differs from LAPACK's by %.3g of ‖A‖ (tolerance %.3g)", (long long)m,
+                         (long long)n, (long long)N, kind_name[kind], worst, tol);
+        if (kind != ZERO && kind != TINY && kind != RANK_THREE && kind != ILL_CONDITIONED)
+            CHECK_INT(stats.rank_sum, rank_sum);   /* thresholds lie well between singular values */
+    }
+    /* The σmax-only pass: the largest singular value and a zero estimate. */
+    if (gpu_svt(N, m, n, a, NULL, out, sigma, &stats) == 0) {
+        double worst = 0, nonzero = 0;
+        for (int64_t k = 0; k < N; k++) {
+            reference_svt((int)n, (int)m, a + k * size, -1, sv, NULL);
+            double rel = sv[0] > 0 ? fabs(sigma[k] - sv[0]) / sv[0] : fabs(sigma[k]);
+            if (rel > worst) worst = rel;
+        }
+        for (int64_t e = 0; e < N * size; e++) nonzero += fabs(out[e]);
+        if (worst > 1e-5 || nonzero != 0)
+            HARNESS_FAIL("%lld x %lld %s: σmax off by %.3g (relative), estimate sum %g", (long long)m, (long long)n,
+                         kind_name[kind], worst, nonzero);
+        CHECK_INT(stats.rank_sum, 0);
+    }
+    free(a);
+    free(out);
+    free(lambda);
+    free(ref);
+    free(sv);
+    free(sigma);
+    free(want_rank);
+}
+
+TEST(batched_svt_matches_lapack_on_small_slices)
+{
+    static const int64_t shapes[][3] = {{2, 2, 40}, {1, 7, 8}, {7, 1, 8}, {3, 5, 12}, {50, 50, 24}, {64, 64, 12},
+                                        {30, 100, 8}, {100, 30, 8}, {128, 128, 4}, {17, 33, 9}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int kind = 0; kind < KINDS; kind++) check_shape(shapes[s][0], shapes[s][1], shapes[s][2], kind);
+}
+
+TEST(batched_svt_matches_lapack_beyond_shared_memory)
+{
+    check_shape(512, 512, 3, RANDOM);
+    check_shape(512, 512, 2, ILL_CONDITIONED);
+    check_shape(512, 512, 2, RANK_THREE);
+    check_shape(512, 512, 1, ZERO);
+    check_shape(600, 300, 2, RANDOM);
+    check_shape(300, 600, 2, TINY);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Whole imputations: GPU against CPU with one basis                          */
+/* ------------------------------------------------------------------------ */
+static lac_graph_t ring_with_chords(lac_ctx_t c, int64_t N, unsigned long long seed)
+{
+    int64_t E = 2 * N, *src = malloc(sizeof(int64_t) * (size_t)E), *dst = malloc(sizeof(int64_t) * (size_t)E);
+    double *w = malloc(sizeof(double) * (size_t)E);
+    for (int64_t v = 0; v < N; v++) {
+        src[v] = v;
+        dst[v] = (v + 1) % N;
+        w[v] = 1;
+        src[N + v] = v;
+        dst[N + v] = (int64_t)(harness_rand_uniform(&seed) * (double)N) % N;
+        if (dst[N + v] == v) dst[N + v] = (v + 2) % N;
+        w[N + v] = 0.5 + harness_rand_uniform(&seed);
+    }
+    lac_array a = lac_array_vector(src, LAC_INT64, E), b = lac_array_vector(dst, LAC_INT64, E);
+    lac_array wa = lac_array_vector(w, LAC_FLOAT64, E);
+    lac_graph_t g = NULL;
+    CHECK_OK(c, lac_graph_from_edges(c, N, &a, &b, &wa, &g));
+    free(src);
+    free(dst);
+    free(w);
+    return g;
+}
+
+static void impute_both(lac_dtype precision, int entry_mask, int accelerate)
+{
+    const int64_t N = 90, m = 6, n = 5, mn = m * n;
+    lac_graph_t graph = ring_with_chords(cpu, N, 7);
+    lac_gft_t gft = NULL;
+    CHECK_OK(cpu, lac_gft_create(cpu, graph, precision, &gft));
+    int64_t shape[3] = {N, m, n};
+    lac_array truth, observed, tensor, out_cpu, out_gpu;
+    CHECK_OK(cpu, lac_array_alloc(cpu, LAC_FLOAT64, 3, shape, &truth));
+    CHECK_OK(cpu, lac_array_alloc(cpu, LAC_BOOL, 1, shape, &observed));
+    lac_impute_gen_params gp = lac_impute_gen_params_default();
+    gp.m = m;
+    gp.n = n;
+    gp.rank = 2;
+    gp.observed_ratio = 0.6;
+    gp.seed = 11;
+    CHECK_OK(cpu, lac_impute_generate(cpu, &gp, gft, &truth, &observed));
+    CHECK_OK(cpu, lac_array_alloc(cpu, LAC_FLOAT64, 3, shape, &tensor));
+    CHECK_OK(cpu, lac_array_alloc(cpu, LAC_FLOAT64, 3, shape, &out_cpu));
+    CHECK_OK(cpu, lac_array_alloc(cpu, LAC_FLOAT64, 3, shape, &out_gpu));
+    double *t = tensor.data, *g = truth.data;
+    unsigned char *obs = observed.data;
+    unsigned long long seed = 5;
+    for (int64_t v = 0; v < N; v++)
+        for (int64_t e = 0; e < mn; e++) {
+            int seen = obs[v] || (entry_mask && harness_rand_uniform(&seed) < 0.5);
+            t[v * mn + e] = seen ? g[v * mn + e] : NAN;
+        }
+    lac_impute_params p = lac_impute_params_default();
+    p.accelerate = accelerate;
+    lac_impute_result rc, rg;
+    CHECK_OK(cpu, lac_impute(cpu, &p, gft, &tensor, NULL, &truth, &out_cpu, &rc));
+    CHECK_OK(gpu, lac_impute(gpu, &p, gft, &tensor, NULL, &truth, &out_gpu, &rg));
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < N * mn; i++) {
+        double a = ((double *)out_cpu.data)[i], b = ((double *)out_gpu.data)[i];
+        num += (a - b) * (a - b);
+        den += a * a;
+    }
+    double rel = sqrt(num / (den > 0 ? den : 1)), tol = precision == LAC_FLOAT32 ? 2e-4 : 1e-9;
+    if (!(rel <= tol))
+        HARNESS_FAIL("%s, %s mask, accelerate %d: GPU and CPU completions differ by %.3g (tolerance %.3g)",
+                     lac_dtype_name(precision), entry_mask ? "entry" : "vertex", accelerate, rel, tol);
+    CHECK_INT(rg.iterations, rc.iterations);
+    CHECK_NEAR(rg.rmse_missing, rc.rmse_missing, precision == LAC_FLOAT32 ? 1e-4 : 1e-9);
+    CHECK(rc.rmse_missing < 0.05);   /* the generated tensor is recoverable */
+    lac_array_release(&truth);
+    lac_array_release(&observed);
+    lac_array_release(&tensor);
+    lac_array_release(&out_cpu);
+    lac_array_release(&out_gpu);
+    lac_gft_destroy(&gft);
+    lac_graph_destroy(&graph);
+}
+
+TEST(imputation_matches_the_cpu)
+{
+    impute_both(LAC_FLOAT64, 0, 1);
+    impute_both(LAC_FLOAT64, 1, 1);
+    impute_both(LAC_FLOAT64, 1, 0);
+    impute_both(LAC_FLOAT32, 0, 1);
+    impute_both(LAC_FLOAT32, 1, 0);
+}
+
+/* The basis on the device: eigenvalues as LAPACK's; each eigenvector of a
+ * simple eigenvalue equal up to sign. */
+TEST(basis_eigendecomposition_matches_lapack)
+{
+    const int64_t N = 120;
+    lac_graph_t graph = ring_with_chords(cpu, N, 3);
+    lac_gft_t a = NULL, b = NULL;
+    CHECK_OK(cpu, lac_gft_create(cpu, graph, LAC_FLOAT64, &a));
+    CHECK_OK(gpu, lac_gft_create(gpu, graph, LAC_FLOAT64, &b));
+    if (a && b) {
+        double *ea = malloc(sizeof(double) * N), *eb = malloc(sizeof(double) * N);
+        double *va = malloc(sizeof(double) * N * N), *vb = malloc(sizeof(double) * N * N);
+        lac_array xa = lac_array_vector(ea, LAC_FLOAT64, N), xb = lac_array_vector(eb, LAC_FLOAT64, N);
+        lac_array ua = lac_array_matrix(va, LAC_FLOAT64, N, N), ub = lac_array_matrix(vb, LAC_FLOAT64, N, N);
+        CHECK_OK(cpu, lac_gft_copy(cpu, a, &xa, &ua));
+        CHECK_OK(cpu, lac_gft_copy(cpu, b, &xb, &ub));
+        double worst_value = 0, worst_vector = 0;
+        for (int64_t k = 0; k < N; k++) {
+            worst_value = fmax(worst_value, fabs(ea[k] - eb[k]));
+            double gap = fmin(k > 0 ? ea[k] - ea[k - 1] : 1, k + 1 < N ? ea[k + 1] - ea[k] : 1);
+            if (gap < 1e-6) continue;   /* degenerate: any rotation is an answer */
+            double dot = 0;
+            for (int64_t v = 0; v < N; v++) dot += va[v * N + k] * vb[v * N + k];
+            worst_vector = fmax(worst_vector, 1 - fabs(dot));
+        }
+        if (worst_value > 1e-10 || worst_vector > 1e-8)
+            HARNESS_FAIL("device basis: eigenvalues off by %.3g, eigenvectors by %.3g", worst_value, worst_vector);
+        free(ea);
+        free(eb);
+        free(va);
+        free(vb);
+    }
+    lac_gft_destroy(&a);
+    lac_gft_destroy(&b);
+    lac_graph_destroy(&graph);
+}
+
+/* The generator's transform on the device gives the CPU's tensor. */
+TEST(generator_transform_matches_the_cpu)
+{
+    const int64_t N = 60, m = 4, n = 3;
+    lac_graph_t graph = ring_with_chords(cpu, N, 9);
+    lac_gft_t gft = NULL;
+    CHECK_OK(cpu, lac_gft_create(cpu, graph, LAC_FLOAT64, &gft));
+    int64_t shape[3] = {N, m, n};
+    lac_array x, y;
+    CHECK_OK(cpu, lac_array_alloc(cpu, LAC_FLOAT64, 3, shape, &x));
+    CHECK_OK(cpu, lac_array_alloc(cpu, LAC_FLOAT64, 3, shape, &y));
+    lac_impute_gen_params gp = lac_impute_gen_params_default();
+    gp.m = m;
+    gp.n = n;
+    gp.rank = 2;
+    gp.observed_ratio = 1;
+    gp.seed = 3;
+    CHECK_OK(cpu, lac_impute_generate(cpu, &gp, gft, &x, NULL));
+    CHECK_OK(gpu, lac_impute_generate(gpu, &gp, gft, &y, NULL));
+    double worst = 0;
+    for (int64_t i = 0; i < N * m * n; i++) worst = fmax(worst, fabs(((double *)x.data)[i] - ((double *)y.data)[i]));
+    if (worst > 1e-10) HARNESS_FAIL("generated tensors differ by %.3g", worst);
+    lac_array_release(&x);
+    lac_array_release(&y);
+    lac_gft_destroy(&gft);
+    lac_graph_destroy(&graph);
+}
+
+int main(void)
+{
+    if (lac_cuda_device_count() == 0) {
+        printf("no CUDA device: skipped\n");
+        return 0;
+    }
+    lac_ctx_params p = lac_ctx_params_default();
+    p.backend = LAC_BACKEND_CUDA;
+    if (lac_ctx_create(&p, &gpu) != 0) {
+        printf("no CUDA context: %s\n", lac_last_error(NULL));
+        return 1;
+    }
+    p.backend = LAC_BACKEND_CPU;
+    if (lac_ctx_create(&p, &cpu) != 0) return 1;
+    RUN(batched_svt_matches_lapack_on_small_slices);
+    RUN(batched_svt_matches_lapack_beyond_shared_memory);
+    RUN(imputation_matches_the_cpu);
+    RUN(basis_eigendecomposition_matches_lapack);
+    RUN(generator_transform_matches_the_cpu);
+    lac_ctx_destroy(&gpu);
+    lac_ctx_destroy(&cpu);
+    return harness_finish();
+}
