@@ -17,6 +17,7 @@
 #   MAP_EXPLORE=1          also time forced reduction strategies (tuning)
 #   MAP_OOC_M=4G           rows of the out-of-core (pinned host memory) case; 0 skips it
 #   MAP_PEERS=0            skip the peers; MAP_PLAN=0 skips the planned sweep
+#   DEVICE_TEST_FILTER=re  section test runs only the CUDA tests whose names match
 # Peers come from a git-ignored folder carried beside the repo (PEERS, default
 # .peers/): seed_map_naive.cu (naive atomicAdd kernel); the PyTorch peer is
 # bench/torch_map_peer.py. When the machine lacks OpenBLAS/LAPACKE or pkg-config,
@@ -102,7 +103,8 @@ section_build() {
 
 section_test() {
     say "test: ctest -L cuda"
-    (cd "$BUILD" && ctest -L cuda --output-on-failure --timeout 500) >"$OUT/test.log" 2>&1
+    (cd "$BUILD" && ctest -L cuda ${DEVICE_TEST_FILTER:+-R "$DEVICE_TEST_FILTER"} --output-on-failure --timeout 500) \
+        >"$OUT/test.log" 2>&1
     local rc=$?
     grep -E "tests passed|tests failed|passed, .* failed|FAIL" "$OUT/test.log" | head -20 | tee -a "$SUMMARY"
     [ $rc -eq 0 ] && say "cuda tests ok" || say "cuda tests FAILED (rc $rc; see test.log)"
@@ -256,7 +258,7 @@ section_impute() {
         >>"$OUT/impute.txt" 2>>"$OUT/impute_bench.log" || say "impute_cuda_bench FAILED (see impute_bench.log)"
     if [ "${IMPUTE_PEERS:-1}" != 0 ]; then
         say "PyTorch peers (torch_impute_peer.py)"
-        PYTHONUNBUFFERED=1 "$PYTHON" bench/torch_impute_peer.py --shapes "$shapes" >>"$OUT/impute.txt" \
+        PYTHONUNBUFFERED=1 "$PYTHON" bench/torch_impute_peer.py --reps 1 --shapes "$shapes" >>"$OUT/impute.txt" \
             2>>"$OUT/impute_bench.log" || say "torch peer FAILED"
     fi
     grep -v '^{' "$OUT/impute.txt" | tee -a "$SUMMARY"
