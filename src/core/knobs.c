@@ -34,6 +34,7 @@ static const struct {
     [LAC_KNOB_MF_CUDA_GROUPS] = {"LACUNA_MF_CUDA_GROUPS", "user groups in flight (CUSGD++)"},
     [LAC_KNOB_MF_CUDA_HOT] = {"LACUNA_MF_CUDA_HOT", "ratings that make an item hot (replicated rows)"},
     [LAC_KNOB_MF_CUDA_RUN_MAX] = {"LACUNA_MF_CUDA_RUN_MAX", "most ratings in one run of the work deal"},
+    [LAC_KNOB_IMPUTE_CUDA_WARM] = {"LACUNA_IMPUTE_CUDA_WARM", "0: the GPU SVT starts every pass cold (no warm start)"},
 };
 
 /* The environment as the process first saw it: read once. */

@@ -10,7 +10,11 @@
 /* Per-slice figures an SVT pass leaves on the device, LAC_SVT_STATS doubles a
  * slice, summed on the host in slice order (so the sums do not depend on the
  * grid). rank is -1 for a slice that was not finite. */
-enum { LAC_SVT_CHANGE = 0, LAC_SVT_PREVIOUS, LAC_SVT_TRUTH, LAC_SVT_SIGMA_MAX, LAC_SVT_RANK, LAC_SVT_STATS };
+enum {
+    LAC_SVT_CHANGE = 0, LAC_SVT_PREVIOUS, LAC_SVT_TRUTH, LAC_SVT_SIGMA_MAX, LAC_SVT_RANK,
+    LAC_SVT_SWEEPS,   /* Jacobi sweeps the slice took (0: another path) */
+    LAC_SVT_STATS
+};
 
 /* One SVT pass over `count` slices. A slice is a rows x cols column-major
  * matrix (lda = rows) `stride` elements after the previous one. */
@@ -21,6 +25,9 @@ template <typename REAL> struct lac_svt_batch {
     const REAL *truth;      /* the truth's slices (Ĝtrue), or NULL */
     const double *lambda;   /* λ a slice, or NULL: singular values only, out = 0 */
     double *stats;          /* count x LAC_SVT_STATS */
+    double *v;              /* Jacobi path: count x p x p right singular vectors kept between
+                               passes (p = min(rows, cols)), or NULL */
+    int warm;               /* v holds the previous pass's vectors: start from them */
 };
 
 /* The shared-memory one-sided Jacobi path (svt_jacobi.cu): whether a slice of

@@ -60,6 +60,9 @@ template <typename REAL> struct impute_cuda {
     REAL *x_inc = nullptr, *x_est = nullptr, *x_new = nullptr, *true_hat = nullptr, *true_inc = nullptr;
     unsigned char *obs_inc = nullptr;
     double *lambda = nullptr, *stats = nullptr, *partial = nullptr;
+    double *v = nullptr;   /* Jacobi path: each slice's right singular vectors, the next pass's start */
+    int v_valid = 0;
+    int warm_start = 1;    /* LACUNA_IMPUTE_CUDA_WARM */
     double *stats_host = nullptr, *partial_host = nullptr;   /* pinned */
     bool jacobi = true;
 
@@ -79,6 +82,7 @@ template <typename REAL> struct impute_cuda {
         cudaFree(lambda);
         cudaFree(stats);
         cudaFree(partial);
+        cudaFree(v);
         cudaFreeHost(stats_host);
         cudaFreeHost(partial_host);
     }
@@ -155,6 +159,11 @@ lac_status setup(lac_ctx_t ctx, const lac_impute_problem *pr, impute_cuda<REAL> 
     lac_status st = LAC_SUCCESS;
     LAC_CHECK_GOTO(lac_cuda_cublas(ctx, &blas), st, fail);
     s->jacobi = lac_svt_jacobi_fits<REAL>(ctx->cuda->prop, pr->n, pr->m);
+    s->warm_start = lac_knob_int(ctx, LAC_KNOB_IMPUTE_CUDA_WARM, 1) != 0;
+    if (s->jacobi) {
+        const int64_t p = pr->m < pr->n ? pr->m : pr->n;
+        LAC_CHECK_GOTO(device_alloc(ctx, &s->v, N * p * p), st, fail);
+    }
 
     LAC_CHECK_GOTO(device_alloc(ctx, &s->u, N * N), st, fail);
     LAC_CHECK_GOTO(device_alloc(ctx, &s->u_inc, ni * N), st, fail);
@@ -287,12 +296,16 @@ lac_status svt(lac_ctx_t ctx, impute_cuda<REAL> *s, const double *lambda, double
     b.truth = s->true_hat;
     b.lambda = lambda ? s->lambda : nullptr;
     b.stats = s->stats;
+    b.v = s->v;
+    b.warm = s->v_valid;
     LAC_CHECK(s->jacobi ? lac_svt_jacobi<REAL>(ctx, b) : lac_svt_gram<REAL>(ctx, b, gram_budget(ctx)));
+    s->v_valid = s->v != nullptr && s->warm_start;
     LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(s->stats_host, s->stats, (size_t)(N * LAC_SVT_STATS) * sizeof(double),
                                         cudaMemcpyDeviceToHost, stream));
     LAC_CUDA_CHECK(ctx, cudaStreamSynchronize(stream));
     lac_impute_svt_stats sum;
     memset(&sum, 0, sizeof sum);
+    double sweeps = 0, sweeps_max = 0;
     for (int64_t k = 0; k < N; k++) {
         const double *st = s->stats_host + k * LAC_SVT_STATS;
         if (st[LAC_SVT_RANK] < 0)
@@ -302,7 +315,12 @@ lac_status svt(lac_ctx_t ctx, impute_cuda<REAL> *s, const double *lambda, double
         sum.truth_error_sq += st[LAC_SVT_TRUTH];
         sum.rank_sum += (int64_t)st[LAC_SVT_RANK];
         if (sigma_max) sigma_max[k] = st[LAC_SVT_SIGMA_MAX];
+        sweeps += st[LAC_SVT_SWEEPS];
+        if (st[LAC_SVT_SWEEPS] > sweeps_max) sweeps_max = st[LAC_SVT_SWEEPS];
     }
+    if (s->jacobi)
+        lac_log(ctx, LAC_LOG_DEBUG, "impute (cuda): SVT by Jacobi, %s start, sweeps mean %.2f, max %.0f",
+                b.warm ? "warm" : "cold", sweeps / (double)N, sweeps_max);
     *out = sum;
     return LAC_SUCCESS;
 }

@@ -99,6 +99,7 @@ __global__ void store_result(const double *r, REAL *out, const REAL *truth, int6
         st[LAC_SVT_TRUTH] = ok ? s[2] : NAN;
         st[LAC_SVT_SIGMA_MAX] = ok ? sigma_max[k] : NAN;
         st[LAC_SVT_RANK] = ok ? kept[k] : -1;
+        st[LAC_SVT_SWEEPS] = 0;
     }
 }
 

@@ -76,41 +76,44 @@ template <typename T, bool MAX> __device__ T block_reduce(T v, T *scratch)
     return r;
 }
 
-/* Shared memory of one block: W (L x p), per group two columns of L (the
- * slice's column and its rebuilt column), per column its norm and
- * coefficient, a reduction scratch. */
-template <typename REAL> size_t shared_bytes(int L, int p, int groups)
+/* Shared memory of one block: V (p x p, float64), W (L x p), the kept
+ * columns and their coefficients, a reduction scratch. */
+template <typename REAL> size_t shared_bytes(int L, int p)
 {
-    return ((size_t)L * p + (size_t)groups * 2 * L + 2 * (size_t)p) * sizeof(REAL) + 64 * sizeof(double);
+    return (size_t)p * p * sizeof(double) + (size_t)L * p * sizeof(REAL) + (size_t)p * (sizeof(double) + sizeof(int)) +
+           64 * sizeof(double);
+}
+
+/* Element (l, c) of the slice seen as W's orientation (L x p). */
+template <typename REAL>
+__device__ __forceinline__ REAL slice_at(const REAL *a, int64_t rows, int transpose, int64_t l, int64_t c, int L)
+{
+    return transpose ? a[c + l * rows] : a[l + c * (int64_t)L];
 }
 
 template <typename REAL, int G>
 __global__ void __launch_bounds__(1024) svt_jacobi_kernel(lac_svt_batch<REAL> b, int transpose, int L, int p)
 {
     extern __shared__ double smem_d[];
-    REAL *W = reinterpret_cast<REAL *>(smem_d);
+    double *V = smem_d;                                        /* p x p */
+    REAL *W = reinterpret_cast<REAL *>(V + (size_t)p * p);     /* L x p */
+    double *coef = reinterpret_cast<double *>(((uintptr_t)(W + (size_t)L * p) + 7) & ~(uintptr_t)7);
+    double *scratch = coef + p;
+    int *kept_list = reinterpret_cast<int *>(scratch + 40);
     const int groups = blockDim.x / G, group = threadIdx.x / G, lane = threadIdx.x % G;
-    REAL *col = W + (size_t)L * p + (size_t)group * 2 * L;   /* this group's slice column */
-    REAL *rebuilt = col + L;
-    REAL *sigma = W + (size_t)L * p + (size_t)groups * 2 * L;
-    REAL *coef = sigma + p;
-    double *scratch = reinterpret_cast<double *>(coef + p + 1);
-    scratch = reinterpret_cast<double *>(((uintptr_t)scratch + 7) & ~(uintptr_t)7);
-    __shared__ int rotated;
+    __shared__ int rotated, kept_count;
 
     const int64_t k = blockIdx.x;
     const REAL *a = b.a + k * b.stride;
     REAL *out = b.out + k * b.stride;
     const REAL *truth = b.truth ? b.truth + k * b.stride : nullptr;
     const int64_t rows = b.rows, size = b.rows * b.cols;
+    double *v_keep = b.v ? b.v + k * (int64_t)p * p : nullptr;
 
-    /* Load W (transposed when the slice is wide) and its largest entry. */
+    /* The slice's largest entry: the scale that keeps squares in range. */
     double amax = 0;
     for (int64_t e = threadIdx.x; e < size; e += blockDim.x) {
-        REAL x = a[e];
-        int64_t i = e % rows, j = e / rows;
-        W[transpose ? j + i * L : e] = x;
-        double ax = fabs((double)x);
+        double ax = fabs((double)a[e]);
         amax = ax > amax || ax != ax ? ax : amax;   /* NaN wins */
     }
     amax = block_reduce<double, true>(amax, scratch);
@@ -120,17 +123,37 @@ __global__ void __launch_bounds__(1024) svt_jacobi_kernel(lac_svt_batch<REAL> b,
             stats[LAC_SVT_CHANGE] = stats[LAC_SVT_PREVIOUS] = stats[LAC_SVT_TRUTH] = NAN;
             stats[LAC_SVT_SIGMA_MAX] = NAN;
             stats[LAC_SVT_RANK] = -1;
+            stats[LAC_SVT_SWEEPS] = 0;
         }
         return;
     }
-    const REAL scale = amax > 0 ? (REAL)(1.0 / amax) : (REAL)0;
-    for (int64_t e = threadIdx.x; e < size; e += blockDim.x) W[e] *= scale;
+    const double scale = amax > 0 ? 1.0 / amax : 0;
+
+    /* V: the previous pass's right singular vectors (a warm start: the
+     * slices change little from one iteration to the next, so W = A V is
+     * nearly orthogonal and a sweep or two finishes it), or I. */
+    const int warm = b.warm && v_keep;
+    for (int64_t e = threadIdx.x; e < (int64_t)p * p; e += blockDim.x)
+        V[e] = warm ? v_keep[e] : (double)(e % p == e / p);
+    __syncthreads();
+    for (int64_t e = threadIdx.x; e < (int64_t)L * p; e += blockDim.x) {
+        const int64_t l = e % L, j = e / L;
+        double w;
+        if (warm) {
+            w = 0;
+            for (int c = 0; c < p; c++) w += (double)slice_at(a, rows, transpose, l, c, L) * V[c + j * p];
+        } else {
+            w = (double)slice_at(a, rows, transpose, l, j, L);
+        }
+        W[e] = (REAL)(w * scale);
+    }
     __syncthreads();
 
-    const REAL tol = real_traits<REAL>::eps * (REAL)sqrt((double)L) * (REAL)2;
+    const REAL tol = real_traits<REAL>::eps * (REAL)sqrt((double)L) * (REAL)8;
     const REAL tiny = real_traits<REAL>::eps * real_traits<REAL>::eps;
     const int pe = p + (p & 1), pairs = pe / 2;
-    for (int sweep = 0; amax > 0 && sweep < real_traits<REAL>::max_sweeps; sweep++) {
+    int sweep = 0;
+    for (; amax > 0 && sweep < real_traits<REAL>::max_sweeps; sweep++) {
         if (threadIdx.x == 0) rotated = 0;
         __syncthreads();
         for (int step = 0; step < pe - 1; step++) {
@@ -160,14 +183,21 @@ __global__ void __launch_bounds__(1024) svt_jacobi_kernel(lac_svt_batch<REAL> b,
                  * rounding noise: rotating them would only churn. */
                 if (ci >= 0 && ga != 0 && fmin(al, be) > tiny && fabs(ga) > tol * sqrt(al * be)) {
                     /* The rotation that zeroes the pair's off-diagonal Gram entry. */
-                    REAL zeta = (be - al) / (2 * ga);
-                    REAL tn = (zeta >= 0 ? (REAL)1 : (REAL)-1) / (fabs(zeta) + sqrt((REAL)1 + zeta * zeta));
-                    REAL c = (REAL)1 / sqrt((REAL)1 + tn * tn), s = c * tn;
+                    double zeta = ((double)be - (double)al) / (2 * (double)ga);
+                    double tn = (zeta >= 0 ? 1.0 : -1.0) / (fabs(zeta) + sqrt(1 + zeta * zeta));
+                    double c = 1 / sqrt(1 + tn * tn), s = c * tn;
+                    REAL cr = (REAL)c, sr = (REAL)s;
                     REAL *wi = W + (size_t)ci * L, *wj = W + (size_t)cj * L;
                     for (int l = lane; l < L; l += G) {
                         REAL x = wi[l], y = wj[l];
-                        wi[l] = c * x - s * y;
-                        wj[l] = s * x + c * y;
+                        wi[l] = cr * x - sr * y;
+                        wj[l] = sr * x + cr * y;
+                    }
+                    double *vi = V + (size_t)ci * p, *vj = V + (size_t)cj * p;
+                    for (int l = lane; l < p; l += G) {
+                        double x = vi[l], y = vj[l];
+                        vi[l] = c * x - s * y;
+                        vj[l] = s * x + c * y;
                     }
                     if (lane == 0) rotated = 1;
                 }
@@ -179,69 +209,59 @@ __global__ void __launch_bounds__(1024) svt_jacobi_kernel(lac_svt_batch<REAL> b,
         if (!again) break;
     }
 
-    /* σ_i = ‖w_i‖ (scaled), the kept columns' coefficients (1 - λ/σ_i)/σ_i². */
+    /* σ_i = ‖w_i‖ (scaled); kept columns and their coefficients
+     * (1 - λ/σ_i)/scale, so that S_λ(A) = Σ coef_i w_i v_iᵀ. */
     for (int base = 0; base < p; base += groups) {
         const int c = base + group;
         REAL s2 = 0;
         if (c < p)
             for (int l = lane; l < L; l += G) s2 += W[(size_t)c * L + l] * W[(size_t)c * L + l];
         s2 = group_sum<G>(s2);
-        if (c < p && lane == 0) sigma[c] = sqrt(s2);
+        if (c < p && lane == 0) coef[c] = sqrt((double)s2);
     }
     __syncthreads();
     double smax = 0;
-    for (int c = threadIdx.x; c < p; c += blockDim.x) smax = fmax(smax, (double)sigma[c]);
+    for (int c = threadIdx.x; c < p; c += blockDim.x) smax = fmax(smax, coef[c]);
     smax = block_reduce<double, true>(smax, scratch);
     const double lambda = b.lambda ? b.lambda[k] : -1;   /* < 0: σmax only, the result 0 */
-    const double lambda_scaled = lambda * (double)scale;
-    int kept = 0;
-    for (int c = threadIdx.x; c < p; c += blockDim.x) {
-        double sg = sigma[c];
-        /* Columns below eps·σmax were never rotated (see above): zero. */
-        int keep = lambda >= 0 && sg > lambda_scaled && sg * sg > (double)tiny;
-        coef[c] = keep ? (REAL)((1 - lambda_scaled / sg) / (sg * sg)) : (REAL)0;
-        kept += keep;
+    const double lambda_scaled = lambda * scale;
+    if (threadIdx.x == 0) {   /* in column order, so that the sums below do not depend on timing */
+        int r = 0;
+        for (int c = 0; c < p; c++) {
+            double sg = coef[c];
+            /* Columns below eps·σmax were never rotated (see above): zero. */
+            if (lambda >= 0 && sg > lambda_scaled && sg * sg > (double)tiny) {
+                coef[c] = (1 - lambda_scaled / sg) / scale;
+                kept_list[r++] = c;
+            }
+        }
+        kept_count = r;
     }
-    const double rank = block_reduce<double, false>((double)kept, scratch);
     __syncthreads();
+    const int rank = kept_count;
 
-    /* Rebuild column by column: r = Σ_i coef_i w_i (w_iᵀ a_c), then fold in
-     * the change, the previous estimate's norm and the truth error. */
+    /* R = Σ_kept coef_i w_i v_iᵀ, over the previous estimate, with the change,
+     * the previous estimate's norm and the truth error folded in. */
     double change = 0, previous = 0, truth_err = 0;
-    for (int base = 0; base < p; base += groups) {
-        const int c = base + group;
-        const bool active = c < p;
-        if (active)
-            for (int l = lane; l < L; l += G) {
-                col[l] = transpose ? a[c + (int64_t)l * rows] : a[(int64_t)c * L + l];
-                rebuilt[l] = 0;
-            }
-        __syncwarp();
-        if (rank > 0)
-            for (int i = 0; i < p; i++) {
-                if (coef[i] == 0) continue;   /* uniform across the block */
-                const REAL *wi = W + (size_t)i * L;
-                REAL d = 0;
-                if (active)
-                    for (int l = lane; l < L; l += G) d += wi[l] * col[l];
-                d = group_sum<G>(d) * coef[i];
-                if (active)
-                    for (int l = lane; l < L; l += G) rebuilt[l] += d * wi[l];
-            }
-        if (active)
-            for (int l = lane; l < L; l += G) {
-                int64_t e = transpose ? c + (int64_t)l * rows : (int64_t)c * L + l;
-                double r = (double)rebuilt[l], old = (double)out[e];
-                change += (r - old) * (r - old);
-                previous += old * old;
-                if (truth) {
-                    double q = r - (double)truth[e];
-                    truth_err += q * q;
-                }
-                out[e] = rebuilt[l];
-            }
-        __syncwarp();
+    for (int64_t e = threadIdx.x; e < (int64_t)L * p; e += blockDim.x) {
+        const int64_t l = e % L, c = e / L;
+        double r = 0;
+        for (int q = 0; q < rank; q++) {
+            const int i = kept_list[q];
+            r += coef[i] * (double)W[l + (int64_t)i * L] * V[c + (int64_t)i * p];
+        }
+        const int64_t at = transpose ? c + l * rows : e;
+        double old = (double)out[at];
+        change += (r - old) * (r - old);
+        previous += old * old;
+        if (truth) {
+            double q = r - (double)truth[at];
+            truth_err += q * q;
+        }
+        out[at] = (REAL)r;
     }
+    if (v_keep)
+        for (int64_t e = threadIdx.x; e < (int64_t)p * p; e += blockDim.x) v_keep[e] = V[e];
     change = block_reduce<double, false>(change, scratch);
     previous = block_reduce<double, false>(previous, scratch);
     truth_err = block_reduce<double, false>(truth_err, scratch);
@@ -251,6 +271,7 @@ __global__ void __launch_bounds__(1024) svt_jacobi_kernel(lac_svt_batch<REAL> b,
         stats[LAC_SVT_TRUTH] = truth_err;
         stats[LAC_SVT_SIGMA_MAX] = smax * amax;
         stats[LAC_SVT_RANK] = rank;
+        stats[LAC_SVT_SWEEPS] = sweep + 1;
     }
 }
 
@@ -272,9 +293,8 @@ template <typename REAL> jacobi_shape shape_for(const cudaDeviceProp &prop, int6
     if (threads < 64) threads = 64;
     if (threads > 1024) threads = 1024;
     size_t limit = prop.sharedMemPerBlockOptin ? prop.sharedMemPerBlockOptin : prop.sharedMemPerBlock;
-    while (threads > 64 && shared_bytes<REAL>(s.L, s.p, threads / s.G) > limit) threads -= 32;
     s.threads = threads;
-    s.smem = shared_bytes<REAL>(s.L, s.p, threads / s.G);
+    s.smem = shared_bytes<REAL>(s.L, s.p);
     if (s.smem > limit) s.smem = 0;   /* does not fit */
     return s;
 }
