@@ -372,6 +372,76 @@ TEST(generator_transform_matches_the_cpu)
     lac_graph_destroy(&graph);
 }
 
+/* ego-Facebook (172 frequencies in degenerate eigenspaces): the GPU in float32
+ * with its own cuSOLVER basis against the CPU's float64 path with LAPACK's,
+ * both made canonical: the same completion to float32 accuracy. */
+TEST(ego_facebook_agrees_with_the_cpu_float64_path)
+{
+    char path[4096];
+    const char *root = getenv("LACUNA_SOURCE_DIR");
+    snprintf(path, sizeof path, "%s/data/ego-facebook/facebook_combined.txt", root ? root : "..");
+    lac_graph_params gp = lac_graph_params_default();
+    lac_graph_t graph = NULL;
+    CHECK_OK(cpu, lac_graph_load(cpu, path, &gp, &graph));
+    if (!graph) return;
+    lac_gft_t on_gpu = NULL, on_cpu = NULL, cpu32 = NULL;
+    CHECK_OK(gpu, lac_gft_create(gpu, graph, LAC_FLOAT32, &on_gpu));
+    CHECK_OK(cpu, lac_gft_create(cpu, graph, LAC_FLOAT64, &on_cpu));
+    CHECK_OK(cpu, lac_gft_create(cpu, graph, LAC_FLOAT32, &cpu32));
+    const int64_t N = lac_graph_num_vertices(graph), m = 10, n = 10;
+    if (on_gpu && on_cpu && cpu32) {
+        /* The two float32 bases (cuSOLVER's and LAPACK's eigenvectors, made canonical). */
+        float *ua = malloc(sizeof(float) * (size_t)(N * N)), *ub = malloc(sizeof(float) * (size_t)(N * N));
+        lac_array xa = lac_array_matrix(ua, LAC_FLOAT32, N, N), xb = lac_array_matrix(ub, LAC_FLOAT32, N, N);
+        CHECK_OK(cpu, lac_gft_copy(cpu, on_gpu, NULL, &xa));
+        CHECK_OK(cpu, lac_gft_copy(cpu, cpu32, NULL, &xb));
+        double worst = 0;
+        for (int64_t i = 0; i < N * N; i++) worst = fmax(worst, fabs((double)ua[i] - (double)ub[i]));
+        printf("    float32 bases (cuSOLVER vs LAPACK, canonical): largest entry difference %.3g\n", worst);
+        free(ua);
+        free(ub);
+
+        int64_t shape[3] = {N, m, n};
+        lac_array truth, observed, out_cpu, out_gpu;
+        CHECK_OK(cpu, lac_array_alloc(cpu, LAC_FLOAT64, 3, shape, &truth));
+        CHECK_OK(cpu, lac_array_alloc(cpu, LAC_BOOL, 1, shape, &observed));
+        CHECK_OK(cpu, lac_array_alloc(cpu, LAC_FLOAT64, 3, shape, &out_cpu));
+        CHECK_OK(cpu, lac_array_alloc(cpu, LAC_FLOAT64, 3, shape, &out_gpu));
+        lac_impute_gen_params g = lac_impute_gen_params_default();
+        g.m = m;
+        g.n = n;
+        g.rank = 3;
+        g.observed_ratio = 0.7;
+        g.seed = 4;
+        CHECK_OK(cpu, lac_impute_generate(cpu, &g, on_cpu, &truth, &observed));
+        lac_impute_params p = lac_impute_params_default();
+        p.steps = 4;
+        p.inner = 6;
+        lac_impute_result rc, rg;
+        CHECK_OK(cpu, lac_impute(cpu, &p, on_cpu, &truth, &observed, &truth, &out_cpu, &rc));
+        CHECK_OK(gpu, lac_impute(gpu, &p, on_gpu, &truth, &observed, &truth, &out_gpu, &rg));
+        double num = 0, den = 0;
+        for (int64_t i = 0; i < N * m * n; i++) {
+            double a = ((double *)out_cpu.data)[i], b = ((double *)out_gpu.data)[i];
+            num += (a - b) * (a - b);
+            den += a * a;
+        }
+        double rel = sqrt(num / den);
+        printf("    completions: relative difference %.3g; rmse CPU %.5g, GPU %.5g (%lld / %lld iterations)\n", rel,
+               rc.rmse_all, rg.rmse_all, (long long)rc.iterations, (long long)rg.iterations);
+        if (!(rel <= 1e-3)) HARNESS_FAIL("ego-Facebook: GPU float32 and CPU float64 completions differ by %.3g", rel);
+        CHECK_NEAR(rg.rmse_all, rc.rmse_all, 1e-3 * (rc.rmse_all + 1e-3));
+        lac_array_release(&truth);
+        lac_array_release(&observed);
+        lac_array_release(&out_cpu);
+        lac_array_release(&out_gpu);
+    }
+    lac_gft_destroy(&on_gpu);
+    lac_gft_destroy(&on_cpu);
+    lac_gft_destroy(&cpu32);
+    lac_graph_destroy(&graph);
+}
+
 int main(void)
 {
     if (lac_cuda_device_count() == 0) {
@@ -391,6 +461,7 @@ int main(void)
     RUN(imputation_matches_the_cpu);
     RUN(basis_eigendecomposition_matches_lapack);
     RUN(generator_transform_matches_the_cpu);
+    RUN(ego_facebook_agrees_with_the_cpu_float64_path);
     lac_ctx_destroy(&gpu);
     lac_ctx_destroy(&cpu);
     return harness_finish();
