@@ -80,8 +80,8 @@ template <typename T, bool MAX> __device__ T block_reduce(T v, T *scratch)
  * columns and their coefficients, a reduction scratch. */
 template <typename REAL> size_t shared_bytes(int L, int p)
 {
-    return (size_t)p * p * sizeof(double) + (size_t)L * p * sizeof(REAL) + (size_t)p * (sizeof(double) + sizeof(int)) +
-           64 * sizeof(double);
+    return (size_t)(p | 1) * p * sizeof(double) + (size_t)(L | 1) * p * sizeof(REAL) +
+           (size_t)p * (sizeof(double) + sizeof(int)) + 64 * sizeof(double);
 }
 
 /* Element (l, c) of the slice seen as W's orientation (L x p). */
@@ -95,13 +95,17 @@ template <typename REAL, int G>
 __global__ void __launch_bounds__(1024) svt_jacobi_kernel(lac_svt_batch<REAL> b, int transpose, int L, int p)
 {
     extern __shared__ double smem_d[];
-    double *V = smem_d;                                        /* p x p */
-    REAL *W = reinterpret_cast<REAL *>(V + (size_t)p * p);     /* L x p */
-    double *coef = reinterpret_cast<double *>(((uintptr_t)(W + (size_t)L * p) + 7) & ~(uintptr_t)7);
+    /* Column strides made odd, so that the lanes of a warp, each on its own
+     * pair's columns at the same row, meet distinct banks. */
+    const int LS = L | 1, PS = p | 1;
+    double *V = smem_d;                                        /* p x p, stride PS */
+    REAL *W = reinterpret_cast<REAL *>(V + (size_t)PS * p);    /* L x p, stride LS */
+    double *coef = reinterpret_cast<double *>(((uintptr_t)(W + (size_t)LS * p) + 7) & ~(uintptr_t)7);
     double *scratch = coef + p;
     int *kept_list = reinterpret_cast<int *>(scratch + 40);
     const int groups = blockDim.x / G, group = threadIdx.x / G, lane = threadIdx.x % G;
     __shared__ int rotated, kept_count;
+    __shared__ unsigned largest_ratio;   /* the sweep's largest |γ|/sqrt(αβ), as float bits */
 
     const int64_t k = blockIdx.x;
     const REAL *a = b.a + k * b.stride;
@@ -134,18 +138,18 @@ __global__ void __launch_bounds__(1024) svt_jacobi_kernel(lac_svt_batch<REAL> b,
      * nearly orthogonal and a sweep or two finishes it), or I. */
     const int warm = b.warm && v_keep;
     for (int64_t e = threadIdx.x; e < (int64_t)p * p; e += blockDim.x)
-        V[e] = warm ? v_keep[e] : (double)(e % p == e / p);
+        V[e % p + e / p * PS] = warm ? v_keep[e] : (double)(e % p == e / p);
     __syncthreads();
     for (int64_t e = threadIdx.x; e < (int64_t)L * p; e += blockDim.x) {
         const int64_t l = e % L, j = e / L;
         double w;
         if (warm) {
             w = 0;
-            for (int c = 0; c < p; c++) w += (double)slice_at(a, rows, transpose, l, c, L) * V[c + j * p];
+            for (int c = 0; c < p; c++) w += (double)slice_at(a, rows, transpose, l, c, L) * V[c + j * PS];
         } else {
             w = (double)slice_at(a, rows, transpose, l, j, L);
         }
-        W[e] = (REAL)(w * scale);
+        W[l + j * LS] = (REAL)(w * scale);
     }
     __syncthreads();
 
@@ -153,8 +157,15 @@ __global__ void __launch_bounds__(1024) svt_jacobi_kernel(lac_svt_batch<REAL> b,
     const REAL tiny = real_traits<REAL>::eps * real_traits<REAL>::eps;
     const int pe = p + (p & 1), pairs = pe / 2;
     int sweep = 0;
+    /* A sweep whose rotations were all below sqrt(tol) leaves the columns
+     * orthogonal to about their square (the off-diagonal terms a rotation
+     * reintroduces are products of two angles), below tol: no check sweep. */
+    const float stop = sqrtf((float)tol);
     for (; amax > 0 && sweep < real_traits<REAL>::max_sweeps; sweep++) {
-        if (threadIdx.x == 0) rotated = 0;
+        if (threadIdx.x == 0) {
+            rotated = 0;
+            largest_ratio = 0;
+        }
         __syncthreads();
         for (int step = 0; step < pe - 1; step++) {
             /* The same trip count for every thread: the shuffles need whole warps. */
@@ -168,7 +179,7 @@ __global__ void __launch_bounds__(1024) svt_jacobi_kernel(lac_svt_batch<REAL> b,
                 }
                 REAL al = 0, be = 0, ga = 0;
                 if (ci >= 0) {
-                    const REAL *wi = W + (size_t)ci * L, *wj = W + (size_t)cj * L;
+                    const REAL *wi = W + (size_t)ci * LS, *wj = W + (size_t)cj * LS;
                     for (int l = lane; l < L; l += G) {
                         REAL x = wi[l], y = wj[l];
                         al += x * x;
@@ -187,26 +198,32 @@ __global__ void __launch_bounds__(1024) svt_jacobi_kernel(lac_svt_batch<REAL> b,
                     double tn = (zeta >= 0 ? 1.0 : -1.0) / (fabs(zeta) + sqrt(1 + zeta * zeta));
                     double c = 1 / sqrt(1 + tn * tn), s = c * tn;
                     REAL cr = (REAL)c, sr = (REAL)s;
-                    REAL *wi = W + (size_t)ci * L, *wj = W + (size_t)cj * L;
+                    REAL *wi = W + (size_t)ci * LS, *wj = W + (size_t)cj * LS;
                     for (int l = lane; l < L; l += G) {
                         REAL x = wi[l], y = wj[l];
                         wi[l] = cr * x - sr * y;
                         wj[l] = sr * x + cr * y;
                     }
-                    double *vi = V + (size_t)ci * p, *vj = V + (size_t)cj * p;
+                    double *vi = V + (size_t)ci * PS, *vj = V + (size_t)cj * PS;
                     for (int l = lane; l < p; l += G) {
                         double x = vi[l], y = vj[l];
                         vi[l] = c * x - s * y;
                         vj[l] = s * x + c * y;
                     }
-                    if (lane == 0) rotated = 1;
+                    if (lane == 0) {
+                        rotated = 1;
+                        atomicMax(&largest_ratio, __float_as_uint((float)(fabs(ga) / sqrt(al * be))));
+                    }
                 }
             }
             __syncthreads();
         }
-        const int again = rotated;
+        const int again = rotated && __uint_as_float(largest_ratio) >= stop;
         __syncthreads();
-        if (!again) break;
+        if (!again) {
+            sweep += rotated;   /* counted as done */
+            break;
+        }
     }
 
     /* σ_i = ‖w_i‖ (scaled); kept columns and their coefficients
@@ -215,7 +232,7 @@ __global__ void __launch_bounds__(1024) svt_jacobi_kernel(lac_svt_batch<REAL> b,
         const int c = base + group;
         REAL s2 = 0;
         if (c < p)
-            for (int l = lane; l < L; l += G) s2 += W[(size_t)c * L + l] * W[(size_t)c * L + l];
+            for (int l = lane; l < L; l += G) s2 += W[(size_t)c * LS + l] * W[(size_t)c * LS + l];
         s2 = group_sum<G>(s2);
         if (c < p && lane == 0) coef[c] = sqrt((double)s2);
     }
@@ -248,7 +265,7 @@ __global__ void __launch_bounds__(1024) svt_jacobi_kernel(lac_svt_batch<REAL> b,
         double r = 0;
         for (int q = 0; q < rank; q++) {
             const int i = kept_list[q];
-            r += coef[i] * (double)W[l + (int64_t)i * L] * V[c + (int64_t)i * p];
+            r += coef[i] * (double)W[l + (int64_t)i * LS] * V[c + (int64_t)i * PS];
         }
         const int64_t at = transpose ? c + l * rows : e;
         double old = (double)out[at];
@@ -261,7 +278,7 @@ __global__ void __launch_bounds__(1024) svt_jacobi_kernel(lac_svt_batch<REAL> b,
         out[at] = (REAL)r;
     }
     if (v_keep)
-        for (int64_t e = threadIdx.x; e < (int64_t)p * p; e += blockDim.x) v_keep[e] = V[e];
+        for (int64_t e = threadIdx.x; e < (int64_t)p * p; e += blockDim.x) v_keep[e] = V[e % p + e / p * PS];
     change = block_reduce<double, false>(change, scratch);
     previous = block_reduce<double, false>(previous, scratch);
     truth_err = block_reduce<double, false>(truth_err, scratch);
@@ -271,7 +288,7 @@ __global__ void __launch_bounds__(1024) svt_jacobi_kernel(lac_svt_batch<REAL> b,
         stats[LAC_SVT_TRUTH] = truth_err;
         stats[LAC_SVT_SIGMA_MAX] = smax * amax;
         stats[LAC_SVT_RANK] = rank;
-        stats[LAC_SVT_SWEEPS] = sweep + 1;
+        stats[LAC_SVT_SWEEPS] = sweep;
     }
 }
 
@@ -287,15 +304,32 @@ template <typename REAL> jacobi_shape shape_for(const cudaDeviceProp &prop, int6
     s.transpose = cols > rows;
     s.L = (int)(s.transpose ? cols : rows);
     s.p = (int)(s.transpose ? rows : cols);
-    s.G = s.L <= 16 ? 8 : s.L <= 64 ? 16 : 32;
-    const int pairs = (s.p + (s.p & 1)) / 2;
-    int threads = (pairs * s.G + 31) / 32 * 32;
-    if (threads < 64) threads = 64;
-    if (threads > 1024) threads = 1024;
     size_t limit = prop.sharedMemPerBlockOptin ? prop.sharedMemPerBlockOptin : prop.sharedMemPerBlock;
-    s.threads = threads;
     s.smem = shared_bytes<REAL>(s.L, s.p);
-    if (s.smem > limit) s.smem = 0;   /* does not fit */
+    if (s.smem > limit) {
+        s.smem = 0;   /* does not fit */
+        return s;
+    }
+    /* Lanes a pair: as few as keep the SM busy. A step's cost is its warp
+     * instructions, and the per-pair part (the three sums' shuffles, the
+     * rotation's angle) is paid once a warp for all its pairs, so fewer lanes
+     * a pair means fewer instructions; but the SM wants ~16 warps to hide
+     * latency, and the blocks that fit its shared memory must supply them. */
+    const int pairs = (s.p + (s.p & 1)) / 2;
+    size_t per_sm = prop.sharedMemPerMultiprocessor ? prop.sharedMemPerMultiprocessor : limit;
+    int blocks = (int)(per_sm / (s.smem + 1024));
+    if (blocks < 1) blocks = 1;
+    if (blocks > 16) blocks = 16;
+    const int want = (16 * 32 + blocks - 1) / blocks;   /* threads a block */
+    int G = 1;
+    while (G < 32 && G * pairs < want) G *= 2;
+    int threads = (pairs * G + 31) / 32 * 32;
+    if (threads > 1024) {
+        threads = 1024;
+        while (G > 1 && G * pairs > 4 * 1024) G /= 2;
+    }
+    s.G = G;
+    s.threads = threads;
     return s;
 }
 
@@ -334,6 +368,9 @@ template <typename REAL> lac_status lac_svt_jacobi(lac_ctx_t ctx, const lac_svt_
         return lac_error(ctx, LAC_ERR_INTERNAL, "a %lld x %lld slice does not fit the shared-memory SVT", (long long)b.rows,
                          (long long)b.cols);
     switch (s.G) {
+    case 1: return launch<REAL, 1>(ctx, b, s);
+    case 2: return launch<REAL, 2>(ctx, b, s);
+    case 4: return launch<REAL, 4>(ctx, b, s);
     case 8: return launch<REAL, 8>(ctx, b, s);
     case 16: return launch<REAL, 16>(ctx, b, s);
     default: return launch<REAL, 32>(ctx, b, s);
