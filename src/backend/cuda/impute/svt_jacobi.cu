@@ -313,14 +313,16 @@ template <typename REAL> jacobi_shape shape_for(const cudaDeviceProp &prop, int6
     /* Lanes a pair: as few as keep the SM busy. A step's cost is its warp
      * instructions, and the per-pair part (the three sums' shuffles, the
      * rotation's angle) is paid once a warp for all its pairs, so fewer lanes
-     * a pair means fewer instructions; but the SM wants ~16 warps to hide
-     * latency, and the blocks that fit its shared memory must supply them. */
+     * a pair means fewer instructions; but each step ends at a barrier, and
+     * the SM wants ~32 warps to hide that latency (measured on an H200: 16
+     * warps an SM made 64 x 64 slices 30% slower than 64), which the blocks
+     * that fit its shared memory must supply. */
     const int pairs = (s.p + (s.p & 1)) / 2;
     size_t per_sm = prop.sharedMemPerMultiprocessor ? prop.sharedMemPerMultiprocessor : limit;
     int blocks = (int)(per_sm / (s.smem + 1024));
     if (blocks < 1) blocks = 1;
     if (blocks > 16) blocks = 16;
-    const int want = (16 * 32 + blocks - 1) / blocks;   /* threads a block */
+    const int want = (32 * 32 + blocks - 1) / blocks;   /* threads a block */
     int G = 1;
     while (G < 32 && G * pairs < want) G *= 2;
     int threads = (pairs * G + 31) / 32 * 32;
