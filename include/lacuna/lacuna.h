@@ -577,6 +577,10 @@ typedef struct {
                                       (above); 0 (default): walk all `steps` */
     uint64_t select_seed;          /* which vertices or entries are held out; default 1 */
     lac_impute_selection *selection;   /* where the choice is reported, or NULL */
+    int gemm_tf32;                 /* 1: the CUDA backend's GFT and iGFT GEMMs on TF32 tensor
+                                      cores (float32 bases only; ~10 bits of mantissa in the
+                                      products, docs/impute.md gives the accuracy it costs);
+                                      0 (default): FP32. The CPU ignores it. */
 } lac_impute_params;
 
 typedef struct {

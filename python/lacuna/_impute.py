@@ -173,7 +173,7 @@ def _count(value, name):
 
 
 # Options of impute(): name -> what it sets.
-_PARAM_OPTIONS = ("decay", "steps", "inner", "tol", "max_iterations", "lambda", "accelerate")
+_PARAM_OPTIONS = ("decay", "steps", "inner", "tol", "max_iterations", "lambda", "accelerate", "tf32")
 _OTHER_OPTIONS = ("lambda_", "output", "precision", "truth", "out", "num_vertices", "weights", "graph_format",
                   "cache", "threads", "callback", "full_output", "select_lambda", "select_seed")
 
@@ -237,6 +237,7 @@ def impute(graph, X, observed=None, device="auto", **options):
     like X to write into, X itself allowed); num_vertices, weights,
     graph_format, cache (for a graph given as a path or edges); threads;
     callback(dict) called after every iteration, a true return stops the run;
+    tf32=True runs the GPU's GFT GEMMs on TF32 tensor cores (the tool's --tf32);
     select_lambda='holdout' or 'holdout:FRACTION' chooses how far down the λ
     schedule to go by hold-out validation (FRACTION of the observed vertices,
     or entries, hidden; default 0.1), select_seed (default 1) which ones;
@@ -264,8 +265,8 @@ def impute(graph, X, observed=None, device="auto", **options):
     for key in _PARAM_OPTIONS + ("lambda_",):
         if key in options and options[key] is not None:
             value = options[key]
-            field = "lambda" if key == "lambda_" else key
-            if field == "accelerate":
+            field = {"lambda_": "lambda", "tf32": "gemm_tf32"}.get(key, key)
+            if field in ("accelerate", "gemm_tf32"):
                 value = 1 if value else 0
             elif field in ("steps", "inner", "max_iterations"):
                 if isinstance(value, bool) or not isinstance(value, (int, np.integer)):

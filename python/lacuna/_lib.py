@@ -215,6 +215,7 @@ class lac_impute_params(Structure):
         ("select_fraction", c_double),
         ("select_seed", c_uint64),
         ("selection", POINTER(lac_impute_selection)),
+        ("gemm_tf32", c_int),
     ]
 
 

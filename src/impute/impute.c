@@ -46,6 +46,7 @@ const char *lac_impute_params_check(const lac_impute_params *given)
     if (p->max_iterations < 0) return "max_iterations must be >= 0 (0: steps x inner)";
     if (!(p->lambda >= 0) || isinf(p->lambda)) return "lambda must be a finite number >= 0 (0: the largest singular value)";
     if (p->accelerate != 0 && p->accelerate != 1) return "accelerate must be 0 or 1";
+    if (p->gemm_tf32 != 0 && p->gemm_tf32 != 1) return "gemm_tf32 must be 0 or 1";
     if (p->output != LAC_IMPUTE_COMPLETED && p->output != LAC_IMPUTE_ESTIMATE) return "output must be completed or estimate";
     if (!(p->select_fraction == 0 || (p->select_fraction > 0 && p->select_fraction < 1)))
         return "select_fraction must be in (0, 1), the share of observed vertices (or entries) held out; 0: no selection";
@@ -433,6 +434,7 @@ lac_status lac_impute(lac_ctx_t ctx, const lac_impute_params *params, lac_gft_t 
     problem.truth = truth ? truth->data : NULL;
     problem.truth_dtype = truth ? truth->dtype : LAC_FLOAT64;
     problem.momentum = params->accelerate;
+    problem.gemm_tf32 = params->gemm_tf32;
 
     path_walk w;
     memset(&w, 0, sizeof w);

@@ -65,6 +65,7 @@ template <typename REAL> struct impute_cuda {
     int warm_start = 1;    /* LACUNA_IMPUTE_CUDA_WARM */
     double *stats_host = nullptr, *partial_host = nullptr;   /* pinned */
     bool jacobi = true;
+    bool tf32 = false;   /* the GFT and iGFT GEMMs on TF32 tensor cores (problem.gemm_tf32, float32) */
 
     ~impute_cuda()
     {
@@ -160,6 +161,7 @@ lac_status setup(lac_ctx_t ctx, const lac_impute_problem *pr, impute_cuda<REAL> 
     LAC_CHECK_GOTO(lac_cuda_cublas(ctx, &blas), st, fail);
     s->jacobi = lac_svt_jacobi_fits<REAL>(ctx->cuda->prop, pr->n, pr->m);
     s->warm_start = lac_knob_int(ctx, LAC_KNOB_IMPUTE_CUDA_WARM, 1) != 0;
+    s->tf32 = pr->gemm_tf32 && sizeof(REAL) == sizeof(float);
     if (s->jacobi) {
         const int64_t p = pr->m < pr->n ? pr->m : pr->n;
         LAC_CHECK_GOTO(device_alloc(ctx, &s->v, N * p * p), st, fail);
@@ -262,6 +264,23 @@ fail:
     return st;
 }
 
+/* The context's cuBLAS handle in TF32 mode for one GEMM when the state asks
+ * for it, restored after (the handle is shared with other capabilities). */
+struct math_mode_scope {
+    cublasHandle_t h;
+    cublasMath_t previous;
+    bool changed = false;
+    math_mode_scope(cublasHandle_t handle, bool tf32) : h(handle)
+    {
+        if (tf32 && cublasGetMathMode(h, &previous) == CUBLAS_STATUS_SUCCESS)
+            changed = cublasSetMathMode(h, CUBLAS_TF32_TENSOR_OP_MATH) == CUBLAS_STATUS_SUCCESS;
+    }
+    ~math_mode_scope()
+    {
+        if (changed) cublasSetMathMode(h, previous);
+    }
+};
+
 template <typename REAL> lac_status gft(lac_ctx_t ctx, impute_cuda<REAL> *s)
 {
     cudaStream_t stream = ctx->cuda->stream;
@@ -271,6 +290,7 @@ template <typename REAL> lac_status gft(lac_ctx_t ctx, impute_cuda<REAL> *s)
         cublasHandle_t blas;
         LAC_CHECK(lac_cuda_cublas(ctx, &blas));
         /* Ĝ = C + X_I U_I (Algorithm 1 lines 7-8): one GEMM. */
+        math_mode_scope mode(blas, s->tf32);
         LAC_CUBLAS_CHECK(ctx, gemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, s->mn, s->N, s->ni, (REAL)1, s->x_inc, s->mn, s->u_inc,
                                    s->ni, (REAL)1, s->ghat, s->mn));
     }
@@ -333,6 +353,7 @@ template <typename REAL> lac_status igft(lac_ctx_t ctx, impute_cuda<REAL> *s, do
     cublasHandle_t blas;
     LAC_CHECK(lac_cuda_cublas(ctx, &blas));
     /* G^est on the incomplete vertices: Ĝest U_Iᵀ (line 10). */
+    math_mode_scope mode(blas, s->tf32);
     LAC_CUBLAS_CHECK(ctx, gemm(blas, CUBLAS_OP_N, CUBLAS_OP_T, s->mn, s->ni, s->N, (REAL)1, s->gest, s->mn, s->u_inc,
                                s->ni, (REAL)0, s->x_new, s->mn));
     int blocks = 0;
