@@ -17,7 +17,7 @@
 #   MAP_EXPLORE=1          also time forced reduction strategies (tuning)
 #   MAP_OOC_M=4G           rows of the out-of-core (pinned host memory) case; 0 skips it
 #   MAP_PEERS=0            skip the peers; MAP_PLAN=0 skips the planned sweep
-#   DEVICE_TEST_FILTER=re  section test runs only the CUDA tests whose names match
+#   DEVICE_TEST_FILTER=re  sections test and sanitize run only the CUDA tests whose names match
 # Peers come from a git-ignored folder carried beside the repo (PEERS, default
 # .peers/): seed_map_naive.cu (naive atomicAdd kernel); the PyTorch peer is
 # bench/torch_map_peer.py. When the machine lacks OpenBLAS/LAPACKE or pkg-config,
@@ -132,6 +132,7 @@ section_sanitize() {
         case " ${SANITIZE_QUICK-racecheck} " in *" $tool "*) quick=1 subset=" (LACUNA_TEST_QUICK subset)" ;; esac
         for t in "$BUILD"/tests/cuda_test_*; do
             [ -x "$t" ] || continue
+            [ -n "${DEVICE_TEST_FILTER:-}" ] && ! [[ "$(basename "$t")" =~ $DEVICE_TEST_FILTER ]] && continue
             (cd "$BUILD/tests" && LACUNA_TEST_TMPDIR="$BUILD/tests" LACUNA_SOURCE_DIR="$PWD/.." LACUNA_TEST_QUICK=$quick \
                 timeout "${SANITIZE_TIMEOUT:-240}" compute-sanitizer --tool "$tool" --error-exitcode 86 \
                 --leak-check no "$t") >>"$OUT/sanitize.log" 2>&1

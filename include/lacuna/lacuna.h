@@ -618,8 +618,8 @@ LAC_API lac_status lac_impute_check(lac_ctx_t ctx, int64_t num_vertices, const l
  * truth: optional (N, m, n) float array, for errors. out: caller (N, m, n)
  * array of tensor's dtype (may be tensor itself). result may be NULL.
  * Bad input (shapes, an empty observed set, NaN in observed data) leaves out
- * untouched. The CUDA backend does not offer impute yet: a context created
- * with LAC_BACKEND_CUDA gets LAC_ERR_UNSUPPORTED (AUTO contexts run on the CPU). */
+ * untouched. On a CUDA context the whole iteration runs on the device
+ * (docs/impute.md); the result equals the CPU's to the precision's rounding. */
 LAC_API lac_status lac_impute(lac_ctx_t ctx, const lac_impute_params *params, lac_gft_t gft, const lac_array *tensor,
                       const lac_array *observed, const lac_array *truth, lac_array *out,
                       lac_impute_result *result);

@@ -70,7 +70,7 @@ lac_status lac_impute_generate(lac_ctx_t ctx, const lac_impute_gen_params *param
                      observed->memory != LAC_MEM_HOST || !observed->data))
         return lac_error(ctx, LAC_ERR_SHAPE, "observed must be a host bool vector of %lld", (long long)N);
     const lac_impute_backend *backend;
-    LAC_CHECK(lac_impute_backend_for(ctx, "impute has no CUDA backend yet: use the CPU", NULL, &backend));
+    LAC_CHECK(lac_impute_backend_for(ctx, "this build has no CUDA backend for impute: use the CPU", NULL, &backend));
 
     size_t esize = lac_dtype_size(gft->precision);
     void *spectral = lac_malloc(ctx, (size_t)(mn * N) * esize);

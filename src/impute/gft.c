@@ -54,7 +54,7 @@ lac_status lac_gft_create(lac_ctx_t ctx, lac_graph_t graph, lac_dtype precision,
     LAC_ARG_NOT_NULL(ctx, out);
     LAC_CHECK(check_precision(ctx, precision));
     const lac_impute_backend *backend;
-    LAC_CHECK(lac_impute_backend_for(ctx, "the CUDA backend has no graph Fourier basis yet; use the CPU", NULL, &backend));
+    LAC_CHECK(lac_impute_backend_for(ctx, "this build has no CUDA graph Fourier basis; use the CPU", NULL, &backend));
     int64_t n = lac_graph_num_vertices(graph);
     if (n < 1) return lac_error(ctx, LAC_ERR_VALUE, "the graph has no vertices");
     /* The eigendecomposition runs in float64 whatever the basis' precision

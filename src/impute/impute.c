@@ -179,8 +179,8 @@ lac_status lac_impute_backend_for(lac_ctx_t ctx, const char *refusal, const char
 }
 
 /* What lac_impute and lac_impute_check say when a CUDA context gets no table. */
-static const char no_cuda_refusal[] = "impute has no CUDA backend yet: use the CPU (--device cpu)";
-static const char no_cuda_note[] = "impute: no CUDA backend yet, running on the CPU";
+static const char no_cuda_refusal[] = "this build has no CUDA backend for impute: use the CPU (--device cpu)";
+static const char no_cuda_note[] = "impute: no CUDA backend in this build, running on the CPU";
 
 /* Everything lac_impute checks before it computes; obs is filled on success. */
 static lac_status check_inputs(lac_ctx_t ctx, int64_t N, const lac_array *tensor, const lac_array *observed,

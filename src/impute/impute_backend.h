@@ -1,6 +1,6 @@
 /* The contract between the impute front end (src/impute/impute.c: argument
  * checks, the λ schedule, convergence, progress; gft.c and generate.c) and its
- * backends: the CPU one (src/impute/cpu/) and, later, a CUDA one handed out by
+ * backends: the CPU one (src/impute/cpu/) and the CUDA one handed out by
  * src/backend/cuda/gateway.cu. A backend sees only what is here: checked
  * problems on host memory, one phase per call. */
 #ifndef LACUNA_IMPUTE_BACKEND_H
@@ -76,7 +76,9 @@ typedef struct {
      * entries of (X_t - G)². */
     lac_status (*igft)(lac_ctx_t ctx, void *state, double momentum, double *missing_error_sq);
     /* The output in out_dtype: COMPLETED = P_Ω(G) + P_Ω⊥(G^est), ESTIMATE =
-     * U Ĝest; with truth, *error_sq = ‖U Ĝest - G‖² (spatial, exact). */
+     * U Ĝest; with truth, *error_sq = ‖U Ĝest - G‖² (spatial, exact). The
+     * state stays usable: λ selection reads the completion after each step
+     * of its hold-out walk and goes on with gft/svt/igft. */
     lac_status (*finish)(lac_ctx_t ctx, void *state, lac_impute_output output, void *out, lac_dtype out_dtype,
                          double *error_sq);
     void (*release)(void *state);
@@ -94,7 +96,7 @@ typedef struct {
 extern const lac_impute_backend lac_impute_cpu_backend;
 /* The CUDA backend's table. */
 #ifdef LACUNA_HAVE_CUDA
-const lac_impute_backend *lac_impute_backend_cuda(void);   /* src/backend/cuda/gateway.cu; NULL until impute runs on GPUs */
+const lac_impute_backend *lac_impute_backend_cuda(void);   /* src/backend/cuda/gateway.cu */
 #else
 static inline const lac_impute_backend *lac_impute_backend_cuda(void) { return NULL; }
 #endif
