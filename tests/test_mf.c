@@ -322,9 +322,9 @@ TEST(recommend_excludes_rated_and_ranks_by_score)
             if (rated[j]) continue;
             double s = m->mean + m->user_bias[u] + m->item_bias[j];
             for (int f = 0; f < m->k; f++) s += (double)m->P[u * m->stride + f] * m->Q[j * m->stride + f];
-            /* insertion into the 7 best */
+            /* insertion into the 7 best (best[6] is compared only once it holds one) */
+            if (nb == 7 && s <= best[6]) continue;
             int at = nb < 7 ? nb++ : 6;
-            if (at == 6 && nb == 7 && s <= best[6]) continue;
             best[at] = s;
             while (at > 0 && best[at] > best[at - 1]) {
                 double t = best[at];
