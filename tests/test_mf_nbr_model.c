@@ -227,7 +227,7 @@ TEST(deterministic_file_round_trip_and_recommend)
         lac_mf_factors f = lac_mf_model_factors(loaded);
         for (int x = 0; x < 5; x++) CHECK(scores[x] == lac_mf_factors_score(&f, 3, items[x]));
         CHECK(scores[0] >= scores[4]);
-        CHECK(lac_mf_nbr_term(&f, 3, items[0]) != 0.0f);
+        CHECK(lac_mf_nbr_term(&f, 3, items[0], NULL) != 0.0f);
         free(pa);
         free(pl);
     }

@@ -8,7 +8,7 @@
 
 #define EVAL_CHUNK 65536
 
-float lac_mf_nbr_term(const lac_mf_factors *m, int64_t u, int64_t j)
+float lac_mf_nbr_term(const lac_mf_factors *m, int64_t u, int64_t j, const float *seen)
 {
     const int32_t *items = m->rated_items + m->rated_start[u];
     const float *vals = m->rated_vals + m->rated_start[u];
@@ -19,14 +19,20 @@ float lac_mf_nbr_term(const lac_mf_factors *m, int64_t u, int64_t j)
     const float *w = m->W + j * K, *c = m->C + j * K;
     for (int k = 0; k < K; k++) {
         int32_t n = nb[k];
-        int64_t lo = 0, hi = len;   /* n among the user's items (ascending) */
-        while (lo < hi) {
-            int64_t mid = (lo + hi) / 2;
-            if (items[mid] < n) lo = mid + 1;
-            else hi = mid;
+        float r = NAN;
+        if (seen) {
+            r = seen[n];
+        } else {
+            int64_t lo = 0, hi = len;   /* n among the user's items (ascending) */
+            while (lo < hi) {
+                int64_t mid = (lo + hi) / 2;
+                if (items[mid] < n) lo = mid + 1;
+                else hi = mid;
+            }
+            if (lo < len && items[lo] == n) r = vals[lo];
         }
-        if (lo < len && items[lo] == n) {
-            sr += (vals[lo] - base - m->item_bias[n]) * w[k];
+        if (r == r) {
+            sr += (r - base - m->item_bias[n]) * w[k];
             nr++;
         } else {
             sc += c[k];
@@ -39,8 +45,10 @@ float lac_mf_nbr_term(const lac_mf_factors *m, int64_t u, int64_t j)
     return t;
 }
 
-lac_status lac_mf_eval_factors(lac_ctx_t ctx, const lac_mf_factors *m, const lac_mf_eval *e, float *predictions,
-                               double *rmse, double *mae)
+/* Predictions from m (given is NULL) or the given ones, summed in fixed
+ * chunks. */
+static lac_status eval_sums(lac_ctx_t ctx, const lac_mf_factors *m, const float *given, const lac_mf_eval *e,
+                            float *predictions, double *rmse, double *mae)
 {
     int64_t chunks = (e->count + EVAL_CHUNK - 1) / EVAL_CHUNK;
     double *part = lac_calloc(ctx, (size_t)(chunks ? chunks : 1) * 2, sizeof *part);
@@ -50,8 +58,13 @@ lac_status lac_mf_eval_factors(lac_ctx_t ctx, const lac_mf_factors *m, const lac
         double sq = 0.0, ab = 0.0;
         int64_t end = (c + 1) * EVAL_CHUNK < e->count ? (c + 1) * EVAL_CHUNK : e->count;
         for (int64_t i = c * EVAL_CHUNK; i < end; i++) {
-            float s = lac_mf_factors_score(m, e->user[i], e->item[i]);
-            s = s < m->rating_min ? m->rating_min : s > m->rating_max ? m->rating_max : s;
+            float s;
+            if (given) {
+                s = given[i];
+            } else {
+                s = lac_mf_factors_score(m, e->user[i], e->item[i]);
+                s = s < m->rating_min ? m->rating_min : s > m->rating_max ? m->rating_max : s;
+            }
             if (predictions) predictions[i] = s;
             double d = (double)e->val[i] - (double)s;
             sq += d * d;
@@ -70,4 +83,15 @@ lac_status lac_mf_eval_factors(lac_ctx_t ctx, const lac_mf_factors *m, const lac
     if (rmse) *rmse = e->count ? sqrt(sq / n) : NAN;
     if (mae) *mae = e->count ? ab / n : NAN;
     return LAC_SUCCESS;
+}
+
+lac_status lac_mf_eval_factors(lac_ctx_t ctx, const lac_mf_factors *m, const lac_mf_eval *e, float *predictions,
+                               double *rmse, double *mae)
+{
+    return eval_sums(ctx, m, NULL, e, predictions, rmse, mae);
+}
+
+lac_status lac_mf_eval_reduce(lac_ctx_t ctx, const lac_mf_eval *e, const float *predictions, double *rmse, double *mae)
+{
+    return eval_sums(ctx, NULL, predictions, e, NULL, rmse, mae);
 }

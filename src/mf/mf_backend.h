@@ -137,13 +137,15 @@ static inline float lac_mf_rule(double mean, const float *P, const float *Q, con
 
 /* The neighbourhood terms of eq. (1) for a known user u and item j:
  * |R^K|^-1/2 sum (r_{u,j1} - mu - b_u - bhat_j1) w_{j,k} + |N^K|^-1/2 sum c_{j,k}
- * (src/mf/eval.c). */
-float lac_mf_nbr_term(const lac_mf_factors *m, int64_t u, int64_t j);
+ * (src/mf/eval.c). seen: NULL (u's ratings are searched in rated_items), or
+ * a dense row of num_items holding u's training ratings and NaN elsewhere
+ * (the same value, found with one load). */
+float lac_mf_nbr_term(const lac_mf_factors *m, int64_t u, int64_t j, const float *seen);
 
 static inline float lac_mf_factors_score(const lac_mf_factors *m, int64_t u, int64_t j)
 {
     float s = lac_mf_rule(m->mean, m->P, m->Q, m->user_bias, m->item_bias, m->k, m->stride, u, j);
-    if (m->nbr_k && u >= 0 && j >= 0) s += lac_mf_nbr_term(m, u, j);
+    if (m->nbr_k && u >= 0 && j >= 0) s += lac_mf_nbr_term(m, u, j, NULL);
     return s;
 }
 
@@ -152,6 +154,11 @@ static inline float lac_mf_factors_score(const lac_mf_factors *m, int64_t u, int
  * any thread count (src/mf/eval.c). */
 lac_status lac_mf_eval_factors(lac_ctx_t ctx, const lac_mf_factors *m, const lac_mf_eval *eval, float *predictions,
                                double *rmse, double *mae);
+/* RMSE and MAE of given (clamped) predictions of an evaluation set, in the
+ * order lac_mf_eval_factors sums them: the same figures for the same
+ * predictions. */
+lac_status lac_mf_eval_reduce(lac_ctx_t ctx, const lac_mf_eval *eval, const float *predictions, double *rmse,
+                              double *mae);
 
 #ifdef __cplusplus
 }

@@ -96,7 +96,7 @@ static inline float lac_mf_score(lac_mf_model_t m, int64_t u, int64_t j)
     float s = lac_mf_rule(m->mean, m->P, m->Q, m->user_bias, m->item_bias, m->k, m->stride, u, j);
     if (m->nbr_k && u >= 0 && j >= 0) {
         lac_mf_factors f = lac_mf_model_factors(m);
-        s += lac_mf_nbr_term(&f, u, j);
+        s += lac_mf_nbr_term(&f, u, j, NULL);
     }
     return s;
 }

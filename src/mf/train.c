@@ -34,23 +34,44 @@ static void init_rows(float *rows, int64_t n, int k, int stride, uint64_t seed, 
     }
 }
 
-/* RMSE of the model on its training data, fixed-order sums. */
+/* RMSE of the model on its training data, fixed-order sums. The
+ * neighbourhood model finds a user's ratings in a dense row (NaN elsewhere),
+ * one load a neighbour. */
 static double train_rmse(lac_ctx_t ctx, lac_mf_model_t m, const lac_mf_data *d)
 {
     int64_t nu = d->num_users, chunk = 1024, chunks = (nu + chunk - 1) / chunk;
     double *part = calloc((size_t)(chunks ? chunks : 1), sizeof *part);
     if (!part) return NAN;
-#pragma omp parallel for num_threads(lac_threads(ctx)) schedule(dynamic, 1)
-    for (int64_t c = 0; c < chunks; c++) {
-        double sq = 0.0;
-        for (int64_t u = c * chunk; u < nu && u < (c + 1) * chunk; u++)
-            for (int64_t a = d->row_start[u]; a < d->row_start[u + 1]; a++) {
-                float s = lac_mf_score(m, u, d->col[a]);
-                s = s < m->rating_min ? m->rating_min : s > m->rating_max ? m->rating_max : s;
-                double e = (double)d->val[a] - s;
-                sq += e * e;
+    lac_mf_factors f = lac_mf_model_factors(m);
+    int failed = 0;   /* a thread without its row */
+#pragma omp parallel num_threads(lac_threads(ctx))
+    {
+        float *seen = m->nbr_k ? malloc((size_t)(m->num_items ? m->num_items : 1) * sizeof *seen) : NULL;
+        if (m->nbr_k && !seen) failed = 1;
+        for (int64_t j = 0; seen && j < m->num_items; j++) seen[j] = NAN;
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t c = 0; c < chunks; c++) {
+            double sq = 0.0;
+            for (int64_t u = c * chunk; u < nu && u < (c + 1) * chunk; u++) {
+                if (seen)
+                    for (int64_t a = d->row_start[u]; a < d->row_start[u + 1]; a++) seen[d->col[a]] = d->val[a];
+                for (int64_t a = d->row_start[u]; a < d->row_start[u + 1]; a++) {
+                    float s = lac_mf_rule(m->mean, m->P, m->Q, m->user_bias, m->item_bias, m->k, m->stride, u, d->col[a]);
+                    if (m->nbr_k) s += seen ? lac_mf_nbr_term(&f, u, d->col[a], seen) : NAN;
+                    s = s < m->rating_min ? m->rating_min : s > m->rating_max ? m->rating_max : s;
+                    double e = (double)d->val[a] - s;
+                    sq += e * e;
+                }
+                if (seen)
+                    for (int64_t a = d->row_start[u]; a < d->row_start[u + 1]; a++) seen[d->col[a]] = NAN;
             }
-        part[c] = sq;
+            part[c] = sq;
+        }
+        free(seen);
+    }
+    if (failed) {
+        free(part);
+        return NAN;
     }
     double sq = 0.0;
     for (int64_t c = 0; c < chunks; c++) sq += part[c];

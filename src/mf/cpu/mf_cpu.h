@@ -23,6 +23,9 @@ struct lac_mf_state {
     /* the neighbourhood model */
     float *bhat_epoch;        /* bhat at the epoch's start: the baselines of R^K's residuals */
     float *seen;              /* threads x num_items: the current user's ratings, NaN elsewhere */
+    int64_t *valid_start;     /* num_users + 2: validation entries by user (unknown users last) */
+    int64_t *valid_order;     /* the entries in that order */
+    float *valid_pred;        /* their predictions, in the set's order */
 };
 
 /* One epoch of update rule (5) over the block grid (sgd_cpu.c). */
