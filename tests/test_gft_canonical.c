@@ -1,8 +1,10 @@
 /* The canonical GFT basis (src/impute/gft_canonical.c): the same basis
  * whatever rotation and signs the eigensolver returns inside a degenerate
- * eigenspace, checked against bases written here by hand (the projector's
- * columns, Gram-Schmidt) on graphs of known multiplicities; the imputation
- * unchanged by a rotated basis; old cache files made canonical on load. */
+ * eigenspace (and whatever the thread count), checked against the rule
+ * written out here in plain loops (the projector P = QQ^T as a matrix, the
+ * probes projected by it and Gram-Schmidt in R^N); still an orthonormal
+ * eigenbasis; the imputation unchanged by a rotated basis; caches of earlier
+ * formats made canonical on load. */
 #include "harness.h"
 #include "lacuna/lacuna.h"
 #include "impute/impute_front.h"
@@ -26,7 +28,7 @@ static lac_graph_t graph_of(int N, int count, const int64_t *src, const int64_t 
 /* Vertex 0 joined to 1..N-1: eigenvalues 0, 1 (N-2 times), 2. */
 static lac_graph_t star(int N)
 {
-    int64_t src[64], dst[64];
+    int64_t src[128], dst[128];
     for (int v = 1; v < N; v++) src[v - 1] = 0, dst[v - 1] = v;
     return graph_of(N, N - 1, src, dst);
 }
@@ -145,8 +147,8 @@ static double max_diff(int count, const double *a, const double *b)
 /* ------------------------------------------------------------------------ */
 TEST(rotations_and_signs_give_the_same_basis)
 {
-    lac_graph_t graphs[3] = {star(9), complete(7), mixture()};
-    for (int gi = 0; gi < 3; gi++)
+    lac_graph_t graphs[4] = {star(9), complete(7), mixture(), star(40)};
+    for (int gi = 0; gi < 4; gi++)
         for (int prec = 0; prec < 2; prec++) {
             lac_dtype precision = prec ? LAC_FLOAT64 : LAC_FLOAT32;
             double tol = prec ? 1e-12 : 3e-6;
@@ -174,16 +176,7 @@ TEST(rotations_and_signs_give_the_same_basis)
             free(canonical);
             lac_gft_destroy(&gft);
         }
-    for (int gi = 0; gi < 3; gi++) lac_graph_destroy(&graphs[gi]);
-}
-
-/* The expected basis of an eigenspace whose projector P is known: Gram-Schmidt
- * of P's columns at `pivots`, in that order. */
-static void expected_from_projector(int n, const double *P, int d, const int *pivots, double *E)
-{
-    for (int j = 0; j < d; j++)
-        for (int v = 0; v < n; v++) E[v + j * n] = P[v + pivots[j] * n];
-    gram_schmidt(n, d, E);
+    for (int gi = 0; gi < 4; gi++) lac_graph_destroy(&graphs[gi]);
 }
 
 static void check_eigendecomposition(lac_graph_t graph, const struct lac_gft *g, double tol)
@@ -209,62 +202,189 @@ static void check_eigendecomposition(lac_graph_t graph, const struct lac_gft *g,
     free(U);
 }
 
-TEST(known_multiplicities_give_the_projector_basis)
+/* The rule as docs/impute.md states it: entry v of probe t is the splitmix64
+ * finaliser of v + (t + 1)·0x9E3779B97F4A7C15, its top 53 bits u, 2u/2^53 - 1. */
+static double reference_probe(long long t, long long v)
 {
-    for (int prec = 0; prec < 2; prec++) {
-        lac_dtype precision = prec ? LAC_FLOAT64 : LAC_FLOAT32;
-        double tol = prec ? 1e-12 : 3e-6;
-        /* Star of 9: eigenvalue 1 on the leaves 1..8 with P = I - J/8 there;
-         * every leaf column ties, so the pivots are leaves 1..7. */
-        lac_graph_t g = star(9);
-        lac_gft_t gft = NULL;
-        CHECK_OK(ctx, lac_gft_create(ctx, g, precision, &gft));
-        int start[64];
-        CHECK_INT(groups_of(gft, start), 1);
-        CHECK_NEAR(gft->eigenvalues[1], 1.0, tol);
-        CHECK_NEAR(gft->eigenvalues[7], 1.0, tol);
-        CHECK(start[1] == 1 && start[7] == 1 && start[8] == 8);
-        double P[81], E[81], *U = basis_copy(gft);
-        for (int u = 0; u < 9; u++)
-            for (int v = 0; v < 9; v++) P[u + v * 9] = (u > 0 && v > 0) ? (u == v) - 1.0 / 8 : 0;
-        int pivots[8] = {1, 2, 3, 4, 5, 6, 7};
-        expected_from_projector(9, P, 7, pivots, E);
-        double d = max_diff(9 * 7, U + 9, E);
-        if (!(d <= tol)) HARNESS_FAIL("star, %s: the eigenvalue-1 basis differs from the projector's by %g", lac_dtype_name(precision), d);
-        /* simple eigenvalues: positive at their largest entry (the centre for 0 and 2) */
-        CHECK(U[0] > 0);
-        CHECK(U[0 + 8 * 9] > 0);
-        check_eigendecomposition(g, gft, prec ? 1e-12 : 1e-5);
-        free(U);
-        lac_gft_destroy(&gft);
-        lac_graph_destroy(&g);
+    unsigned long long z = (unsigned long long)v + 0x9E3779B97F4A7C15ull * (unsigned long long)(t + 1);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return 2.0 * ((double)(z >> 11) / 9007199254740992.0) - 1.0;
+}
 
-        /* K_7: eigenvalue 7/6 with P = I - J/7; pivots 0..5. */
-        g = complete(7);
-        CHECK_OK(ctx, lac_gft_create(ctx, g, precision, &gft));
-        CHECK_INT(groups_of(gft, start), 1);
-        CHECK_NEAR(gft->eigenvalues[1], 7.0 / 6, tol);
-        U = basis_copy(gft);
-        for (int u = 0; u < 7; u++)
-            for (int v = 0; v < 7; v++) P[u + v * 7] = (u == v) - 1.0 / 7;
-        int kp[6] = {0, 1, 2, 3, 4, 5};
-        expected_from_projector(7, P, 6, kp, E);
-        d = max_diff(7 * 6, U + 7, E);
-        if (!(d <= tol)) HARNESS_FAIL("K_7, %s: the basis differs from the projector's by %g", lac_dtype_name(precision), d);
-        for (int v = 0; v < 7; v++) CHECK(U[v] > 0);
-        check_eigendecomposition(g, gft, prec ? 1e-12 : 1e-5);
-        free(U);
-        lac_gft_destroy(&gft);
-        lac_graph_destroy(&g);
-
-        /* several components: still an orthonormal eigenbasis */
-        g = mixture();
-        CHECK_OK(ctx, lac_gft_create(ctx, g, precision, &gft));
-        CHECK(groups_of(gft, start) >= 2);
-        check_eigendecomposition(g, gft, prec ? 1e-12 : 1e-5);
-        lac_gft_destroy(&gft);
-        lac_graph_destroy(&g);
+/* The canonical basis of the eigenspace with projector P (n x n): probes
+ * x_0, x_1, ... projected, y = P x, Gram-Schmidt (twice) against the vectors
+ * already made, kept when |y| > sqrt(eps)|x|, else the next spare probe
+ * (x_d, x_{d+1}, ...). *spares: spare probes used. */
+static void reference_basis(int n, const double *P, int d, double eps, double *E, int *spares)
+{
+    int next_spare = d;
+    *spares = 0;
+    for (int j = 0; j < d; j++) {
+        double *y = E + j * n;
+        for (int t = j;; t = next_spare++, (*spares)++) {
+            double xx = 0;
+            for (int u = 0; u < n; u++) {
+                y[u] = 0;
+                for (int v = 0; v < n; v++) y[u] += P[u + v * n] * reference_probe(t, v);
+                xx += reference_probe(t, u) * reference_probe(t, u);
+            }
+            for (int pass = 0; pass < 2; pass++)
+                for (int p = 0; p < j; p++) {
+                    double dot = 0;
+                    for (int u = 0; u < n; u++) dot += E[u + p * n] * y[u];
+                    for (int u = 0; u < n; u++) y[u] -= dot * E[u + p * n];
+                }
+            double len = 0;
+            for (int u = 0; u < n; u++) len += y[u] * y[u];
+            if (sqrt(len) > sqrt(eps) * sqrt(xx)) {
+                for (int u = 0; u < n; u++) y[u] /= sqrt(len);
+                break;
+            }
+        }
     }
+}
+
+/* Every eigenspace of g against reference_basis, P formed from U itself
+ * (QQ^T does not depend on the rotation); returns spare probes used. */
+static int check_against_reference(const char *what, const struct lac_gft *g, const double *U, double tol)
+{
+    int n = (int)g->n, start[128], spares = 0;
+    double eps = g->precision == LAC_FLOAT32 ? 1.1920928955078125e-07 : 2.220446049250313e-16;
+    groups_of(g, start);
+    double *P = malloc(sizeof(double) * (size_t)(n * n)), *E = malloc(sizeof(double) * (size_t)(n * n));
+    for (int k0 = 0, k1; k0 < n; k0 = k1) {
+        for (k1 = k0 + 1; k1 < n && start[k1] == k0; k1++) {
+        }
+        int d = k1 - k0, used;
+        for (int u = 0; u < n; u++)
+            for (int v = 0; v < n; v++) {
+                double x = 0;
+                for (int c = k0; c < k1; c++) x += U[u + c * n] * U[v + c * n];
+                P[u + v * n] = x;
+            }
+        reference_basis(n, P, d, eps, E, &used);
+        spares += used;
+        double diff = max_diff(n * d, U + k0 * n, E);
+        if (!(diff <= tol))
+            HARNESS_FAIL("%s, %s: eigenspace %d..%d differs from the projected probes by %g (> %g)", what,
+                         lac_dtype_name(g->precision), k0, k1 - 1, diff, tol);
+    }
+    free(P);
+    free(E);
+    return spares;
+}
+
+TEST(the_basis_is_the_projected_probes)
+{
+    lac_graph_t graphs[4] = {star(9), complete(7), mixture(), star(40)};
+    const char *names[4] = {"star of 9", "K_7", "mixture", "star of 40"};
+    for (int gi = 0; gi < 4; gi++)
+        for (int prec = 0; prec < 2; prec++) {
+            lac_dtype precision = prec ? LAC_FLOAT64 : LAC_FLOAT32;
+            lac_gft_t gft = NULL;
+            CHECK_OK(ctx, lac_gft_create(ctx, graphs[gi], precision, &gft));
+            double *U = basis_copy(gft);
+            check_against_reference(names[gi], gft, U, prec ? 1e-12 : 3e-6);
+            free(U);
+            lac_gft_destroy(&gft);
+        }
+    /* the star of 9's eigenvalue-1 eigenspace is the leaves' I - J/8: the
+     * library finds it and its vectors are spread over the leaves (a pivoted
+     * basis put half of each vector's weight on one leaf) */
+    lac_gft_t gft = NULL;
+    CHECK_OK(ctx, lac_gft_create(ctx, graphs[0], LAC_FLOAT64, &gft));
+    int start[64];
+    CHECK_INT(groups_of(gft, start), 1);
+    CHECK(start[1] == 1 && start[7] == 1 && start[8] == 8);
+    double *U = basis_copy(gft), P[81], E[81];
+    for (int u = 0; u < 9; u++)
+        for (int v = 0; v < 9; v++) P[u + v * 9] = (u > 0 && v > 0) ? (u == v) - 1.0 / 8 : 0;
+    int used;
+    reference_basis(9, P, 7, 2.220446049250313e-16, E, &used);
+    CHECK_INT(used, 0);
+    CHECK(max_diff(9 * 7, U + 9, E) <= 1e-12);
+    free(U);
+    lac_gft_destroy(&gft);
+    for (int gi = 0; gi < 4; gi++) lac_graph_destroy(&graphs[gi]);
+}
+
+/* A made-up orthonormal basis whose eigenspace {1, 2} and simple vector 3 are
+ * orthogonal to probe x_0: both need a spare probe. */
+TEST(a_probe_outside_the_eigenspace_gives_way_to_a_spare)
+{
+    enum { n = 6 };
+    double U[n * n], w[n] = {0, 1, 1, 2, 3, 4};
+    unsigned long long s = 5;
+    for (int v = 0; v < n; v++) U[v] = reference_probe(0, v);
+    for (int i = n; i < n * n; i++) U[i] = harness_rand_uniform(&s) - 0.5;
+    gram_schmidt(n, n, U);   /* columns 1.. orthogonal to x_0 */
+    struct lac_gft g = {0};
+    g.n = n;
+    g.precision = LAC_FLOAT64;
+    g.vectors = U;
+    g.eigenvalues = w;
+    int64_t groups = 0;
+    double input[n * n];
+    memcpy(input, U, sizeof U);
+    CHECK_OK(ctx, lac_gft_canonicalize(ctx, LAC_FLOAT64, n, U, w, &groups));
+    CHECK_INT(groups, 1);
+    CHECK(max_diff(n * n, U, input) > 0.05);
+    /* x_0 lies in column 0's span, so every other vector needs a spare:
+     * one for the eigenspace {1, 2} and one for each of 3, 4, 5 */
+    CHECK_INT(check_against_reference("made-up basis", &g, U, 1e-12), 4);
+    /* and the basis is the same from a rotated one */
+    double again[n * n];
+    memcpy(again, input, sizeof again);
+    g.vectors = again;
+    rotate(&g, again, 2);
+    CHECK_OK(ctx, lac_gft_canonicalize(ctx, LAC_FLOAT64, n, again, w, NULL));
+    CHECK(max_diff(n * n, again, U) <= 1e-12);
+}
+
+/* The same basis, bit for bit, from the same input whatever the thread count
+ * (the star of 64 is large enough for the loops to use threads). */
+TEST(thread_counts_give_the_same_bits)
+{
+    lac_graph_t g = star(64);
+    lac_gft_t gft = NULL;
+    CHECK_OK(ctx, lac_gft_create(ctx, g, LAC_FLOAT64, &gft));
+    double *rotated = basis_copy(gft), *first = NULL;
+    rotate(gft, rotated, 11);
+    for (int threads = 1; threads <= 3; threads++) {
+        lac_ctx_params p = lac_ctx_params_default();
+        p.backend = LAC_BACKEND_CPU;
+        p.threads = threads;
+        lac_ctx_t c = NULL;
+        CHECK(lac_ctx_create(&p, &c) == 0);
+        double *U = malloc(sizeof(double) * 64 * 64);
+        memcpy(U, rotated, sizeof(double) * 64 * 64);
+        CHECK_OK(c, lac_gft_canonicalize(c, LAC_FLOAT64, 64, U, gft->eigenvalues, NULL));
+        if (!first) first = U;
+        else {
+            CHECK(memcmp(first, U, sizeof(double) * 64 * 64) == 0);
+            free(U);
+        }
+        lac_ctx_destroy(&c);
+    }
+    free(first);
+    free(rotated);
+    lac_gft_destroy(&gft);
+    lac_graph_destroy(&g);
+}
+
+TEST(still_an_orthonormal_eigenbasis)
+{
+    lac_graph_t graphs[4] = {star(9), complete(7), mixture(), star(40)};
+    for (int gi = 0; gi < 4; gi++)
+        for (int prec = 0; prec < 2; prec++) {
+            lac_gft_t gft = NULL;
+            CHECK_OK(ctx, lac_gft_create(ctx, graphs[gi], prec ? LAC_FLOAT64 : LAC_FLOAT32, &gft));
+            check_eigendecomposition(graphs[gi], gft, prec ? 1e-12 : 1e-5);
+            lac_gft_destroy(&gft);
+        }
+    for (int gi = 0; gi < 4; gi++) lac_graph_destroy(&graphs[gi]);
 }
 
 TEST(imputation_is_the_same_with_a_rotated_basis)
@@ -356,15 +476,23 @@ TEST(old_caches_are_made_canonical_on_load)
     double *canonical = basis_copy(gft), *U = basis_copy(gft);
     rotate(gft, U, 9);
     struct lac_gft *rotated = gft_with(gft, U);
-    /* a format-1 file holding a solver's rotated basis */
+    /* files of formats 1 (a solver's rotated basis) and 2 (an earlier rule's) */
     CHECK_OK(ctx, lac_gft_save(ctx, rotated, path));
     CHECK_INT(version_byte(path), LAC_BASIS_CACHE_VERSION);
-    set_version_byte(path, 1);
+    for (int version = 1; version < LAC_BASIS_CACHE_VERSION; version++) {
+        set_version_byte(path, version);
+        CHECK_OK(ctx, lac_gft_load(ctx, path, g, LAC_FLOAT64, &loaded));
+        double *V = basis_copy(loaded);
+        CHECK(max_diff(18 * 18, V, canonical) <= 1e-12);
+        free(V);
+        lac_gft_destroy(&loaded);
+    }
+    /* a current-format file is taken as it is */
+    set_version_byte(path, LAC_BASIS_CACHE_VERSION);
     CHECK_OK(ctx, lac_gft_load(ctx, path, g, LAC_FLOAT64, &loaded));
-    double *V = basis_copy(loaded);
-    CHECK(max_diff(18 * 18, V, canonical) <= 1e-12);
-    free(V);
+    CHECK(memcmp(loaded->vectors, rotated->vectors, sizeof(double) * 18 * 18) == 0);
     lac_gft_destroy(&loaded);
+    set_version_byte(path, 1);
     /* load_or_create rewrites it in the current format */
     int cached = 0;
     CHECK_OK(ctx, lac_gft_load_or_create(ctx, g, LAC_FLOAT64, path, &loaded, &cached));
@@ -376,7 +504,9 @@ TEST(old_caches_are_made_canonical_on_load)
     /* a later format is refused, by name */
     set_version_byte(path, LAC_BASIS_CACHE_VERSION + 1);
     CHECK_STATUS(ctx, lac_gft_load(ctx, path, g, LAC_FLOAT64, &again), LAC_ERR_FORMAT);
-    CHECK_STR_CONTAINS(lac_last_error(ctx), "format 3");
+    char later[32];
+    snprintf(later, sizeof later, "format %d", LAC_BASIS_CACHE_VERSION + 1);
+    CHECK_STR_CONTAINS(lac_last_error(ctx), later);
     CHECK(again == NULL);
     remove(path);
     free(canonical);
@@ -393,7 +523,10 @@ int main(void)
     p.backend = LAC_BACKEND_CPU;
     if (lac_ctx_create(&p, &ctx) != 0) return 1;
     RUN(rotations_and_signs_give_the_same_basis);
-    RUN(known_multiplicities_give_the_projector_basis);
+    RUN(the_basis_is_the_projected_probes);
+    RUN(a_probe_outside_the_eigenspace_gives_way_to_a_spare);
+    RUN(still_an_orthonormal_eigenbasis);
+    RUN(thread_counts_give_the_same_bits);
     RUN(imputation_is_the_same_with_a_rotated_basis);
     RUN(old_caches_are_made_canonical_on_load);
     lac_ctx_destroy(&ctx);

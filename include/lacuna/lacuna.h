@@ -449,9 +449,9 @@ LAC_API lac_status lac_gft_create(lac_ctx_t ctx, lac_graph_t graph, lac_dtype pr
 LAC_API lac_status lac_gft_save(lac_ctx_t ctx, lac_gft_t gft, const char *path);
 /* Loads a cache file and checks it against the graph and the precision (and
  * its own checksum): any mismatch is LAC_ERR_VALUE saying which, a damaged
- * file or one of a later format LAC_ERR_FORMAT. A file of the first format
- * (whose basis was not canonical) is made canonical on load, and rewritten by
- * lac_gft_load_or_create. */
+ * file or one of a later format LAC_ERR_FORMAT. A file of an earlier format
+ * (whose basis was the solver's, or canonical by an earlier rule) is made
+ * canonical on load, and rewritten by lac_gft_load_or_create. */
 LAC_API lac_status lac_gft_load(lac_ctx_t ctx, const char *path, lac_graph_t graph, lac_dtype precision, lac_gft_t *out);
 /* lac_gft_load when `path` holds a valid cache, else lac_gft_create and (when
  * path is not NULL) lac_gft_save; *from_cache (may be NULL) says which. A cache

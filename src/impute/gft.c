@@ -145,8 +145,8 @@ lac_status lac_gft_save(lac_ctx_t ctx, lac_gft_t gft, const char *path)
     return lac_basis_cache_write(ctx, path, &key, gft->eigenvalues, gft->vectors);
 }
 
-/* lac_gft_load; *old says the file held a basis of format 1 (the solver's
- * own), made canonical here. */
+/* lac_gft_load; *old says the file held a basis of an earlier format (the
+ * solver's own, or canonical by an earlier rule), made canonical here. */
 static lac_status gft_load(lac_ctx_t ctx, const char *path, lac_graph_t graph, lac_dtype precision, lac_gft_t *out,
                            int *old)
 {
@@ -160,10 +160,10 @@ static lac_status gft_load(lac_ctx_t ctx, const char *path, lac_graph_t graph, l
     void *vectors = NULL;
     int version = 0;
     LAC_CHECK(lac_basis_cache_read(ctx, path, &key, &eigenvalues, &vectors, &version));
-    *old = version < 2;
+    *old = version < LAC_BASIS_CACHE_VERSION;
     lac_status st = *old ? lac_gft_canonicalize(ctx, precision, info.num_vertices, vectors, eigenvalues, NULL) : LAC_SUCCESS;
     if (*old && st >= 0)
-        lac_log(ctx, LAC_LOG_INFO, "%s holds a basis of cache format 1: made canonical on load", path);
+        lac_log(ctx, LAC_LOG_INFO, "%s holds a basis of cache format %d: made canonical on load", path, version);
     struct lac_gft *g = st >= 0 ? lac_calloc(ctx, 1, sizeof *g) : NULL;
     if (!g) {
         free(eigenvalues);

@@ -11,8 +11,9 @@
 #include <sys/stat.h>
 
 /* Cache file layout, little-endian:
- *   0  "LACGFT" 0 V        magic and format version V: 2 holds the canonical
- *                          basis (docs/impute.md), 1 (older) the solver's own
+ *   0  "LACGFT" 0 V        magic and format version V: 3 holds the canonical
+ *                          basis (docs/impute.md), 2 (older) the one of an
+ *                          earlier rule, 1 the solver's own
  *   8  u64 N
  *  16  u32 element bytes (4 or 8), u32 zero
  *  24  u64 the graph's fingerprint

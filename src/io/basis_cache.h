@@ -10,9 +10,11 @@
 extern "C" {
 #endif
 
-/* The format written. 2: the basis is canonical inside degenerate
- * eigenspaces (src/impute/gft_canonical.c); 1 files are still read. */
-#define LAC_BASIS_CACHE_VERSION 2
+/* The format written. 3: the basis is canonical inside degenerate
+ * eigenspaces (src/impute/gft_canonical.c, projected probes); 2 (canonical
+ * by the earlier pivoted rule) and 1 (the solver's own) files are still
+ * read, and made canonical by the caller. */
+#define LAC_BASIS_CACHE_VERSION 3
 
 /* What a cache file must match to be used. */
 typedef struct {
