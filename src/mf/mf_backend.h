@@ -103,7 +103,11 @@ typedef struct {
      * (a resumed training). */
     lac_status (*get)(lac_ctx_t ctx, lac_mf_state *state, int kept, const lac_mf_factors *to);
     lac_status (*put)(lac_ctx_t ctx, lac_mf_state *state, int kept, const lac_mf_factors *from);
-    /* Trains the neighbourhood model too (factors.kind); 0: plain only. */
+    /* Trains the neighbourhood model too (factors.kind); 0: plain only. Such
+     * a backend follows src/mf/cpu/sgd_nbr_cpu.c: eq. (1) with N(i) the
+     * complement of R(i) among S^K(j), the residuals' bhat_j1 taken at the
+     * epoch's start, rule (5) per group at rates.g x learning_rate; keep,
+     * get and put carry W and C with the factors. */
     int neighbourhood;
 } lac_mf_backend;
 

@@ -55,8 +55,14 @@ typedef struct {
 } lac_nbr_backend;
 
 extern const lac_nbr_backend lac_nbr_cpu_backend;
-/* Without CUDA kernels for it yet, the CUDA backend of the search is NULL
- * and the front end runs the CPU's. */
+/* The CUDA backend of the search has no kernels yet: NULL, and the front end
+ * runs the CPU's table. A CUDA table plugs in as mf's does: define it in
+ * src/backend/cuda/mf/, hand it out from gateway.cu, and declare
+ * `const lac_nbr_backend *lac_nbr_backend_cuda(void);` here under
+ * LACUNA_HAVE_CUDA instead of this stub. The LSH codes are lac_map calls
+ * already (src/mf/neighbours.c, code_sums): with a CUDA context they go to the
+ * CUDA map, one call per run of items (for device speed, whole column blocks
+ * of device arrays are the better unit). */
 static inline const lac_nbr_backend *lac_nbr_backend_cuda(void) { return NULL; }
 
 /* S = n/(n + shrink) rho from the co-rating sums of items x and y over their
