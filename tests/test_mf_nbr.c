@@ -233,7 +233,7 @@ TEST(lsh_codes_are_the_defining_sums)
     lac_mf_data md;
     lac_nbr_data d;
     CHECK_OK(ctx, lac_mf_data_build(ctx, r, &md));
-    CHECK_OK(ctx, lac_mf_nbr_data_build(ctx, &md, &d));
+    CHECK_OK(ctx, lac_mf_nbr_data_build(ctx, &md, 1, &d));
     int dense[NU];   /* the library's user index of matrix row u */
     for (int64_t x = 0; x < lac_ratings_num_users(r); x++) dense[atoi(lac_ratings_user_id(r, x))] = (int)x;
     lac_mf_nbr_method methods[4] = {LAC_MF_NBR_SIMLSH, LAC_MF_NBR_SIMLSH_CENTRED, LAC_MF_NBR_RPCOS, LAC_MF_NBR_MINHASH};
@@ -245,7 +245,7 @@ TEST(lsh_codes_are_the_defining_sums)
         p.k = 3;
         p.q = 30;   /* 720 columns: several lac_map column blocks */
         lac_mf_nbr_t n = NULL;
-        CHECK_OK(ctx2, lac_mf_nbr_search(ctx2, &p, &d, &n));
+        CHECK_OK(ctx2, lac_mf_nbr_search(ctx2, &p, &d, 1, &n));
         if (!n) continue;
         CHECK_INT(n->code_cols, (int64_t)p.p * p.q * (p.method == LAC_MF_NBR_MINHASH ? 1 : p.bits));
         double worst = 0;
@@ -458,12 +458,21 @@ TEST(items_without_ratings)
     g.ratings = 400;
     lac_ratings_t r = NULL;
     CHECK_OK(ctx, lac_mf_generate(ctx, &g, &r));
+    lac_mf_data md;
+    lac_nbr_data d;
+    CHECK_OK(ctx, lac_mf_data_build(ctx, r, &md));
+    CHECK_OK(ctx, lac_mf_nbr_data_build(ctx, &md, 1, &d));
     for (int m = 0; r && m <= LAC_MF_NBR_SIMLSH_CENTRED; m++) {
         lac_mf_nbr_params p = lac_mf_nbr_params_default();
         p.method = (lac_mf_nbr_method)m;
         p.k = 5;
-        p.q = 4;
+        p.q = 20;   /* summed 7 tables (168 columns) at a time when the codes are not kept */
         int32_t *l = lists_of(ctx2, &p, r);
+        lac_mf_nbr_t kept = NULL;
+        CHECK_OK(ctx2, lac_mf_nbr_search(ctx2, &p, &d, 1, &kept));
+        if (l && kept && memcmp(l, kept->list, sizeof *l * 3000 * 5) != 0)
+            HARNESS_FAIL("%s: the lists differ with the codes kept", lac_mf_nbr_method_name(p.method));
+        lac_mf_nbr_destroy(&kept);
         for (int64_t j = 0; l && j < 3000; j++)
             for (int x = 0; x < 5; x++) {
                 int32_t v = l[j * 5 + x];
@@ -477,6 +486,8 @@ TEST(items_without_ratings)
             }
         free(l);
     }
+    lac_mf_nbr_data_free(&d);
+    lac_mf_data_free(&md);
     lac_ratings_destroy(&r);
 }
 

@@ -64,8 +64,9 @@ struct lac_mf_nbr {
     int64_t bytes;            /* peak memory of the search */
 };
 
-/* The ratings both ways (item-major and user-major, ascending indices). */
-lac_status lac_mf_nbr_data_build(lac_ctx_t ctx, const lac_mf_data *data, lac_nbr_data *out);
+/* The ratings item-major, and user-major too with with_users (ascending
+ * indices; GSM and the model need both ways, the LSH methods item-major). */
+lac_status lac_mf_nbr_data_build(lac_ctx_t ctx, const lac_mf_data *data, int with_users, lac_nbr_data *out);
 void lac_mf_nbr_data_free(lac_nbr_data *d);
 int64_t lac_mf_nbr_data_bytes(const lac_nbr_data *d);
 /* What user `user` contributes to code column `col`: simLSH's 2 H - 1,
@@ -73,8 +74,10 @@ int64_t lac_mf_nbr_data_bytes(const lac_nbr_data *d);
  * tests). An item's column is the lac_map of its ratings' weights times this
  * (sum; min for minHash). */
 float lac_mf_nbr_source(const lac_mf_nbr_params *params, int64_t user, int64_t col);
-/* The search on laid-out ratings (checked parameters). */
-lac_status lac_mf_nbr_search(lac_ctx_t ctx, const lac_mf_nbr_params *params, const lac_nbr_data *d,
+/* The search on laid-out ratings (checked parameters); keep_codes keeps the
+ * LSH methods' per-item sums in the result (else they are summed a group
+ * of tables at a time and dropped). */
+lac_status lac_mf_nbr_search(lac_ctx_t ctx, const lac_mf_nbr_params *params, const lac_nbr_data *d, int keep_codes,
                              lac_mf_nbr_t *out);
 
 /* A model with zeroed arrays (rows aligned and padded). */

@@ -17,6 +17,7 @@
  * whole calls (one 64-bit hash gives a user's 64 simLSH bits). */
 #define CODE_COLS 64
 #define UNIT_RATINGS 448
+#define CODES_GROUP_BYTES ((double)(2 << 20))   /* codes held at once when they are not kept */
 
 static const char *const method_names[] = {"simlsh", "gsm", "rpcos", "minhash", "random", "simlsh-centred"};
 
@@ -86,10 +87,11 @@ void lac_mf_nbr_data_free(lac_nbr_data *d)
 
 int64_t lac_mf_nbr_data_bytes(const lac_nbr_data *d)
 {
-    return (d->num_items + d->num_users + 2) * 8 + d->nnz * 16;
+    int64_t items = (d->num_items + 1) * 8 + d->nnz * 8;
+    return d->user_start ? 2 * items + (d->num_users - d->num_items) * 8 : items;
 }
 
-lac_status lac_mf_nbr_data_build(lac_ctx_t ctx, const lac_mf_data *m, lac_nbr_data *out)
+lac_status lac_mf_nbr_data_build(lac_ctx_t ctx, const lac_mf_data *m, int with_users, lac_nbr_data *out)
 {
     lac_nbr_data d;
     memset(&d, 0, sizeof d);
@@ -98,14 +100,17 @@ lac_status lac_mf_nbr_data_build(lac_ctx_t ctx, const lac_mf_data *m, lac_nbr_da
     d.nnz = m->nnz;
     size_t nz = (size_t)(m->nnz ? m->nnz : 1);
     d.item_start = lac_calloc(ctx, (size_t)m->num_items + 1, sizeof *d.item_start);
-    d.user_start = lac_calloc(ctx, (size_t)m->num_users + 1, sizeof *d.user_start);
     d.item_user = lac_malloc(ctx, nz * sizeof *d.item_user);
     d.item_val = lac_malloc(ctx, nz * sizeof *d.item_val);
-    d.user_item = lac_malloc(ctx, nz * sizeof *d.user_item);
-    d.user_val = lac_malloc(ctx, nz * sizeof *d.user_val);
+    if (with_users) {
+        d.user_start = lac_calloc(ctx, (size_t)m->num_users + 1, sizeof *d.user_start);
+        d.user_item = lac_malloc(ctx, nz * sizeof *d.user_item);
+        d.user_val = lac_malloc(ctx, nz * sizeof *d.user_val);
+    }
     int64_t *fill = lac_malloc(ctx, ((size_t)(m->num_users > m->num_items ? m->num_users : m->num_items) + 1) *
                                          sizeof *fill);
-    if (!d.item_start || !d.user_start || !d.item_user || !d.item_val || !d.user_item || !d.user_val || !fill) {
+    if (!d.item_start || !d.item_user || !d.item_val || !fill ||
+        (with_users && (!d.user_start || !d.user_item || !d.user_val))) {
         free(fill);
         lac_mf_nbr_data_free(&d);
         return LAC_ERR_OUT_OF_MEMORY;
@@ -121,6 +126,11 @@ lac_status lac_mf_nbr_data_build(lac_ctx_t ctx, const lac_mf_data *m, lac_nbr_da
             d.item_user[at] = (int32_t)u;
             d.item_val[at] = m->val[a];
         }
+    if (!with_users) {
+        free(fill);
+        *out = d;
+        return LAC_SUCCESS;
+    }
     memcpy(d.user_start, m->row_start, ((size_t)m->num_users + 1) * sizeof *d.user_start);
     memcpy(fill, d.user_start, (size_t)m->num_users * sizeof *fill);
     for (int64_t j = 0; j < m->num_items; j++)
@@ -165,7 +175,7 @@ float lac_mf_nbr_source(const lac_mf_nbr_params *p, int64_t user, int64_t col)
 }
 
 /* The users' source rows for columns [c0, c0 + cw) (lac_mf_nbr_source; one
- * hash gives simLSH's 64 bits of a block). */
+ * hash gives simLSH's 64 bits of an aligned block). */
 static void user_rows(const lac_mf_nbr_params *p, int64_t num_users, int64_t c0, int cw, float *rows, int threads)
 {
 #pragma omp parallel for num_threads(threads) schedule(static)
@@ -173,7 +183,11 @@ static void user_rows(const lac_mf_nbr_params *p, int64_t num_users, int64_t c0,
         float *r = rows + u * cw;
         if (p->method == LAC_MF_NBR_SIMLSH || p->method == LAC_MF_NBR_SIMLSH_CENTRED) {
             uint64_t w = user_word(p->seed, u, c0 / CODE_COLS);
-            for (int c = 0; c < cw; c++) r[c] = (w >> c) & 1 ? 1.0f : -1.0f;
+            for (int c = 0; c < cw; c++) {
+                int64_t col = c0 + c;
+                if (c > 0 && col % CODE_COLS == 0) w = user_word(p->seed, u, col / CODE_COLS);
+                r[c] = (w >> (col % CODE_COLS)) & 1 ? 1.0f : -1.0f;
+            }
         } else {
             for (int c = 0; c < cw; c++) r[c] = lac_mf_nbr_source(p, u, c0 + c);
         }
@@ -187,9 +201,12 @@ typedef struct {
     int64_t item_lo, item_hi;
 } unit;
 
+/* Columns [c_begin, c_end) of every item's codes into codes (items x
+ * (c_end - c_begin)). */
 static lac_status code_sums(lac_ctx_t ctx, const lac_mf_nbr_params *p, const lac_nbr_data *d, float *codes,
-                            int64_t cols, int64_t *peak)
+                            int64_t c_begin, int64_t c_end, int64_t *peak)
 {
+    const int64_t cols = c_end - c_begin;
     int threads = lac_threads(ctx), cpu = ctx->backend != LAC_BACKEND_CUDA;
     int64_t ni = d->num_items, nunits = 0;
     lac_map_op op = p->method == LAC_MF_NBR_MINHASH ? LAC_MAP_MIN : LAC_MAP_SUM;
@@ -217,7 +234,9 @@ static lac_status code_sums(lac_ctx_t ctx, const lac_mf_nbr_params *p, const lac
         mean = hi > lo ? mean / (double)(hi - lo) : 0.0;
         for (int64_t a = lo; a < hi; a++) {
             double r = d->item_val[a];
-            weight[a] = (float)(p->method == LAC_MF_NBR_SIMLSH ? pow(r, p->psi_power)
+            double rp = r;
+            for (int e = 1; e < p->psi_power; e++) rp *= r;
+            weight[a] = (float)(p->method == LAC_MF_NBR_SIMLSH ? rp
                                 : p->method == LAC_MF_NBR_SIMLSH_CENTRED ? r - mean
                                                                          : r);
         }
@@ -230,7 +249,7 @@ static lac_status code_sums(lac_ctx_t ctx, const lac_mf_nbr_params *p, const lac
     mp.accumulate = 1;
     for (int64_t c0 = 0; c0 < cols && st == LAC_SUCCESS; c0 += CODE_COLS) {
         int cw = (int)(cols - c0 < CODE_COLS ? cols - c0 : CODE_COLS);
-        user_rows(p, d->num_users, c0, cw, rows, threads);
+        user_rows(p, d->num_users, c_begin + c0, cw, rows, threads);
 #pragma omp parallel num_threads(threads) if (cpu)
         {
             float *src = malloc((size_t)UNIT_RATINGS * (size_t)cw * sizeof *src);
@@ -276,14 +295,16 @@ static lac_status code_sums(lac_ctx_t ctx, const lac_mf_nbr_params *p, const lac
     return st;
 }
 
-/* Bucket keys: table t's key of item j folds its p codes (G sign bits each,
- * or p min-hashes). */
-static void bucket_keys(const lac_mf_nbr_params *p, int64_t ni, const float *codes, int64_t cols, uint64_t *keys)
+/* Bucket keys of tables [t_begin, t_end), whose codes are codes' columns
+ * (items x cols): table t's key of item j folds its p codes (G sign bits
+ * each, or p min-hashes). */
+static void bucket_keys(const lac_mf_nbr_params *p, int64_t ni, const float *codes, int64_t cols, int64_t t_begin,
+                        int64_t t_end, uint64_t *keys)
 {
     int bitsm = is_bits_method(p->method), per = bitsm ? p->bits : 1;
-    for (int64_t t = 0; t < p->q; t++)
+    for (int64_t t = t_begin; t < t_end; t++)
         for (int64_t j = 0; j < ni; j++) {
-            const float *c = codes + j * cols + t * p->p * per;
+            const float *c = codes + j * cols + (t - t_begin) * p->p * per;
             uint64_t key = 0x243F6A8885A308D3ull;
             for (int x = 0; x < p->p; x++) {
                 uint64_t code = 0;
@@ -306,7 +327,8 @@ static const lac_nbr_backend *nbr_backend(lac_ctx_t ctx)
     return cuda ? cuda : &lac_nbr_cpu_backend;
 }
 
-lac_status lac_mf_nbr_search(lac_ctx_t ctx, const lac_mf_nbr_params *p, const lac_nbr_data *d, lac_mf_nbr_t *out)
+lac_status lac_mf_nbr_search(lac_ctx_t ctx, const lac_mf_nbr_params *p, const lac_nbr_data *d, int keep_codes,
+                             lac_mf_nbr_t *out)
 {
     double t0 = omp_get_wtime();
     int64_t ni = d->num_items;
@@ -344,22 +366,36 @@ lac_status lac_mf_nbr_search(lac_ctx_t ctx, const lac_mf_nbr_params *p, const la
         LAC_CHECK_GOTO(be->gsm_topk(ctx, &call, r->list), st, done);
         r->bytes = data_bytes + list_bytes + call.bytes;
     } else {
-        int64_t cols = code_columns(p), map_peak = 0;
+        /* Kept codes are all summed at once; otherwise a group of tables at a
+         * time (codes of at most CODES_GROUP_BYTES), keyed, and dropped. */
+        int64_t cols = code_columns(p), per_table = cols / p->q, map_peak = 0;
+        int64_t group = keep_codes ? p->q : (int64_t)(CODES_GROUP_BYTES / (4.0 * (double)(ni ? ni : 1) * per_table));
+        group = group < 1 ? 1 : group > p->q ? p->q : group;
         size_t cells;
-        if (lac_mul_overflows((size_t)ni, (size_t)cols * sizeof(float), &cells)) {
+        if (lac_mul_overflows((size_t)ni, (size_t)(group * per_table) * sizeof(float), &cells)) {
             st = lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "%lld items x %lld code columns do not fit", (long long)ni,
                            (long long)cols);
             goto done;
         }
-        r->codes = lac_malloc(ctx, cells ? cells : 1);
+        float *codes = lac_malloc(ctx, cells ? cells : 1);
         keys = lac_malloc(ctx, (size_t)ni * (size_t)p->q * sizeof *keys);
-        if (!r->codes || !keys) {
+        if (!codes || !keys) {
+            free(codes);
             st = LAC_ERR_OUT_OF_MEMORY;
             goto done;
         }
-        r->code_cols = cols;
-        LAC_CHECK_GOTO(code_sums(ctx, p, d, r->codes, cols, &map_peak), st, done);
-        bucket_keys(p, ni, r->codes, cols, keys);
+        for (int64_t t0 = 0; t0 < p->q && st == LAC_SUCCESS; t0 += group) {
+            int64_t t1 = t0 + group < p->q ? t0 + group : p->q;
+            st = code_sums(ctx, p, d, codes, t0 * per_table, t1 * per_table, &map_peak);
+            if (st == LAC_SUCCESS) bucket_keys(p, ni, codes, (t1 - t0) * per_table, t0, t1, keys);
+        }
+        if (keep_codes) {
+            r->codes = codes;
+            r->code_cols = cols;
+        } else {
+            free(codes);
+        }
+        if (st < 0) goto done;
         call.tables = p->q;
         call.keys = keys;
         LAC_CHECK_GOTO(be->bucket_topk(ctx, &call, r->list), st, done);
@@ -393,10 +429,10 @@ lac_status lac_mf_neighbours(lac_ctx_t ctx, const lac_mf_nbr_params *params, lac
     memset(&d, 0, sizeof d);
     lac_mf_nbr_t r = NULL;
     LAC_CHECK(lac_mf_data_build(ctx, ratings, &md));
-    lac_status st = lac_mf_nbr_data_build(ctx, &md, &d);
+    lac_status st = lac_mf_nbr_data_build(ctx, &md, params->method == LAC_MF_NBR_GSM, &d);
     lac_mf_data_free(&md);
     if (st < 0) return st;
-    LAC_CHECK_GOTO(lac_mf_nbr_search(ctx, params, &d, &r), st, done);
+    LAC_CHECK_GOTO(lac_mf_nbr_search(ctx, params, &d, 0, &r), st, done);
     LAC_CHECK_GOTO(lac_idmap_copy(ctx, &ratings->items, &r->items), st, done);
     r->seconds = omp_get_wtime() - t0;
     *out = r;

@@ -127,7 +127,7 @@ fail:
  * the layouts of the neighbour search, a transpose to item-major and back. */
 static lac_status sort_rated_items(lac_ctx_t ctx, lac_mf_model_t m, const lac_mf_data *d, lac_nbr_data *both)
 {
-    LAC_CHECK(lac_mf_nbr_data_build(ctx, d, both));
+    LAC_CHECK(lac_mf_nbr_data_build(ctx, d, 1, both));
     memcpy(m->rated_items, both->user_item, (size_t)d->nnz * sizeof *m->rated_items);
     if (m->params.model == LAC_MF_MODEL_NEIGHBOURHOOD) {
         m->rated_vals = lac_malloc(ctx, (size_t)(d->nnz ? d->nnz : 1) * sizeof *m->rated_vals);
@@ -142,7 +142,7 @@ static lac_status sort_rated_items(lac_ctx_t ctx, lac_mf_model_t m, const lac_mf
 static lac_status find_neighbours(lac_ctx_t ctx, lac_mf_model_t m, const lac_nbr_data *both)
 {
     lac_mf_nbr_t n = NULL;
-    LAC_CHECK(lac_mf_nbr_search(ctx, &m->params.neighbours, both, &n));
+    LAC_CHECK(lac_mf_nbr_search(ctx, &m->params.neighbours, both, 1, &n));
     lac_status st = lac_mf_model_alloc_nbr(ctx, m, n->k);
     if (st == LAC_SUCCESS) {
         memcpy(m->nbr, n->list, (size_t)n->num_items * (size_t)n->k * sizeof *m->nbr);
