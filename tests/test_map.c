@@ -325,65 +325,100 @@ TEST(nan_propagate_and_skip_follow_the_reference)
 /* ------------------------------------------------------------------------ */
 /* Determinism and plans                                                     */
 /* ------------------------------------------------------------------------ */
+/* Deterministic calls fold fixed row blocks and merge them in block order:
+ * T must be the same bytes for 1, 2, 3 and 4 threads and for a plan execute
+ * with the same parameters, and within rounding of the float64 reference loop.
+ * The shapes take every deterministic route: float64 accumulators, the
+ * float32 SUM fast path onto > 128k targets, b columns, weights, int64
+ * bridges, a call too small to split (one block), and far more targets than
+ * rows (the streaming pass of map_det_cpu.c). */
 TEST(deterministic_is_bit_identical_across_threads_and_equals_plans)
 {
-    static const int thread_counts[] = {1, 2, 3, 7};
+    static const int thread_counts[] = {1, 2, 3, 4};
+    static const struct {
+        int64_t m, n, b;
+        lac_dtype vt, it;
+        bool weighted, nans;
+    } shapes[] = {
+        {40000, 3000, 1, LAC_FLOAT32, LAC_INT32, false, false},
+        {40000, 3000, 1, LAC_FLOAT32, LAC_INT64, true, false},
+        {20000, 700, 2, LAC_FLOAT64, LAC_INT32, true, true},
+        {20000, 700, 3, LAC_FLOAT64, LAC_INT64, false, false},
+        {200000, 132000, 1, LAC_FLOAT32, LAC_INT32, false, false},
+        {9000, 500, 1, LAC_FLOAT32, LAC_INT64, true, false},
+        {40000, 30000, 1, LAC_FLOAT64, LAC_INT32, true, false},
+    };
     lac_ctx_t ctxs[4];
     for (int t = 0; t < 4; t++) ctxs[t] = make_ctx(thread_counts[t]);
-    for (int iv = 0; iv < 2; iv++)
-        for (int weighted = 0; weighted < 2; weighted++)
-            for (int64_t b = 1; b <= 2; b++) {
-                lac_dtype vt = iv ? LAC_FLOAT64 : LAC_FLOAT32;
-                map_data d = data_make(b == 1 ? 40000 : 20000, b == 1 ? 3000 : 700, b, vt, iv ? LAC_INT64 : LAC_INT32, weighted, 1234 + (uint64_t)b);
-                lac_array S = source_array(&d), R = lac_array_vector(d.R, d.it, d.m), W = lac_array_vector(d.w, vt, d.m);
-                size_t bytes = (size_t)(d.n * d.b) * lac_dtype_size(vt);
-                double *ref = malloc((size_t)(d.n * d.b) * sizeof *ref), *scale = malloc((size_t)(d.n * d.b) * sizeof *scale);
-                for (int op = LAC_MAP_SUM; op <= LAC_MAP_COUNT; op++) {
+    for (size_t is = 0; is < sizeof shapes / sizeof shapes[0]; is++) {
+        map_data d = data_make(shapes[is].m, shapes[is].n, shapes[is].b, shapes[is].vt, shapes[is].it,
+                               shapes[is].weighted, 1234 + (uint64_t)is);
+        if (shapes[is].nans)
+            for (int64_t k = 7; k < d.m * d.b; k += 1201) set_source(&d, k, NAN);
+        lac_dtype vt = d.vt;
+        lac_array S = source_array(&d), R = lac_array_vector(d.R, d.it, d.m), W = lac_array_vector(d.w, vt, d.m);
+        const lac_array *Wp = d.weighted ? &W : NULL;
+        size_t bytes = (size_t)(d.n * d.b) * lac_dtype_size(vt);
+        double *ref = malloc((size_t)(d.n * d.b) * sizeof *ref), *scale = malloc((size_t)(d.n * d.b) * sizeof *scale);
+        lac_map_plan_t plans[4] = {NULL, NULL, NULL, NULL};
+        for (int t = 0; t < 4; t++) {
+            CHECK_OK(ctxs[t], lac_map_plan_create(ctxs[t], &R, d.n, &plans[t]));
+            CHECK_INT(lac_map_plan_num_sources(plans[t]), d.m);
+            CHECK_INT(lac_map_plan_num_targets(plans[t]), d.n);
+        }
+        for (int op = LAC_MAP_SUM; op <= LAC_MAP_COUNT; op++)
+            for (int accumulate = 0; accumulate < 2; accumulate++)
+                for (int policy = LAC_NAN_PROPAGATE; policy <= LAC_NAN_ERROR; policy++) {
+                    if ((op == LAC_MAP_MEAN && accumulate) || (shapes[is].nans && policy == LAC_NAN_ERROR)) continue;
+                    /* Keep it quick: the fast path is SUM's; accumulate and
+                     * "error" change the kernels of SUM and MEAN only. */
+                    if (d.n > 100000 && op != LAC_MAP_SUM) continue;
+                    if ((accumulate || policy != LAC_NAN_PROPAGATE) && op != LAC_MAP_SUM && op != LAC_MAP_MEAN) continue;
                     lac_map_params p = lac_map_params_default();
                     p.op = (lac_map_op)op;
+                    p.accumulate = accumulate;
+                    p.nan_policy = (lac_nan_policy)policy;
+                    p.empty_value = -2.5;
                     p.deterministic = 1;
+                    char label[200];
+                    snprintf(label, sizeof label, "m=%lld n=%lld b=%lld %s %s weights=%d %s accumulate=%d nan=%d",
+                             (long long)d.m, (long long)d.n, (long long)d.b, lac_dtype_name(vt), lac_dtype_name(d.it),
+                             d.weighted, lac_map_op_name(p.op), accumulate, policy);
                     void *first = NULL;
                     for (int t = 0; t < 4; t++) {
-                        void *T = target_filled(&d, 9), *TP = target_filled(&d, 8);
+                        void *T = target_filled(&d, 9), *TP = target_filled(&d, 9);
                         lac_array TA = target_array(&d, T), TPA = target_array(&d, TP);
-                        CHECK_OK(ctxs[t], lac_map(ctxs[t], &p, &S, &R, weighted ? &W : NULL, &TA));
-                        lac_map_plan_t plan = NULL;
-                        CHECK_OK(ctxs[t], lac_map_plan_create(ctxs[t], &R, d.n, &plan));
-                        CHECK_INT(lac_map_plan_num_sources(plan), d.m);
-                        CHECK_INT(lac_map_plan_num_targets(plan), d.n);
+                        CHECK_OK(ctxs[t], lac_map(ctxs[t], &p, &S, &R, Wp, &TA));
                         lac_map_params pp = p;
                         pp.deterministic = 0;   /* implied by the plan */
-                        CHECK_OK(ctxs[t], lac_map_plan_execute(ctxs[t], plan, &pp, &S, weighted ? &W : NULL, &TPA));
-                        lac_map_plan_destroy(&plan);
-                        CHECK(plan == NULL);
+                        CHECK_OK(ctxs[t], lac_map_plan_execute(ctxs[t], plans[t], &pp, &S, Wp, &TPA));
                         if (memcmp(T, TP, bytes) != 0)
-                            HARNESS_FAIL("%s %s b=%lld weights=%d threads=%d: plan differs from one-shot deterministic",
-                                         lac_map_op_name(p.op), lac_dtype_name(vt), (long long)b, weighted, thread_counts[t]);
+                            HARNESS_FAIL("%s threads=%d: plan differs from the one-shot call", label, thread_counts[t]);
                         if (!first) {
                             first = T;
-                            /* Fixed-order float64 sums rounded once are exactly the
-                             * reference loop's (same order, same arithmetic). */
-                            reference_map(&d, &p, T, ref, scale);
-                            int diff = 0;
-                            for (int64_t k = 0; k < d.n * d.b; k++) {
-                                double want = vt == LAC_FLOAT32 ? (double)(float)ref[k] : ref[k];
-                                if (value_at(T, vt, k) != want && diff++ < 3)
-                                    HARNESS_FAIL("%s %s: deterministic T[%lld] = %.17g, reference loop %.17g", lac_map_op_name(p.op),
-                                                 lac_dtype_name(vt), (long long)k, value_at(T, vt, k), want);
-                            }
+                            void *old = target_filled(&d, 9);
+                            reference_map(&d, &p, old, ref, scale);
+                            free(old);
+                            compare(&d, &p, T, ref, scale, label);
                         } else {
                             if (memcmp(first, T, bytes) != 0)
-                                HARNESS_FAIL("%s %s b=%lld weights=%d: %d threads differ from 1 thread", lac_map_op_name(p.op),
-                                             lac_dtype_name(vt), (long long)b, weighted, thread_counts[t]);
+                                HARNESS_FAIL("%s: %d threads differ from 1 thread", label, thread_counts[t]);
                             free(T);
                         }
                         free(TP);
                     }
+                    /* And from run to run. */
+                    void *again = target_filled(&d, 9);
+                    lac_array AA = target_array(&d, again);
+                    CHECK_OK(ctxs[1], lac_map(ctxs[1], &p, &S, &R, Wp, &AA));
+                    if (memcmp(first, again, bytes) != 0) HARNESS_FAIL("%s: a second run differs", label);
+                    free(again);
                     free(first);
                 }
-                free(ref), free(scale);
-                data_free(&d);
-            }
+        for (int t = 0; t < 4; t++) lac_map_plan_destroy(&plans[t]);
+        free(ref), free(scale);
+        data_free(&d);
+    }
     for (int t = 0; t < 4; t++) lac_ctx_destroy(&ctxs[t]);
 }
 

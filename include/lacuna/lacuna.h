@@ -280,10 +280,12 @@ LAC_API lac_status lac_bytes_save(lac_ctx_t ctx, const char *path, const void *d
  * position (row order; w[i] before S[i, :]), with T untouched.
  *
  * deterministic: bit-identical T from run to run and across thread counts and
- * devices of the same kind (fixed-order sums in float64 per target, rounded once);
- * on the CUDA backend it costs a sort of the bridge (amortised by a plan) and a
- * segmented pass, on the CPU backend every thread streams every row.
- * MIN/MAX and unweighted COUNT do not depend on the order anyway.
+ * devices of the same kind (fixed-order sums, rounded once); on the CUDA
+ * backend it costs a sort of the bridge (amortised by a plan) and a segmented
+ * pass; on the CPU backend it folds a fixed number of row blocks and merges
+ * them in block order (about the cost of a plain call; the same accumulator
+ * precision, see docs/map.md). MIN/MAX and unweighted COUNT do not depend on
+ * the order anyway.
  *
  * Errors (T untouched): R[i] outside [0, n) -> LAC_ERR_RANGE naming the first i;
  * lengths or dtypes that disagree -> LAC_ERR_SHAPE / LAC_ERR_DTYPE.

@@ -9,12 +9,17 @@
  * many targets spread the writers. Accumulators are float64, but for the
  * float32 SUM fast path onto many targets (see DEFINE_SUM_ROWS).
  *
+ * Deterministic calls (and plan executes) cut the rows into a fixed number of
+ * blocks (LAC_MAP_CPU_DET_BLOCKS, a function of the shape only), fold each
+ * block in row order into its own accumulators and merge them in block order:
+ * the same kernels and nearly the same work as above, and T does not depend on
+ * the thread count. Only when those copies would not fit does a deterministic
+ * call stream every row in every thread instead (map_det_cpu.c).
+ *
  * Either way T is written only after the pass has seen every row: bad bridge
  * entries and NaNs under LAC_NAN_ERROR are detected inside the pass and leave T
  * untouched. S and R are only read in order, so memory-mapped inputs larger than
- * memory work with the same bounded extra memory.
- *
- * Deterministic calls go to map_det_cpu.c. */
+ * memory work with the same bounded extra memory. */
 #include "map/cpu/map_cpu.h"
 
 #include <omp.h>
@@ -26,8 +31,6 @@
 /* Privates pay off while their init + merge (threads * n * b) is not much more
  * than the pass itself (m * b). */
 #define PRIVATE_MAX_TARGETS_PER_SOURCE 4.0
-/* Below this many elements one thread does it all (no fork/join cost). */
-#define SERIAL_BELOW_ELEMENTS (1 << 15)
 /* float64 accumulators up to this size per thread, float32 beyond (fast path). */
 #define FLOAT64_ACC_MAX_BYTES ((double)(1u << 20))
 /* Rows a thread maps between looks at the stop flag raised by an error. */
@@ -79,15 +82,15 @@ static inline void atomic_fold(lac_map_op op, double *p, double x)
  * (500k targets: 4 MB instead of 2 MB, past a core's L2) and run about 2.5x
  * slower. Up to FLOAT64_ACC_MAX_BYTES of float64 accumulators cost nothing
  * extra, and keep sums onto hot targets (Zipf) accurate. */
-#define DEFINE_SUM_ROWS(name, VT, IT, AT, UPDATE)                                           \
-    static int64_t name(const VT *S, const IT *R, int64_t lo, int64_t hi, int64_t n, AT *acc) \
-    {                                                                                       \
-        for (int64_t i = lo; i < hi; i++) {                                                 \
-            uint64_t r = (uint64_t)(int64_t)R[i];                                           \
-            if (r >= (uint64_t)n) return i;                                                 \
-            UPDATE;                                                                         \
-        }                                                                                   \
-        return -1;                                                                          \
+#define DEFINE_SUM_ROWS(name, VT, IT, AT, UPDATE)                                                      \
+    static int64_t name(const VT *S, const IT *R, int64_t lo, int64_t hi, int64_t n, bool checked, AT *acc) \
+    {                                                                                                  \
+        for (int64_t i = lo; i < hi; i++) {                                                            \
+            uint64_t r = (uint64_t)(int64_t)R[i];                                                      \
+            if (!checked && r >= (uint64_t)n) return i;                                                \
+            UPDATE;                                                                                    \
+        }                                                                                              \
+        return -1;                                                                                     \
     }
 /* sum_rows_<source>_<accumulator>_<index>[_atomic] */
 DEFINE_SUM_ROWS(sum_rows_f32_f32_i32, float, int32_t, float, acc[r] += S[i])
@@ -108,19 +111,20 @@ static int64_t sum_rows(const lac_map_call *c, int64_t lo, int64_t hi, const acc
     const bool i32 = c->index_dtype == LAC_INT32;
     const void *S = c->source, *R = c->bridge;
     const int64_t n = c->n;
+    const bool ok = c->bridge_checked;   /* a plan's copy: no range checks */
     if (a->acc32) {   /* float32 source */
-        if (atomic) return i32 ? sum_rows_f32_f32_i32_atomic(S, R, lo, hi, n, a->acc32)
-                               : sum_rows_f32_f32_i64_atomic(S, R, lo, hi, n, a->acc32);
-        return i32 ? sum_rows_f32_f32_i32(S, R, lo, hi, n, a->acc32) : sum_rows_f32_f32_i64(S, R, lo, hi, n, a->acc32);
+        if (atomic) return i32 ? sum_rows_f32_f32_i32_atomic(S, R, lo, hi, n, ok, a->acc32)
+                               : sum_rows_f32_f32_i64_atomic(S, R, lo, hi, n, ok, a->acc32);
+        return i32 ? sum_rows_f32_f32_i32(S, R, lo, hi, n, ok, a->acc32) : sum_rows_f32_f32_i64(S, R, lo, hi, n, ok, a->acc32);
     }
     if (c->value_dtype == LAC_FLOAT32) {
-        if (atomic) return i32 ? sum_rows_f32_f64_i32_atomic(S, R, lo, hi, n, a->acc)
-                               : sum_rows_f32_f64_i64_atomic(S, R, lo, hi, n, a->acc);
-        return i32 ? sum_rows_f32_f64_i32(S, R, lo, hi, n, a->acc) : sum_rows_f32_f64_i64(S, R, lo, hi, n, a->acc);
+        if (atomic) return i32 ? sum_rows_f32_f64_i32_atomic(S, R, lo, hi, n, ok, a->acc)
+                               : sum_rows_f32_f64_i64_atomic(S, R, lo, hi, n, ok, a->acc);
+        return i32 ? sum_rows_f32_f64_i32(S, R, lo, hi, n, ok, a->acc) : sum_rows_f32_f64_i64(S, R, lo, hi, n, ok, a->acc);
     }
-    if (atomic) return i32 ? sum_rows_f64_f64_i32_atomic(S, R, lo, hi, n, a->acc)
-                           : sum_rows_f64_f64_i64_atomic(S, R, lo, hi, n, a->acc);
-    return i32 ? sum_rows_f64_f64_i32(S, R, lo, hi, n, a->acc) : sum_rows_f64_f64_i64(S, R, lo, hi, n, a->acc);
+    if (atomic) return i32 ? sum_rows_f64_f64_i32_atomic(S, R, lo, hi, n, ok, a->acc)
+                           : sum_rows_f64_f64_i64_atomic(S, R, lo, hi, n, ok, a->acc);
+    return i32 ? sum_rows_f64_f64_i32(S, R, lo, hi, n, ok, a->acc) : sum_rows_f64_f64_i64(S, R, lo, hi, n, ok, a->acc);
 }
 
 /* float32 rows of b > 1 columns summed (weighted or not, NaN propagated)
@@ -222,24 +226,56 @@ static bool accumulators_alloc(accumulators *a, int copies, int64_t nt, bool acc
     return true;
 }
 
+/* Maps rows [lo, hi) in BLOCK_ROWS pieces, stopping early when another
+ * thread raised stop; returns the first bad row or -1. */
+static int64_t map_range(const lac_map_call *c, int64_t lo, int64_t hi, const accumulators *a, bool atomic, bool fast,
+                         int *stop)
+{
+    int64_t bad = -1;
+    for (int64_t block = lo; block < hi && bad < 0; block += BLOCK_ROWS) {
+        if (__atomic_load_n(stop, __ATOMIC_RELAXED)) break;
+        int64_t end = hi - block > BLOCK_ROWS ? block + BLOCK_ROWS : hi;
+        bad = fast ? sum_rows(c, block, end, a, atomic) : map_rows(c, block, end, a, atomic);
+    }
+    return bad;
+}
+
 lac_status lac_map_cpu(lac_ctx_t ctx, const lac_map_call *c)
 {
-    if (c->params.deterministic) return lac_map_cpu_deterministic(ctx, c);
-
     const lac_map_params *p = &c->params;
+    if (p->deterministic && p->nan_policy == LAC_NAN_ERROR) {
+        /* Rule out NaNs in one parallel pass first: without them "error" and
+         * "propagate" give the same T, and the pass then takes the same
+         * kernels (and bits) as a plan execute, fast path included. */
+        LAC_CHECK(lac_map_cpu_report_first_nan(ctx, c));
+        lac_map_call clean = *c;
+        clean.params.nan_policy = LAC_NAN_PROPAGATE;
+        return lac_map_cpu(ctx, &clean);
+    }
     const int64_t m = c->m, nt = c->n * c->b;
     const bool mean = p->op == LAC_MAP_MEAN, flags = lac_map_needs_flags(c);
     const bool fast = p->op == LAC_MAP_SUM && c->b == 1 && !c->weights && p->nan_policy == LAC_NAN_PROPAGATE && !flags;
     const bool acc32 = fast && c->value_dtype == LAC_FLOAT32 && (double)nt * sizeof(double) > FLOAT64_ACC_MAX_BYTES;
     int threads = lac_threads(ctx);
-    if ((double)m * (double)c->b < SERIAL_BELOW_ELEMENTS) threads = 1;
+    if ((double)m * (double)c->b < LAC_MAP_CPU_SERIAL_BELOW) threads = 1;
 
-    /* Private accumulators per thread, or one shared scratch with atomics. */
+    /* Private accumulators per thread (deterministic: per fixed row block),
+     * or one shared scratch with atomics. */
     double per_copy = (double)nt * ((acc32 ? sizeof(float) : sizeof(double)) + (mean ? sizeof(double) : 0) + (flags ? 1 : 0));
-    bool privates = threads == 1 || ((double)threads * per_copy <= PRIVATE_BUDGET_BYTES &&
-                                     (double)threads * (double)nt <= PRIVATE_MAX_TARGETS_PER_SOURCE * (double)m * (double)c->b);
+    const int blocks = p->deterministic ? lac_map_cpu_det_blocks(m, c->b) : 0;
+    if (blocks > 1 && !((double)blocks * per_copy <= PRIVATE_BUDGET_BYTES &&
+                        (double)blocks * (double)nt <= PRIVATE_MAX_TARGETS_PER_SOURCE * (double)m * (double)c->b))
+        return lac_map_cpu_deterministic(ctx, c);
+    bool privates = blocks > 0 || threads == 1 ||
+                    ((double)threads * per_copy <= PRIVATE_BUDGET_BYTES &&
+                     (double)threads * (double)nt <= PRIVATE_MAX_TARGETS_PER_SOURCE * (double)m * (double)c->b);
     accumulators all;
-    if (!accumulators_alloc(&all, privates ? threads : 1, nt, acc32, mean, flags)) {
+    if (!accumulators_alloc(&all, blocks > 0 ? blocks : privates ? threads : 1, nt, acc32, mean, flags)) {
+        /* Not the streaming pass: its bits differ, and a deterministic T must
+         * not depend on the memory free at the time. */
+        if (blocks > 0)
+            return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "map: cannot allocate %d x %.1f MB of deterministic accumulators",
+                             blocks, per_copy / 1e6);
         if (!privates || threads == 1 || !accumulators_alloc(&all, 1, nt, acc32, mean, flags))
             return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "map: cannot allocate %.1f MB of accumulators", per_copy / 1e6);
         lac_log(ctx, LAC_LOG_DEBUG, "map: private accumulators did not fit, using shared atomics");
@@ -247,7 +283,8 @@ lac_status lac_map_cpu(lac_ctx_t ctx, const lac_map_call *c)
     }
     const bool atomic = !privates && threads > 1;
     lac_log(ctx, LAC_LOG_DEBUG, "map cpu: m %lld, n %lld, b %lld, %d thread(s), %s", (long long)m, (long long)c->n,
-            (long long)c->b, threads, atomic ? "shared atomics" : "private accumulators");
+            (long long)c->b, threads,
+            blocks > 0 ? "fixed row blocks" : atomic ? "shared atomics" : "private accumulators");
 
     int64_t first_bad = -1;
     int stop = 0, team = 1;
@@ -255,16 +292,23 @@ lac_status lac_map_cpu(lac_ctx_t ctx, const lac_map_call *c)
     {
         int t = omp_get_thread_num(), nth = omp_get_num_threads();
         if (t == 0) team = nth;   /* OpenMP may give fewer threads than asked */
-        /* Each private copy is initialised by its own thread (first touch). */
-        accumulators mine = accumulators_of(&all, privates ? t : 0, nt);
-        if (privates) accumulators_init(c, &mine, 0, nt);
-        else accumulators_init(c, &mine, lac_range_start(nt, t, nth), lac_range_start(nt, t + 1, nth));
+        int64_t bad = -1;
+        if (blocks > 0) {
+            /* Deterministic: row block j folds into copy j from the identity,
+             * whichever thread runs it (first touch by that thread). */
+            for (int j = (int)lac_range_start(blocks, t, nth); j < lac_range_start(blocks, t + 1, nth) && bad < 0; j++) {
+                accumulators mine = accumulators_of(&all, j, nt);
+                accumulators_init(c, &mine, 0, nt);
+                bad = map_range(c, lac_range_start(m, j, blocks), lac_range_start(m, j + 1, blocks), &mine, false, fast,
+                                &stop);
+            }
+        } else {
+            /* Each private copy is initialised by its own thread (first touch). */
+            accumulators mine = accumulators_of(&all, privates ? t : 0, nt);
+            if (privates) accumulators_init(c, &mine, 0, nt);
+            else accumulators_init(c, &mine, lac_range_start(nt, t, nth), lac_range_start(nt, t + 1, nth));
 #pragma omp barrier
-        int64_t lo = lac_range_start(m, t, nth), hi = lac_range_start(m, t + 1, nth), bad = -1;
-        for (int64_t block = lo; block < hi && bad < 0; block += BLOCK_ROWS) {
-            if (__atomic_load_n(&stop, __ATOMIC_RELAXED)) break;
-            int64_t end = hi - block > BLOCK_ROWS ? block + BLOCK_ROWS : hi;
-            bad = fast ? sum_rows(c, block, end, &mine, atomic) : map_rows(c, block, end, &mine, atomic);
+            bad = map_range(c, lac_range_start(m, t, nth), lac_range_start(m, t + 1, nth), &mine, atomic, fast, &stop);
         }
         if (bad >= 0) {
             __atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
@@ -280,8 +324,8 @@ lac_status lac_map_cpu(lac_ctx_t ctx, const lac_map_call *c)
         return st;
     }
 
-    /* Merge the copies in thread order and write T. */
-    const int copies = privates ? team : 1;
+    /* Merge the copies in thread (block) order and write T. */
+    const int copies = blocks > 0 ? blocks : privates ? team : 1;
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (int64_t k = 0; k < nt; k++) {
         double acc = 0.0, wsum = 0.0;

@@ -1,7 +1,9 @@
-/* Arithmetic shared by the CPU map paths (one-shot in map_cpu.c, deterministic
- * in map_det_cpu.c, planned in map_plan_cpu.c): element loads, the per-op combine with the
+/* Arithmetic shared by the CPU map paths (one-shot and deterministic in
+ * map_cpu.c, the deterministic fallback in map_det_cpu.c, planned in
+ * map_plan_cpu.c): element loads, the per-op combine with the
  * NaN rules of lacuna.h, and the final write of one target element. Every path
- * accumulates in float64 and rounds once when it writes T. */
+ * accumulates in float64 (but the float32 SUM fast path onto many targets, see
+ * map_cpu.c) and rounds once when it writes T. */
 #ifndef LACUNA_MAP_CPU_MAP_CPU_H
 #define LACUNA_MAP_CPU_MAP_CPU_H
 
@@ -103,18 +105,35 @@ static inline void lac_map_cpu_lower_first(int64_t *first, int64_t bad)
     if (*first < 0 || bad < *first) *first = bad;
 }
 
-/* Reports the first NaN of source or weights in row order (weights first in a
- * row, as lac_map_scan_host does); LAC_SUCCESS when there is none. Reads no
- * bridge. */
+/* Finds the first NaN of source or weights in row order and reports the
+ * smallest offending position of any kind up to it (lac_map_report_flagged);
+ * LAC_SUCCESS when there is no NaN. */
 lac_status lac_map_cpu_report_first_nan(lac_ctx_t ctx, const lac_map_call *c);
 
-/* Deterministic one-shot map: owner-computes streaming (map_det_cpu.c). */
+/* Below this many elements (m * b) one thread does it all (no fork/join cost). */
+#define LAC_MAP_CPU_SERIAL_BELOW (1 << 15)
+/* Deterministic calls fold this many fixed row blocks, each into its own
+ * accumulators from the identity, and merge them in block order: the same
+ * work as the one-shot pass whatever the thread count (6 splits evenly over
+ * 1, 2, 3 and 6 threads). */
+#define LAC_MAP_CPU_DET_BLOCKS 6
+
+/* The row blocks of a deterministic call: a function of its shape only, so T
+ * does not depend on the thread count (row block j is [range_start(m, j, k),
+ * range_start(m, j + 1, k))). Small calls are one block: a serial loop. */
+static inline int lac_map_cpu_det_blocks(int64_t m, int64_t b)
+{
+    return (double)m * (double)b < LAC_MAP_CPU_SERIAL_BELOW ? 1 : LAC_MAP_CPU_DET_BLOCKS;
+}
+
+/* Deterministic map when fixed-block accumulators would not fit (far more
+ * targets than rows, or memory): owner-computes streaming (map_det_cpu.c). */
 lac_status lac_map_cpu_deterministic(lac_ctx_t ctx, const lac_map_call *c);
 
 /* The CPU backend's plan (plan->state): the bridge checked once and copied in
  * the narrowest index type that holds every target (int32 when n <= INT32_MAX),
- * every entry known to be in [0, n). An execute is the deterministic streaming
- * pass over that copy (map_plan_cpu.c). */
+ * every entry known to be in [0, n). An execute is a deterministic one-shot
+ * call over that copy without range checks (map_plan_cpu.c). */
 typedef struct {
     void *bridge;             /* m entries of bridge_dtype */
     lac_dtype bridge_dtype;   /* LAC_INT32 or LAC_INT64 */

@@ -1,18 +1,18 @@
-/* Deterministic one-shot map on the CPU: every thread owns a contiguous range
- * of targets and streams all the rows in order, folding those that map into
- * its range in float64. Each target's rows are thus added in ascending row
- * order whatever the thread count: the same order, the same arithmetic and so
- * the same bits as a serial float64 loop. Plans (map_plan_cpu.c) run this pass
- * too, on their checked copy of the bridge (bridge_checked: no range checks).
+/* Deterministic map on the CPU when the fixed row blocks of map_cpu.c would
+ * need too many copies of the accumulators (far more targets than rows, or
+ * past the memory budget): every thread owns a contiguous range of targets and
+ * streams all the rows in order, folding those that map into its range in
+ * float64. Each target's rows are thus added in ascending row order whatever
+ * the thread count: the same bits as a serial float64 loop. Whether a call
+ * comes here depends on its shape only, so a plan execute and a one-shot call
+ * with the same parameters still agree bit for bit.
  *
- * Why not sort the bridge into per-target segments: that costs the sort and
- * then gathers S in segment order, one cache miss per row (over 5x a serial
- * pass on 40M rows). Streaming reads S and R in order once per thread instead,
- * with no extra memory but the n x b accumulators, so it also works on
- * memory-mapped inputs larger than memory. Threads walk the rows in lockstep
- * chunks so that each chunk comes from memory (or disk) once and is then
- * shared through the cache. The price: each thread reads every row, so the
- * pass costs about one serial pass whatever the thread count. */
+ * Streaming reads S and R in order once per thread, with no extra memory but
+ * the n x b accumulators, so it also works on memory-mapped inputs larger than
+ * memory. Threads walk the rows in lockstep chunks so that each chunk comes
+ * from memory (or disk) once and is then shared through the cache. The price:
+ * each thread reads every row, so the pass costs about one serial pass
+ * whatever the thread count. */
 #include "map/cpu/map_cpu.h"
 
 #include <omp.h>
@@ -21,7 +21,6 @@
 
 /* Rows all threads finish before any starts the next chunk. */
 #define CHUNK_ROWS (1 << 22)
-#define SERIAL_BELOW_ELEMENTS (1 << 15)
 /* Rows outside a thread's targets land in one of these slots, so that the
  * common loop needs no branch (a 50% unpredictable one with two threads). */
 #define SPARE_SLOTS 8
@@ -94,7 +93,7 @@ lac_status lac_map_cpu_deterministic(lac_ctx_t ctx, const lac_map_call *c)
     const bool flags = lac_map_needs_flags(c);
     const bool fast = p->op == LAC_MAP_SUM && c->b == 1 && !c->weights && p->nan_policy == LAC_NAN_PROPAGATE && !flags;
     int threads = lac_threads(ctx);
-    if ((double)m * (double)c->b < SERIAL_BELOW_ELEMENTS) threads = 1;
+    if ((double)m * (double)c->b < LAC_MAP_CPU_SERIAL_BELOW) threads = 1;
     if (threads > n) threads = n > 0 ? (int)n : 1;
 
     size_t slots = (size_t)(nt > 0 ? nt : 1);

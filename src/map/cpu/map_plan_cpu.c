@@ -1,24 +1,21 @@
 /* map plans on the CPU backend: build (check the bridge once and keep a
- * narrowed copy) and execute (the deterministic streaming pass over that copy).
+ * narrowed copy) and execute (the deterministic one-shot pass over that copy).
  *
  * Build: one parallel pass over the bridge that range-checks every entry and
  * copies it into the narrowest index type that holds every target (int32 when
  * n <= INT32_MAX, halving an int64 bridge and the bytes each execute streams).
  *
- * Execute: the deterministic one-shot pass (map_det_cpu.c) on the checked
- * copy: each thread owns a range of targets and streams every row in order,
- * folding in float64 and rounding once, so T does not depend on the thread
- * count and equals a serial float64 loop and the deterministic one-shot call,
- * bit for bit. Why not sort the bridge into per-target segments and reduce
- * them in parallel: gathering S in segment order misses the cache on nearly
- * every row (5-8x a serial loop on 40M rows, 3.6-5.8x this pass), and the
- * sort needs O(m + n) memory besides. */
+ * Execute: the deterministic one-shot call (map_cpu.c: fixed row blocks,
+ * merged in block order) on the checked copy, with no range checks: the same
+ * kernels and bits as a deterministic lac_map with the same parameters,
+ * whatever the thread count. Why not sort the bridge into per-target segments
+ * and reduce them in parallel: gathering S in segment order misses the cache
+ * on nearly every row (5-8x a serial loop on 40M rows), and the sort needs
+ * O(m + n) memory besides. */
 #include "map/cpu/map_cpu.h"
 
 #include <omp.h>
 #include <stdlib.h>
-
-#define SERIAL_BELOW_ROWS (1 << 15)
 
 /* ------------------------------------------------------------------------ */
 /* NaN scan (LAC_NAN_ERROR)                                                   */
@@ -34,7 +31,7 @@ static bool row_has_nan(const lac_map_call *c, int64_t i)
 lac_status lac_map_cpu_report_first_nan(lac_ctx_t ctx, const lac_map_call *c)
 {
     int64_t first = -1;
-    int threads = c->m * c->b < SERIAL_BELOW_ROWS ? 1 : lac_threads(ctx);
+    int threads = c->m * c->b < LAC_MAP_CPU_SERIAL_BELOW ? 1 : lac_threads(ctx);
 #pragma omp parallel num_threads(threads)
     {
         int t = omp_get_thread_num(), nth = omp_get_num_threads();
@@ -46,13 +43,9 @@ lac_status lac_map_cpu_report_first_nan(lac_ctx_t ctx, const lac_map_call *c)
             }
         if (mine >= 0) lac_map_cpu_lower_first(&first, mine);
     }
-    if (first < 0) return LAC_SUCCESS;
-    if (c->weights && isnan(lac_load_real(c->weights, c->value_dtype, first)))
-        return lac_map_report_nan(ctx, "weights", first, -1);
-    for (int64_t col = 0; col < c->b; col++)
-        if (isnan(lac_load_real(c->source, c->value_dtype, first * c->b + col)))
-            return lac_map_report_nan(ctx, "source", first, c->b > 1 ? col : -1);
-    return lac_error(ctx, LAC_ERR_INTERNAL, "map: NaN scan lost row %lld", (long long)first);
+    /* The rescan names the smallest offending position of any kind (a bad
+     * bridge entry before the NaN, in a one-shot call). */
+    return first < 0 ? LAC_SUCCESS : lac_map_report_flagged(ctx, c, first);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -80,7 +73,7 @@ lac_status lac_map_cpu_plan_build(lac_ctx_t ctx, lac_map_plan_t plan, const lac_
     void *copy = lac_malloc(ctx, (size_t)(m > 0 ? m : 1) * entry);
     if (!copy) return LAC_ERR_OUT_OF_MEMORY;
 
-    int threads = m < SERIAL_BELOW_ROWS ? 1 : lac_threads(ctx);
+    int threads = m < LAC_MAP_CPU_SERIAL_BELOW ? 1 : lac_threads(ctx);
     int64_t first_bad = -1;
 #pragma omp parallel num_threads(threads)
     {
@@ -116,15 +109,7 @@ lac_status lac_map_cpu_plan_execute(lac_ctx_t ctx, lac_map_plan_t plan, const la
     planned.bridge = kept->bridge;
     planned.index_dtype = kept->bridge_dtype;
     planned.bridge_checked = 1;
-    if (c->params.nan_policy == LAC_NAN_ERROR) {
-        /* Rule out NaNs in one parallel pass over the rows first. Without
-         * NaNs "error" and "propagate" give the same T, and under "propagate"
-         * the streaming pass need not have every thread inspect every row's
-         * values (and SUM takes its fast path). */
-        LAC_CHECK(lac_map_cpu_report_first_nan(ctx, &planned));
-        planned.params.nan_policy = LAC_NAN_PROPAGATE;
-    }
-    return lac_map_cpu_deterministic(ctx, &planned);
+    return lac_map_cpu(ctx, &planned);
 }
 
 void lac_map_cpu_plan_release(lac_map_plan_t plan)
