@@ -12,11 +12,16 @@ figures="$build/bench/figures.jsonl"
 report="$build/report.html"
 : >"$figures"
 
-echo "== map: 40M sources -> 10k and 500k targets, float32 sum, $threads thread(s)"
-"$bench/map_bench" -m 40M -n 10k,500k --dist uniform,zipf -w 2 -r 10 --check --threads "$threads" --figures "$figures"
+echo "== map: 40M sources -> 10k and 500k targets, float32 sum, $threads thread(s): one-shot, deterministic and plan side by side"
+"$bench/map_bench" -m 40M -n 10k,500k --dist uniform,zipf -w 2 -r 9 --mode atomic,deterministic,plan --check \
+    --threads "$threads" --figures "$figures"
 echo
-echo "== map: the same with a plan (deterministic segmented reduction; build timed apart)"
-"$bench/map_bench" -m 40M -n 10k,500k --dist uniform -w 1 -r 5 --mode plan --threads "$threads" --figures "$figures"
+echo "== map: the same shapes, each against its own floor: weighted sum, weighted mean, float64, int64 bridge, 4 columns"
+for variant in "--weights" "--weights --op mean" "--dtype float64" "--index int64" "--cols 4"; do
+    # shellcheck disable=SC2086
+    "$bench/map_bench" -m 40M -n 10k,500k --dist uniform -w 1 -r 7 --mode atomic,deterministic,plan --check $variant \
+        --threads "$threads" --figures "$figures"
+done
 echo
 echo "== map: smaller sources, many targets"
 "$bench/map_bench" -m 4M -n 100k,1M --dist uniform,zipf -w 2 -r 10 --threads "$threads" --figures "$figures"

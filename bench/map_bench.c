@@ -1,14 +1,22 @@
 /* map_bench: times lac_map (T[R[i]] op= w[i] * S[i]) through the public API over
  * the report's table of sizes, and prints for each case the median time, the
  * floor (bytes that must move over the copy bandwidth measured in the same run),
- * GB/s, the floor ratio and, on the CPU, the ratio to a serial loop peer
- * (`for i: T[R[i]] += S[i]`) timed in the same run.
+ * GB/s, the floor ratio and, on the CPU, the ratios to two peers timed in the
+ * same run: a serial loop (`for i: T[R[i]] += S[i]`) and numpy
+ * (`np.bincount(R, weights=S, minlength=n)`, or `np.minimum.at`/`np.maximum.at`,
+ * through /usr/bin/python3 on the same data).
+ *
+ * --mode takes a list (e.g. atomic,deterministic,plan): every mode runs on the
+ * same data, interleaved run by run so that a busy machine slows them alike,
+ * and each is also given as a ratio to the plain one-shot call (atomic). With
+ * --check a plan's T is also compared byte for byte with the deterministic
+ * one-shot call's.
  *
  *   map_bench [-m 1M,4M,20M,40M,400M] [-n 10k,20k,100k,500k,1M]
  *             [--dist uniform,zipf] [-w 2] [-r 10] [--op sum] [--dtype float32]
  *             [--index int32|int64] [--cols b] [--weights]
- *             [--mode atomic|plan|deterministic] [--device cpu|cuda|auto]
- *             [--threads N] [--host-memory] [--check] [--json] [--no-serial]
+ *             [--mode atomic,plan,deterministic] [--device cpu|cuda|auto]
+ *             [--threads N] [--host-memory] [--check] [--json] [--no-serial] [--no-numpy]
  *
  * --device cuda uploads S, R (and w) to device arrays once and times lac_map on
  * them (lac_ctx_synchronize included); its floor uses the device-to-device
@@ -34,6 +42,8 @@
 #include <unistd.h>
 
 #define MAX_LIST 16
+#define MAX_MODES 3
+#define PYTHON "/usr/bin/python3"
 #define ZIPF_EXPONENT 1.1
 
 typedef enum { MODE_ATOMIC, MODE_PLAN, MODE_DETERMINISTIC } bench_mode;
@@ -51,7 +61,8 @@ typedef struct {
     lac_dtype dtype, index_dtype;
     int64_t cols;
     bool weights;
-    bench_mode mode;
+    bench_mode modes[MAX_MODES];
+    int num_modes;
     const char *device;
     int threads;
     bool host_memory;
@@ -59,18 +70,23 @@ typedef struct {
     bool json;
     const char *figures;   /* --figures FILE: JSON lines for `lacuna report` */
     bool serial;
+    bool numpy;
     uint64_t seed;
 } bench_options;
 
 typedef struct {
     int64_t m, n;
     bench_dist dist;
+    bench_mode mode;
     bool skipped;
     char why[160];
     double median_ms, gbps, floor_ms, floor_ratio;
     double serial_ms, speedup;  /* NAN when not measured */
+    double numpy_ms, numpy_speedup;
+    double oneshot_ratio;       /* median / the one-shot (atomic) mode's; NAN without one */
     double relerr;              /* NAN when not checked */
     double plan_build_ms;       /* NAN unless mode plan */
+    int same_bits;              /* plan vs deterministic T under --check: 1 same, 0 not, -1 not compared */
 } bench_result;
 
 /* ------------------------------------------------------------------------ */
@@ -135,8 +151,9 @@ static void usage(FILE *out)
             "  --index T        int32|int64 bridge (default int32)\n"
             "  --cols B         source columns sharing the bridge (default 1)\n"
             "  --weights        also pass a weight per source row\n"
-            "  --mode M         atomic (plain lac_map), plan (lac_map_plan_execute; the\n"
-            "                   build is timed apart) or deterministic (default atomic)\n"
+            "  --mode LIST      atomic (plain lac_map), plan (lac_map_plan_execute; the\n"
+            "                   build is timed apart), deterministic, or a list of them\n"
+            "                   run side by side on the same data (default atomic)\n"
             "  --device D       cpu|cuda|auto (default cpu)\n"
             "  --threads N      CPU threads (default: OpenMP's)\n"
             "  --host-memory    CUDA: keep S, R, w, T in pinned host memory (streamed)\n"
@@ -144,6 +161,7 @@ static void usage(FILE *out)
             "  --json           one JSON line per case on stdout; the table on stderr\n"
             "  --figures FILE   append a JSON line per figure to FILE (for lacuna report)\n"
             "  --no-serial      skip the serial loop peer (CPU)\n"
+            "  --no-numpy       skip the numpy peer (CPU; needs " PYTHON " with numpy)\n"
             "  --seed N         random seed (default: from the clock)\n");
 }
 
@@ -161,9 +179,11 @@ static int parse_options(int argc, char **argv, bench_options *o)
     o->dtype = LAC_FLOAT32;
     o->index_dtype = LAC_INT32;
     o->cols = 1;
-    o->mode = MODE_ATOMIC;
+    o->modes[0] = MODE_ATOMIC;
+    o->num_modes = 1;
     o->device = "cpu";
     o->serial = true;
+    o->numpy = true;
     o->seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -219,10 +239,20 @@ static int parse_options(int argc, char **argv, bench_options *o)
             o->weights = true;
         } else if (!strcmp(a, "--mode")) {
             NEED_VALUE();
-            if (!strcmp(v, "atomic")) o->mode = MODE_ATOMIC;
-            else if (!strcmp(v, "plan")) o->mode = MODE_PLAN;
-            else if (!strcmp(v, "deterministic")) o->mode = MODE_DETERMINISTIC;
-            else return fprintf(stderr, "map_bench: bad --mode '%s'\n", v), 2;
+            char buf[128];
+            snprintf(buf, sizeof buf, "%s", v);
+            o->num_modes = 0;
+            for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+                bench_mode mode;
+                if (!strcmp(tok, "atomic")) mode = MODE_ATOMIC;
+                else if (!strcmp(tok, "plan")) mode = MODE_PLAN;
+                else if (!strcmp(tok, "deterministic")) mode = MODE_DETERMINISTIC;
+                else return fprintf(stderr, "map_bench: bad --mode '%s'\n", v), 2;
+                for (int k = 0; k < o->num_modes; k++)
+                    if (o->modes[k] == mode) return fprintf(stderr, "map_bench: --mode '%s' repeats a mode\n", v), 2;
+                o->modes[o->num_modes++] = mode;
+            }
+            if (o->num_modes == 0) return fprintf(stderr, "map_bench: bad --mode '%s'\n", v), 2;
         } else if (!strcmp(a, "--device")) {
             NEED_VALUE();
             o->device = v;
@@ -241,6 +271,8 @@ static int parse_options(int argc, char **argv, bench_options *o)
             o->figures = v;
         } else if (!strcmp(a, "--no-serial")) {
             o->serial = false;
+        } else if (!strcmp(a, "--no-numpy")) {
+            o->numpy = false;
         } else if (!strcmp(a, "--seed")) {
             NEED_VALUE();
             o->seed = strtoull(v, NULL, 10);
@@ -459,6 +491,94 @@ static double relative_error(const void *T, lac_dtype dt, const double *ref, int
     return scale > 0 ? err / scale : err;
 }
 
+/* The numpy peer: what a numpy user writes for the same map, on the same data
+ * (written to files that numpy maps back), single-threaded as numpy is. Sums,
+ * means and counts are np.bincount (float64, the fastest numpy has; np.add.at
+ * is several times slower), one call a column; MIN/MAX are np.minimum.at /
+ * np.maximum.at. The median of `repeats` runs after one warm-up, in ms; NAN
+ * when python or numpy is missing. */
+static const char numpy_script[] =
+    "import sys, time, numpy as np\n"
+    "d, m, n, cols, vt, it, wt, op, reps = sys.argv[1:10]\n"
+    "m, n, cols, reps = int(m), int(n), int(cols), int(reps)\n"
+    "S = np.fromfile(d + '/S', dtype=vt).reshape(m, cols)\n"
+    "R = np.fromfile(d + '/R', dtype=it)\n"
+    "w = np.fromfile(d + '/w', dtype=vt) if wt == '1' else None\n"
+    "def run():\n"
+    "    T = np.empty((n, cols), dtype=vt)\n"
+    "    for c in range(cols):\n"
+    "        x = S[:, c] if w is None else w * S[:, c]\n"
+    "        if op == 'min' or op == 'max':\n"
+    "            t = np.full(n, np.inf if op == 'min' else -np.inf, dtype=vt)\n"
+    "            (np.minimum if op == 'min' else np.maximum).at(t, R, x)\n"
+    "        elif op == 'count':\n"
+    "            t = np.bincount(R, weights=w, minlength=n)\n"
+    "        else:\n"
+    "            t = np.bincount(R, weights=x, minlength=n)\n"
+    "            if op == 'mean':\n"
+    "                with np.errstate(invalid='ignore', divide='ignore'):\n"
+    "                    t = t / np.bincount(R, weights=w, minlength=n)\n"
+    "        T[:, c] = t\n"
+    "    return T\n"
+    "run()\n"
+    "times = []\n"
+    "for _ in range(reps):\n"
+    "    t0 = time.perf_counter(); run(); times.append(time.perf_counter() - t0)\n"
+    "times.sort()\n"
+    "print('numpy_ms', 1e3 * times[len(times) // 2], np.__version__)\n";
+
+static bool write_file(const char *path, const void *data, size_t bytes)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f) return false;
+    bool ok = fwrite(data, 1, bytes, f) == bytes;
+    return fclose(f) == 0 && ok;
+}
+
+static double numpy_peer(const void *S, lac_dtype dt, int64_t m, int64_t cols, const void *R, lac_dtype it,
+                         const void *w, lac_map_op op, int64_t n, int repeats, char *version, size_t version_len)
+{
+    char dir[] = "/dev/shm/map_bench_XXXXXX", path[64], cmd[512];
+    if (!mkdtemp(dir)) {
+        snprintf(dir, sizeof dir, "%s", "/tmp/map_bench_XXXXXX");
+        if (!mkdtemp(dir)) return NAN;
+    }
+    size_t vs = lac_dtype_size(dt);
+    double ms = NAN;
+    bool ok = true;
+    snprintf(path, sizeof path, "%s/S", dir);
+    ok = ok && write_file(path, S, (size_t)(m * cols) * vs);
+    snprintf(path, sizeof path, "%s/R", dir);
+    ok = ok && write_file(path, R, (size_t)m * lac_dtype_size(it));
+    snprintf(path, sizeof path, "%s/w", dir);
+    if (w) ok = ok && write_file(path, w, (size_t)m * vs);
+    snprintf(path, sizeof path, "%s/peer.py", dir);
+    ok = ok && write_file(path, numpy_script, sizeof numpy_script - 1);
+    if (ok) {
+        snprintf(cmd, sizeof cmd, PYTHON " %s/peer.py %s %lld %lld %lld %s %s %d %s %d 2>/dev/null", dir, dir,
+                 (long long)m, (long long)n, (long long)cols, dt == LAC_FLOAT32 ? "float32" : "float64",
+                 it == LAC_INT32 ? "int32" : "int64", w ? 1 : 0, lac_map_op_name(op), repeats);
+        FILE *pipe = popen(cmd, "r");
+        if (pipe) {
+            char line[256], ver[64];
+            double v;
+            while (fgets(line, sizeof line, pipe))
+                if (sscanf(line, "numpy_ms %lf %63s", &v, ver) == 2) {
+                    ms = v;
+                    snprintf(version, version_len, "%s", ver);
+                }
+            pclose(pipe);
+        }
+    }
+    const char *names[] = {"S", "R", "w", "peer.py"};
+    for (int k = 0; k < 4; k++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[k]);
+        unlink(path);
+    }
+    rmdir(dir);
+    return ms;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Bandwidth                                                                 */
 /* ------------------------------------------------------------------------ */
@@ -562,29 +682,44 @@ static void *host_buffer(lac_ctx_t ctx, bool pinned, size_t bytes)
     return lac_host_alloc_pinned(ctx, bytes, &p) == LAC_SUCCESS ? p : NULL;
 }
 
-static void run_case(lac_ctx_t ctx, const bench_options *o, double bandwidth, bench_result *res)
+static void skip_all(bench_result *rs, int count, const char *why)
 {
-    int64_t m = res->m, n = res->n, cols = o->cols;
+    for (int k = 0; k < count; k++) {
+        rs[k].skipped = true;
+        snprintf(rs[k].why, sizeof rs[k].why, "%s", why);
+    }
+}
+
+/* One case (m, n, dist) in every mode of o->modes: rs[k] for o->modes[k]. */
+static void run_case(lac_ctx_t ctx, const bench_options *o, double bandwidth, bench_result *rs, char *numpy_version,
+                     size_t numpy_version_len)
+{
+    const int modes = o->num_modes;
+    int64_t m = rs[0].m, n = rs[0].n, cols = o->cols;
     size_t vs = lac_dtype_size(o->dtype), is = lac_dtype_size(o->index_dtype);
     bool cuda = lac_ctx_backend(ctx) == LAC_BACKEND_CUDA;
     bool device_arrays = cuda && !o->host_memory;
-    res->serial_ms = res->speedup = res->relerr = res->plan_build_ms = NAN;
+    char why[160];
+    for (int k = 0; k < modes; k++) {
+        bench_result *res = &rs[k];
+        res->serial_ms = res->speedup = res->relerr = res->plan_build_ms = NAN;
+        res->numpy_ms = res->numpy_speedup = res->oneshot_ratio = NAN;
+        res->same_bits = -1;
+    }
 
     if (o->index_dtype == LAC_INT32 && n > INT32_MAX) {
-        res->skipped = true;
-        snprintf(res->why, sizeof res->why, "n does not fit int32 indices");
+        skip_all(rs, modes, "n does not fit int32 indices");
         return;
     }
     size_t bytes_S = (size_t)m * (size_t)cols * vs, bytes_R = (size_t)m * is, bytes_w = o->weights ? (size_t)m * vs : 0;
     size_t bytes_T = (size_t)n * (size_t)cols * vs;
     double host_need = (double)(bytes_S + bytes_R + bytes_w + 2 * bytes_T);
     if (o->serial && !cuda) host_need += (double)bytes_T + 16.0 * (double)n * (double)cols;
-    if (o->check) host_need += 16.0 * (double)n * (double)cols;
+    if (o->check) host_need += 16.0 * (double)n * (double)cols + (double)bytes_T;
     double phys = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
     if (host_need > 0.8 * phys) {
-        res->skipped = true;
-        snprintf(res->why, sizeof res->why, "needs %.1f GB of host memory, the machine has %.1f GB", host_need / 1e9,
-                 phys / 1e9);
+        snprintf(why, sizeof why, "needs %.1f GB of host memory, the machine has %.1f GB", host_need / 1e9, phys / 1e9);
+        skip_all(rs, modes, why);
         return;
     }
 
@@ -595,22 +730,20 @@ static void run_case(lac_ctx_t ctx, const bench_options *o, double bandwidth, be
     b.R = host_buffer(ctx, b.pinned, bytes_R);
     b.w = o->weights ? host_buffer(ctx, b.pinned, bytes_w) : NULL;
     b.T = host_buffer(ctx, b.pinned, bytes_T);
-    void *peer_T = NULL, *peer_scratch = NULL;
+    void *peer_T = NULL, *peer_scratch = NULL, *det_T = NULL;
     double *ref = NULL, *times = NULL;
     lac_map_plan_t plan = NULL;
     if (!b.S || !b.R || (o->weights && !b.w) || !b.T) {
-        res->skipped = true;
-        snprintf(res->why, sizeof res->why, "host allocation failed");
+        skip_all(rs, modes, "host allocation failed");
         goto done;
     }
     zipf_table z;
     memset(&z, 0, sizeof z);
-    if (res->dist == DIST_ZIPF && !zipf_build(&z, n, ZIPF_EXPONENT, o->seed + 17)) {
-        res->skipped = true;
-        snprintf(res->why, sizeof res->why, "zipf table allocation failed");
+    if (rs[0].dist == DIST_ZIPF && !zipf_build(&z, n, ZIPF_EXPONENT, o->seed + 17)) {
+        skip_all(rs, modes, "zipf table allocation failed");
         goto done;
     }
-    fill_data(b.S, o->dtype, m, cols, b.R, o->index_dtype, n, b.w, res->dist, &z,
+    fill_data(b.S, o->dtype, m, cols, b.R, o->index_dtype, n, b.w, rs[0].dist, &z,
               o->seed * 0x9E3779B97F4A7C15ull + (uint64_t)m * 31 + (uint64_t)n);
     zipf_free(&z);
 
@@ -619,15 +752,15 @@ static void run_case(lac_ctx_t ctx, const bench_options *o, double bandwidth, be
         if (lac_device_alloc(ctx, bytes_S ? bytes_S : 1, &b.dS) || lac_device_alloc(ctx, bytes_R ? bytes_R : 1, &b.dR) ||
             (o->weights && lac_device_alloc(ctx, bytes_w ? bytes_w : 1, &b.dw)) ||
             lac_device_alloc(ctx, bytes_T ? bytes_T : 1, &b.dT)) {
-            res->skipped = true;
-            snprintf(res->why, sizeof res->why, "device allocation failed: %s", lac_last_error(ctx));
+            snprintf(why, sizeof why, "device allocation failed: %s", lac_last_error(ctx));
+            skip_all(rs, modes, why);
             goto done;
         }
         if (lac_memcpy(ctx, b.dS, LAC_MEM_DEVICE, b.S, LAC_MEM_HOST, bytes_S) ||
             lac_memcpy(ctx, b.dR, LAC_MEM_DEVICE, b.R, LAC_MEM_HOST, bytes_R) ||
             (o->weights && lac_memcpy(ctx, b.dw, LAC_MEM_DEVICE, b.w, LAC_MEM_HOST, bytes_w))) {
-            res->skipped = true;
-            snprintf(res->why, sizeof res->why, "upload failed: %s", lac_last_error(ctx));
+            snprintf(why, sizeof why, "upload failed: %s", lac_last_error(ctx));
+            skip_all(rs, modes, why);
             goto done;
         }
     } else {
@@ -640,56 +773,86 @@ static void run_case(lac_ctx_t ctx, const bench_options *o, double bandwidth, be
     lac_array W = lac_array_vector(b.dw, o->dtype, m);
     lac_array T = cols > 1 ? lac_array_matrix(b.dT, o->dtype, n, cols) : lac_array_vector(b.dT, o->dtype, n);
     S.memory = R.memory = W.memory = T.memory = mem;
-    lac_map_params params = lac_map_params_default();
-    params.op = o->op;
-    params.deterministic = o->mode == MODE_DETERMINISTIC;
 
-    if (o->mode == MODE_PLAN) {
+    for (int k = 0; k < modes; k++) {
+        if (o->modes[k] != MODE_PLAN) continue;
         double t0 = now_s();
         lac_status st = lac_map_plan_create(ctx, &R, n, &plan);
         if (st == LAC_SUCCESS) st = lac_ctx_synchronize(ctx);
         if (st != LAC_SUCCESS) {
-            res->skipped = true;
-            snprintf(res->why, sizeof res->why, "plan: %s: %s", lac_status_string(st), lac_last_error(ctx));
+            snprintf(why, sizeof why, "plan: %s: %s", lac_status_string(st), lac_last_error(ctx));
+            skip_all(rs, modes, why);
             goto done;
         }
-        res->plan_build_ms = 1e3 * (now_s() - t0);
+        rs[k].plan_build_ms = 1e3 * (now_s() - t0);
     }
 
-    times = malloc((size_t)o->repeats * sizeof *times);
-    if (!times) goto done;
-    for (int rep = -o->warmup; rep < o->repeats; rep++) {
-        double t0 = now_s();
-        lac_status st = plan ? lac_map_plan_execute(ctx, plan, &params, &S, o->weights ? &W : NULL, &T)
-                             : lac_map(ctx, &params, &S, &R, o->weights ? &W : NULL, &T);
-        if (st == LAC_SUCCESS) st = lac_ctx_synchronize(ctx);
-        double t = now_s() - t0;
-        if (st != LAC_SUCCESS) {
-            res->skipped = true;
-            snprintf(res->why, sizeof res->why, "%s: %s", lac_status_string(st), lac_last_error(ctx));
-            goto done;
-        }
-        if (rep >= 0) times[rep] = 1e3 * t;
+    /* One call of mode k. */
+#define CALL_MODE(k)                                                                                      \
+    (o->modes[k] == MODE_PLAN ? lac_map_plan_execute(ctx, plan, &params[k], &S, o->weights ? &W : NULL, &T) \
+                              : lac_map(ctx, &params[k], &S, &R, o->weights ? &W : NULL, &T))
+    lac_map_params params[MAX_MODES];
+    for (int k = 0; k < modes; k++) {
+        params[k] = lac_map_params_default();
+        params[k].op = o->op;
+        params[k].deterministic = o->modes[k] == MODE_DETERMINISTIC;
     }
-    res->median_ms = median(times, o->repeats);
+    times = malloc((size_t)(o->repeats * modes) * sizeof *times);
+    if (!times) goto done;
+    /* Interleaved: run r of every mode, then run r + 1. */
+    for (int rep = -o->warmup; rep < o->repeats; rep++)
+        for (int k = 0; k < modes; k++) {
+            double t0 = now_s();
+            lac_status st = CALL_MODE(k);
+            if (st == LAC_SUCCESS) st = lac_ctx_synchronize(ctx);
+            double t = now_s() - t0;
+            if (st != LAC_SUCCESS) {
+                snprintf(why, sizeof why, "%s: %s", lac_status_string(st), lac_last_error(ctx));
+                skip_all(rs, modes, why);
+                goto done;
+            }
+            if (rep >= 0) times[k * o->repeats + rep] = 1e3 * t;
+        }
 
     /* Bytes that must move: S and R read once (S not at all for an unweighted
      * count), w read once, T written once. */
     double moved = (double)(bytes_R + bytes_w + bytes_T);
     if (!(o->op == LAC_MAP_COUNT)) moved += (double)bytes_S;
-    res->gbps = moved / (res->median_ms * 1e-3) / 1e9;
-    res->floor_ms = moved / bandwidth * 1e3;
-    res->floor_ratio = res->median_ms / res->floor_ms;
+    int oneshot = -1;
+    for (int k = 0; k < modes; k++) {
+        bench_result *res = &rs[k];
+        res->median_ms = median(times + k * o->repeats, o->repeats);
+        res->gbps = moved / (res->median_ms * 1e-3) / 1e9;
+        res->floor_ms = moved / bandwidth * 1e3;
+        res->floor_ratio = res->median_ms / res->floor_ms;
+        if (o->modes[k] == MODE_ATOMIC) oneshot = k;
+    }
+    for (int k = 0; k < modes && oneshot >= 0; k++) rs[k].oneshot_ratio = rs[k].median_ms / rs[oneshot].median_ms;
 
     if (o->check) {
-        if (device_arrays && lac_memcpy(ctx, b.T, LAC_MEM_HOST, b.dT, LAC_MEM_DEVICE, bytes_T) != LAC_SUCCESS) goto done;
         ref = malloc((size_t)(n * cols) * sizeof *ref);
-        if (ref) {
+        det_T = malloc(bytes_T ? bytes_T : 1);
+        if (ref && det_T) {
             reference_map(b.S, o->dtype, m, cols, b.R, o->index_dtype, b.w, o->op, n, ref);
-            res->relerr = relative_error(b.T, o->dtype, ref, n * cols);
+            bool have_det = false;
+            for (int pass = 0; pass < 2; pass++)   /* the deterministic modes first */
+                for (int k = 0; k < modes; k++) {
+                    if ((o->modes[k] == MODE_PLAN) != (pass == 1)) continue;
+                    if (CALL_MODE(k) != LAC_SUCCESS || lac_ctx_synchronize(ctx) != LAC_SUCCESS) goto done;
+                    if (device_arrays && lac_memcpy(ctx, b.T, LAC_MEM_HOST, b.dT, LAC_MEM_DEVICE, bytes_T) != LAC_SUCCESS)
+                        goto done;
+                    rs[k].relerr = relative_error(b.T, o->dtype, ref, n * cols);
+                    if (o->modes[k] == MODE_DETERMINISTIC) {
+                        memcpy(det_T, b.T, bytes_T);
+                        have_det = true;
+                    }
+                    if (o->modes[k] == MODE_PLAN && have_det) rs[k].same_bits = memcmp(det_T, b.T, bytes_T) == 0;
+                }
         }
     }
+#undef CALL_MODE
 
+    double serial_ms = NAN, numpy_ms = NAN;
     if (o->serial && !cuda) {
         peer_T = malloc(bytes_T ? bytes_T : 1);
         peer_scratch = malloc((size_t)(2 * n * cols) * sizeof(double) + 1);
@@ -700,14 +863,23 @@ static void run_case(lac_ctx_t ctx, const bench_options *o, double bandwidth, be
                 double t = now_s() - t0;
                 if (rep >= 0) times[rep] = 1e3 * t;
             }
-            res->serial_ms = median(times, o->repeats);
-            res->speedup = res->serial_ms / res->median_ms;
+            serial_ms = median(times, o->repeats);
         }
+    }
+    if (o->numpy && !cuda)
+        numpy_ms = numpy_peer(b.S, o->dtype, m, cols, b.R, o->index_dtype, b.w, o->op, n,
+                              o->repeats < 5 ? o->repeats : 5, numpy_version, numpy_version_len);
+    for (int k = 0; k < modes; k++) {
+        rs[k].serial_ms = serial_ms;
+        rs[k].speedup = serial_ms / rs[k].median_ms;
+        rs[k].numpy_ms = numpy_ms;
+        rs[k].numpy_speedup = numpy_ms / rs[k].median_ms;
     }
 done:
     lac_map_plan_destroy(&plan);
     free(times);
     free(ref);
+    free(det_T);
     free(peer_T);
     free(peer_scratch);
     free_buffers(ctx, &b);
@@ -729,7 +901,7 @@ static void print_json(const bench_options *o, const char *device, int threads, 
            "\"weights\":%s,\"device\":\"%s\",\"mode\":\"%s\",\"threads\":%d,\"host_memory\":%s,",
            (long long)r->m, (long long)r->n, dist_name(r->dist), lac_map_op_name(o->op), lac_dtype_name(o->dtype),
            lac_dtype_name(o->index_dtype), (long long)o->cols, o->weights ? "true" : "false", device,
-           mode_name(o->mode), threads, o->host_memory ? "true" : "false");
+           mode_name(r->mode), threads, o->host_memory ? "true" : "false");
     if (r->skipped) {
         printf("\"skipped\":\"%s\"}\n", r->why);
         return;
@@ -741,6 +913,10 @@ static void print_json(const bench_options *o, const char *device, int threads, 
     json_number(stdout, "bandwidth_gbps", bandwidth / 1e9, false);
     json_number(stdout, "serial_ms", r->serial_ms, false);
     json_number(stdout, "speedup_vs_serial", r->speedup, false);
+    json_number(stdout, "numpy_ms", r->numpy_ms, false);
+    json_number(stdout, "speedup_vs_numpy", r->numpy_speedup, false);
+    json_number(stdout, "vs_one_shot", r->oneshot_ratio, false);
+    if (r->same_bits >= 0) printf("\"plan_bits_equal_deterministic\":%s,", r->same_bits ? "true" : "false");
     json_number(stdout, "plan_build_ms", r->plan_build_ms, false);
     json_number(stdout, "relerr", r->relerr, true);
     printf("}\n");
@@ -753,42 +929,56 @@ static void print_figure(bench_figures *bf, const bench_options *o, const char *
     char ms[32], ns[32], name[256];
     format_size(r->m, ms, sizeof ms);
     format_size(r->n, ns, sizeof ns);
-    snprintf(name, sizeof name, "%s m=%s n=%s %s, %s %s%s%s", device, ms, ns, dist_name(r->dist),
-             lac_dtype_name(o->dtype), lac_map_op_name(o->op), o->mode == MODE_ATOMIC ? "" : ", ",
-             o->mode == MODE_ATOMIC ? "" : mode_name(o->mode));
+    char shape[96] = "";
+    if (o->index_dtype != LAC_INT32) snprintf(shape + strlen(shape), sizeof shape - strlen(shape), ", %s bridge",
+                                              lac_dtype_name(o->index_dtype));
+    if (o->cols > 1) snprintf(shape + strlen(shape), sizeof shape - strlen(shape), ", %lld columns", (long long)o->cols);
+    if (o->weights) snprintf(shape + strlen(shape), sizeof shape - strlen(shape), ", weighted");
+    snprintf(name, sizeof name, "%s m=%s n=%s %s, %s %s%s%s%s", device, ms, ns, dist_name(r->dist),
+             lac_dtype_name(o->dtype), lac_map_op_name(o->op), shape, r->mode == MODE_ATOMIC ? "" : ", ",
+             r->mode == MODE_ATOMIC ? "" : mode_name(r->mode));
     bench_figure(bf, "map", name, r->median_ms, "ms", r->floor_ms, "serial loop", r->serial_ms);
 }
 
 static void print_table(FILE *f, const bench_options *o, const char *device, int threads, double bandwidth,
-                        const bench_result *rs, int count)
+                        const bench_result *rs, int count, const char *numpy_version)
 {
+    char modes[64] = "";
+    for (int k = 0; k < o->num_modes; k++)
+        snprintf(modes + strlen(modes), sizeof modes - strlen(modes), "%s%s", k ? "," : "", mode_name(o->modes[k]));
     fprintf(f, "\nmap_bench: op %s, %s values, %s bridge, %lld column(s)%s, mode %s, device %s, %d thread(s)\n",
             lac_map_op_name(o->op), lac_dtype_name(o->dtype), lac_dtype_name(o->index_dtype), (long long)o->cols,
-            o->weights ? ", weights" : "", mode_name(o->mode), device, threads);
-    fprintf(f, "copy bandwidth %.1f GB/s (%s); floor = bytes that must move / bandwidth; median of %d runs\n",
+            o->weights ? ", weights" : "", modes, device, threads);
+    fprintf(f, "copy bandwidth %.1f GB/s (%s); floor = bytes that must move / bandwidth; median of %d runs%s\n",
             bandwidth / 1e9,
             strcmp(device, "cpu") == 0 ? "parallel memcpy, read + write"
             : o->host_memory           ? "pinned host to device"
                                        : "device to device, read + write",
-            o->repeats);
-    fprintf(f, "%8s %8s %-8s %11s %9s %11s %7s %11s %8s %10s\n", "m", "n", "dist", "median_ms", "GB/s", "floor_ms",
-            "xfloor", "serial_ms", "xserial", "relerr");
+            o->repeats, o->num_modes > 1 ? " (modes interleaved)" : "");
+    if (numpy_version[0]) fprintf(f, "peers: serial loop (this process), numpy %s (np.bincount / np.minimum.at, 1 thread)\n", numpy_version);
+    fprintf(f, "%8s %8s %-8s %-13s %10s %7s %9s %7s %8s %10s %7s %9s %7s %9s\n", "m", "n", "dist", "mode", "median_ms",
+            "GB/s", "floor_ms", "xfloor", "x1shot", "serial_ms", "xserial", "numpy_ms", "xnumpy", "relerr");
     for (int k = 0; k < count; k++) {
         const bench_result *r = &rs[k];
         char ms[24], ns[24];
         format_size(r->m, ms, sizeof ms);
         format_size(r->n, ns, sizeof ns);
         if (r->skipped) {
-            fprintf(f, "%8s %8s %-8s skipped: %s\n", ms, ns, dist_name(r->dist), r->why);
+            fprintf(f, "%8s %8s %-8s %-13s skipped: %s\n", ms, ns, dist_name(r->dist), mode_name(r->mode), r->why);
             continue;
         }
-        fprintf(f, "%8s %8s %-8s %11.3f %9.1f %11.3f %7.2f", ms, ns, dist_name(r->dist), r->median_ms, r->gbps,
-                r->floor_ms, r->floor_ratio);
-        if (isfinite(r->serial_ms)) fprintf(f, " %11.3f %8.2f", r->serial_ms, r->speedup);
-        else fprintf(f, " %11s %8s", "-", "-");
-        if (isfinite(r->relerr)) fprintf(f, " %10.2e", r->relerr);
-        else fprintf(f, " %10s", "-");
-        if (isfinite(r->plan_build_ms)) fprintf(f, "  (plan build %.3f ms)", r->plan_build_ms);
+        fprintf(f, "%8s %8s %-8s %-13s %10.3f %7.1f %9.3f %7.2f", ms, ns, dist_name(r->dist), mode_name(r->mode),
+                r->median_ms, r->gbps, r->floor_ms, r->floor_ratio);
+        if (isfinite(r->oneshot_ratio)) fprintf(f, " %8.3f", r->oneshot_ratio);
+        else fprintf(f, " %8s", "-");
+        if (isfinite(r->serial_ms)) fprintf(f, " %10.3f %7.2f", r->serial_ms, r->speedup);
+        else fprintf(f, " %10s %7s", "-", "-");
+        if (isfinite(r->numpy_ms)) fprintf(f, " %9.1f %7.2f", r->numpy_ms, r->numpy_speedup);
+        else fprintf(f, " %9s %7s", "-", "-");
+        if (isfinite(r->relerr)) fprintf(f, " %9.2e", r->relerr);
+        else fprintf(f, " %9s", "-");
+        if (isfinite(r->plan_build_ms)) fprintf(f, "  (build %.1f ms)", r->plan_build_ms);
+        if (r->same_bits >= 0) fprintf(f, "  %s", r->same_bits ? "bits == deterministic" : "BITS DIFFER from deterministic");
         fprintf(f, "\n");
     }
 }
@@ -831,28 +1021,34 @@ int main(int argc, char **argv)
         lac_ctx_destroy(&ctx);
         return 1;
     }
-    int cases = o.num_m * o.num_n * o.num_dists;
-    bench_result *results = calloc((size_t)cases, sizeof *results);
+    int cases = o.num_m * o.num_n * o.num_dists, rows = cases * o.num_modes;
+    bench_result *results = calloc((size_t)rows, sizeof *results);
     if (!results) return 1;
+    char numpy_version[64] = "";
     int k = 0;
     for (int im = 0; im < o.num_m; im++)
         for (int in = 0; in < o.num_n; in++)
-            for (int id = 0; id < o.num_dists; id++, k++) {
-                bench_result *r = &results[k];
-                r->m = o.sizes_m[im];
-                r->n = o.sizes_n[in];
-                r->dist = o.dists[id];
+            for (int id = 0; id < o.num_dists; id++, k += o.num_modes) {
+                bench_result *rs = &results[k];
+                for (int j = 0; j < o.num_modes; j++) {
+                    rs[j].m = o.sizes_m[im];
+                    rs[j].n = o.sizes_n[in];
+                    rs[j].dist = o.dists[id];
+                    rs[j].mode = o.modes[j];
+                }
                 if (!o.json) {
-                    fprintf(stderr, "\rrunning m=%lld n=%lld %s ...", (long long)r->m, (long long)r->n, dist_name(r->dist));
+                    fprintf(stderr, "\rrunning m=%lld n=%lld %s ...", (long long)rs->m, (long long)rs->n, dist_name(rs->dist));
                     fflush(stderr);
                 }
-                run_case(ctx, &o, bandwidth, r);
-                if (o.json) print_json(&o, device, threads, bandwidth, r);
-                if (!r->skipped) print_figure(&figures, &o, device, r);
+                run_case(ctx, &o, bandwidth, rs, numpy_version, sizeof numpy_version);
+                for (int j = 0; j < o.num_modes; j++) {
+                    if (o.json) print_json(&o, device, threads, bandwidth, &rs[j]);
+                    if (!rs[j].skipped) print_figure(&figures, &o, device, &rs[j]);
+                }
             }
     bench_figures_close(&figures);
     if (!o.json) fprintf(stderr, "\r\033[K");
-    print_table(o.json ? stderr : stdout, &o, device, threads, bandwidth, results, cases);
+    print_table(o.json ? stderr : stdout, &o, device, threads, bandwidth, results, rows, numpy_version);
     free(results);
     lac_ctx_destroy(&ctx);
     return 0;

@@ -40,6 +40,8 @@ typedef struct {
     double *acc;        /* n * b: sum, min or max (MEAN: the sum of w * S) */
     float *acc32;       /* instead of acc: float32 SUM on the fast path */
     double *wsum;       /* n * b: MEAN's sum of weights (its count without), or NULL */
+    int64_t stride;     /* element k is acc[k * stride]: 2 for MEAN, whose acc and wsum
+                         * interleave (wsum == acc + 1), so an update touches one line */
     uint8_t *touched;   /* n * b: whether anything mapped there, or NULL */
 } accumulators;
 
@@ -71,6 +73,12 @@ static inline void atomic_fold(lac_map_op op, double *p, double x)
         if (next == cur || (isnan(cur) && isnan(next))) return;   /* nothing to change */
     } while (!__atomic_compare_exchange(p, &cur, &next, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
 }
+
+/* The updates of the accumulators are random, and past a core's L2 (many
+ * targets, b columns) each waits for memory: the row kernels ask for the
+ * target of the row PREFETCH_ROWS ahead, so that several are in flight. */
+#define PREFETCH_ROWS 16
+#define lac_map_prefetch_target(acc, r, n) __builtin_prefetch(&(acc)[(uint64_t)(r) < (uint64_t)(n) ? (r) : 0], 1, 3)
 
 /* ------------------------------------------------------------------------ */
 /* Row kernels: map rows [lo, hi) into accumulators; return the first bad    */
@@ -136,6 +144,7 @@ static int64_t sum_rows_wide_f32(const lac_map_call *c, int64_t lo, int64_t hi, 
     const float *S = c->source, *w = c->weights;
     const int64_t b = c->b;
     for (int64_t i = lo; i < hi; i++) {
+        if (i + PREFETCH_ROWS < hi) lac_map_prefetch_target(a->acc, lac_map_bridge_at(c, i + PREFETCH_ROWS) * b, c->n * b);
         int64_t r = lac_map_bridge_at(c, i);
         if ((uint64_t)r >= (uint64_t)c->n) return i;
         const double wi = w ? (double)w[i] : 1.0;
@@ -146,6 +155,46 @@ static int64_t sum_rows_wide_f32(const lac_map_call *c, int64_t lo, int64_t hi, 
     return -1;
 }
 
+/* One column, NaN propagated, SUM / MEAN / COUNT with weights (or MEAN's
+ * count without), into private accumulators: typed loads and the same
+ * arithmetic as map_rows (so the same bits), without its per-element
+ * dispatch, prefetching the targets ahead as sum_rows_wide_f32 does. */
+#define DEFINE_WEIGHTED_ROWS(name, VT, IT)                                                                    \
+    static int64_t name(const lac_map_call *c, int64_t lo, int64_t hi, const accumulators *a)                 \
+    {                                                                                                         \
+        const VT *S = c->source, *w = c->weights;                                                             \
+        const IT *R = c->bridge;                                                                              \
+        const int64_t n = c->n;                                                                               \
+        const bool checked = c->bridge_checked, count = c->params.op == LAC_MAP_COUNT;                        \
+        double *acc = a->acc, *wsum = a->wsum;                                                                \
+        const int64_t st = a->stride;                                                                         \
+        uint8_t *touched = a->touched;                                                                        \
+        for (int64_t i = lo; i < hi; i++) {                                                                   \
+            if (i + PREFETCH_ROWS < hi) {                                                                     \
+                int64_t ahead = (int64_t)R[i + PREFETCH_ROWS];                                                \
+                lac_map_prefetch_target(acc, ahead * st, n * st);                                             \
+            }                                                                                                 \
+            uint64_t r = (uint64_t)(int64_t)R[i];                                                             \
+            if (!checked && r >= (uint64_t)n) return i;                                                       \
+            const double wi = w ? (double)w[i] : 1.0;                                                         \
+            acc[r * st] += count ? wi : wi * (double)S[i];                                                    \
+            if (wsum) wsum[r * st] += wi;                                                                     \
+            if (touched) touched[r] = 1;                                                                      \
+        }                                                                                                     \
+        return -1;                                                                                            \
+    }
+DEFINE_WEIGHTED_ROWS(weighted_rows_f32_i32, float, int32_t)
+DEFINE_WEIGHTED_ROWS(weighted_rows_f32_i64, float, int64_t)
+DEFINE_WEIGHTED_ROWS(weighted_rows_f64_i32, double, int32_t)
+DEFINE_WEIGHTED_ROWS(weighted_rows_f64_i64, double, int64_t)
+
+static int64_t weighted_rows(const lac_map_call *c, int64_t lo, int64_t hi, const accumulators *a)
+{
+    const bool i32 = c->index_dtype == LAC_INT32;
+    if (c->value_dtype == LAC_FLOAT32) return i32 ? weighted_rows_f32_i32(c, lo, hi, a) : weighted_rows_f32_i64(c, lo, hi, a);
+    return i32 ? weighted_rows_f64_i32(c, lo, hi, a) : weighted_rows_f64_i64(c, lo, hi, a);
+}
+
 /* Every op, weights, b columns and NaN policy. */
 static int64_t map_rows(const lac_map_call *c, int64_t lo, int64_t hi, const accumulators *a, bool atomic)
 {
@@ -154,6 +203,9 @@ static int64_t map_rows(const lac_map_call *c, int64_t lo, int64_t hi, const acc
     if (!atomic && p->op == LAC_MAP_SUM && c->value_dtype == LAC_FLOAT32 && p->nan_policy == LAC_NAN_PROPAGATE &&
         !a->wsum && !a->touched && a->acc && b > 1)
         return sum_rows_wide_f32(c, lo, hi, a);
+    if (!atomic && b == 1 && p->nan_policy == LAC_NAN_PROPAGATE && a->acc &&
+        (p->op == LAC_MAP_SUM || p->op == LAC_MAP_MEAN || p->op == LAC_MAP_COUNT))
+        return weighted_rows(c, lo, hi, a);
     for (int64_t i = lo; i < hi; i++) {
         int64_t r = lac_map_bridge_at(c, i);
         if ((uint64_t)r >= (uint64_t)c->n) return i;
@@ -165,12 +217,12 @@ static int64_t map_rows(const lac_map_call *c, int64_t lo, int64_t hi, const acc
             if (!present) continue;
             int64_t k = r * b + col;
             if (atomic) {
-                atomic_fold(p->op, &a->acc[k], x);
-                if (a->wsum) atomic_add(&a->wsum[k], wi);
+                atomic_fold(p->op, &a->acc[k * a->stride], x);
+                if (a->wsum) atomic_add(&a->wsum[k * a->stride], wi);
                 if (a->touched) __atomic_store_n(&a->touched[k], 1, __ATOMIC_RELAXED);
             } else {
-                a->acc[k] = lac_map_combine(p->op, a->acc[k], x);
-                if (a->wsum) a->wsum[k] += wi;
+                a->acc[k * a->stride] = lac_map_combine(p->op, a->acc[k * a->stride], x);
+                if (a->wsum) a->wsum[k * a->stride] += wi;
                 if (a->touched) a->touched[k] = 1;
             }
         }
@@ -188,24 +240,27 @@ static void accumulators_init(const lac_map_call *c, const accumulators *a, int6
         return;
     }
     double id = lac_map_identity(c->params.op);
-    for (int64_t k = lo; k < hi; k++) a->acc[k] = id;
-    if (a->wsum) memset(a->wsum + lo, 0, (size_t)(hi - lo) * sizeof *a->wsum);
+    for (int64_t k = lo; k < hi; k++) {
+        a->acc[k * a->stride] = id;
+        if (a->wsum) a->wsum[k * a->stride] = 0.0;
+    }
     if (a->touched) memset(a->touched + lo, 0, (size_t)(hi - lo));
 }
 
 static accumulators accumulators_of(const accumulators *all, int copy, int64_t nt)
 {
-    accumulators a = {all->acc ? all->acc + (int64_t)copy * nt : NULL, all->acc32 ? all->acc32 + (int64_t)copy * nt : NULL,
-                      all->wsum ? all->wsum + (int64_t)copy * nt : NULL,
+    int64_t st = all->stride;
+    accumulators a = {all->acc ? all->acc + (int64_t)copy * nt * st : NULL,
+                      all->acc32 ? all->acc32 + (int64_t)copy * nt : NULL,
+                      all->wsum ? all->wsum + (int64_t)copy * nt * st : NULL, st,
                       all->touched ? all->touched + (int64_t)copy * nt : NULL};
     return a;
 }
 
 static void accumulators_free(accumulators *a)
 {
-    free(a->acc);
+    free(a->acc);   /* wsum lives in it */
     free(a->acc32);
-    free(a->wsum);
     free(a->touched);
     memset(a, 0, sizeof *a);
 }
@@ -216,8 +271,9 @@ static bool accumulators_alloc(accumulators *a, int copies, int64_t nt, bool acc
     size_t slots = (size_t)(nt > 0 ? nt : 1) * (size_t)copies;
     memset(a, 0, sizeof *a);
     if (acc32) a->acc32 = malloc(slots * sizeof(float));
-    else a->acc = malloc(slots * sizeof(double));
-    if (mean) a->wsum = malloc(slots * sizeof(double));
+    else a->acc = malloc(slots * (mean ? 2 : 1) * sizeof(double));
+    a->stride = mean ? 2 : 1;
+    if (mean && a->acc) a->wsum = a->acc + 1;
     if (flags) a->touched = malloc(slots);
     if ((acc32 ? !a->acc32 : !a->acc) || (mean && !a->wsum) || (flags && !a->touched)) {
         accumulators_free(a);
@@ -332,9 +388,9 @@ lac_status lac_map_cpu(lac_ctx_t ctx, const lac_map_call *c)
         int touched = all.touched ? 0 : -1;
         for (int copy = 0; copy < copies; copy++) {
             int64_t slot = (int64_t)copy * nt + k;
-            double part = all.acc32 ? (double)all.acc32[slot] : all.acc[slot];
+            double part = all.acc32 ? (double)all.acc32[slot] : all.acc[slot * all.stride];
             acc = copy == 0 ? part : lac_map_combine(p->op, acc, part);
-            if (all.wsum) wsum += all.wsum[slot];
+            if (all.wsum) wsum += all.wsum[slot * all.stride];
             if (all.touched) touched |= all.touched[slot];
         }
         lac_map_finalize(c, k, acc, wsum, touched);
