@@ -378,7 +378,8 @@ TEST(deterministic_is_bit_identical_across_threads_and_equals_plans)
                     p.op = (lac_map_op)op;
                     p.accumulate = accumulate;
                     p.nan_policy = (lac_nan_policy)policy;
-                    p.empty_value = -2.5;
+                    /* Empty targets 0 (no flags: SUM merges with merge_sums) or not. */
+                    p.empty_value = policy == LAC_NAN_PROPAGATE ? 0.0 : -2.5;
                     p.deterministic = 1;
                     char label[200];
                     snprintf(label, sizeof label, "m=%lld n=%lld b=%lld %s %s weights=%d %s accumulate=%d nan=%d",

@@ -240,6 +240,11 @@ static void accumulators_init(const lac_map_call *c, const accumulators *a, int6
         return;
     }
     double id = lac_map_identity(c->params.op);
+    if (a->stride == 1 && id == 0.0 && !a->wsum) {
+        memset(a->acc + lo, 0, (size_t)(hi - lo) * sizeof *a->acc);
+        if (a->touched) memset(a->touched + lo, 0, (size_t)(hi - lo));
+        return;
+    }
     for (int64_t k = lo; k < hi; k++) {
         a->acc[k * a->stride] = id;
         if (a->wsum) a->wsum[k * a->stride] = 0.0;
@@ -280,6 +285,35 @@ static bool accumulators_alloc(accumulators *a, int copies, int64_t nt, bool acc
         return false;
     }
     return true;
+}
+
+/* T[k] = the sum of the copies' element k, in copy order, rounded once. */
+static void merge_sums(const lac_map_call *c, const accumulators *all, int copies, int64_t nt, int threads)
+{
+#pragma omp parallel num_threads(threads)
+    {
+        int t = omp_get_thread_num(), nth = omp_get_num_threads();
+        const int64_t lo = lac_range_start(nt, t, nth), hi = lac_range_start(nt, t + 1, nth);
+        double sum[256];
+        for (int64_t k0 = lo; k0 < hi; k0 += 256) {
+            const int64_t len = hi - k0 < 256 ? hi - k0 : 256;
+            for (int copy = 0; copy < copies; copy++) {
+                const int64_t base = (int64_t)copy * nt + k0;
+                if (all->acc32) {
+                    const float *restrict part = all->acc32 + base;
+                    if (copy == 0) for (int64_t j = 0; j < len; j++) sum[j] = (double)part[j];
+                    else for (int64_t j = 0; j < len; j++) sum[j] += (double)part[j];
+                } else {
+                    const double *restrict part = all->acc + base;
+                    if (copy == 0) for (int64_t j = 0; j < len; j++) sum[j] = part[j];
+                    else for (int64_t j = 0; j < len; j++) sum[j] += part[j];
+                }
+            }
+            if (c->value_dtype == LAC_FLOAT32)
+                for (int64_t j = 0; j < len; j++) ((float *)c->target)[k0 + j] = (float)sum[j];
+            else memcpy((double *)c->target + k0, sum, (size_t)len * sizeof *sum);
+        }
+    }
 }
 
 /* Maps rows [lo, hi) in BLOCK_ROWS pieces, stopping early when another
@@ -382,6 +416,13 @@ lac_status lac_map_cpu(lac_ctx_t ctx, const lac_map_call *c)
 
     /* Merge the copies in thread (block) order and write T. */
     const int copies = blocks > 0 ? blocks : privates ? team : 1;
+    if (p->op == LAC_MAP_SUM && !p->accumulate && !all.touched) {
+        /* Plain sums: a loop the compiler vectorises (the general one below
+         * costs as much as the copies it reads). */
+        merge_sums(c, &all, copies, nt, threads);
+        accumulators_free(&all);
+        return LAC_SUCCESS;
+    }
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (int64_t k = 0; k < nt; k++) {
         double acc = 0.0, wsum = 0.0;
