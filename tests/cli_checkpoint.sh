@@ -16,7 +16,7 @@ cd "$work" || exit 1
 
 "$tool" mf gen --users 300 --items 200 --ratings 8000 --seed 3 all.txt 2>/dev/null
 "$tool" mf split --seed 4 all.txt train.txt valid.txt >/dev/null 2>&1
-O="--device cpu --deterministic --threads 2 --quiet"
+O="--device cpu --deterministic --threads 2 --quiet --no-search"   # the search is off with --checkpoint: the straight runs too
 K="-k 8"
 
 # --- 10 epochs straight = 5, then resumed to 10 -----------------------------
@@ -93,7 +93,7 @@ check "the file named as --checkpoint is untouched" "cmp -s valid.txt valid.keep
 # Large factors (k = 1024) make writing a checkpoint most of each epoch; the
 # run is killed while its unnamed temporary is open.
 "$tool" mf gen --users 4000 --items 2000 --ratings 20000 --seed 2 big.txt 2>/dev/null
-B="--device cpu --deterministic --threads 2 -k 1024 --quiet"
+B="--device cpu --deterministic --threads 2 -k 1024 --quiet --no-search"
 "$tool" mf train $B --epochs 12 big.txt bstraight.bin
 killed_in_write() {   # killed_in_write ENV...: runs, kills -9 while a checkpoint is being written
   env "$@" "$tool" mf train $B --epochs 12 --checkpoint k.ck big.txt k.bin 2>/dev/null & pid=$!

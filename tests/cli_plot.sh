@@ -16,12 +16,12 @@ cd "$work"
 # --- mf train ---------------------------------------------------------------
 "$tool" mf gen --users 200 --items 80 --ratings 5000 --seed 4 all.txt 2>/dev/null
 "$tool" mf split --fraction 0.2 --seed 2 all.txt train.txt test.txt 2>/dev/null
-"$tool" mf train --device cpu --quiet --threads 2 -k 8 -t 12 -v test.txt --log mf.log --plot mf.svg train.txt m.bin; rc=$?
+"$tool" mf train --device cpu --quiet --no-search --threads 2 -k 8 -t 12 -v test.txt --log mf.log --plot mf.svg train.txt m.bin; rc=$?
 check "mf train --plot exits 0" "[ $rc -eq 0 ]"
 check "mf --log has a line per epoch" "[ \$(wc -l < mf.log) -eq 12 ] && [ \$(awk 'NF==4' mf.log | wc -l) -eq 12 ]"
 check "mf curves land where the log says" "$py '$root/tests/svg_check.py' mf.svg mf.log 0:0:1,2:lin 1:3:1,2:lin"
 check "mf picture has a legend" "grep -q '>validation</text>' mf.svg"
-"$tool" mf train --device cpu --quiet --threads 2 -k 8 -t 5 --log mf2.log --plot mf2.svg train.txt m2.bin
+"$tool" mf train --device cpu --quiet --no-search --threads 2 -k 8 -t 5 --log mf2.log --plot mf2.svg train.txt m2.bin
 check "without --valid: the validation column is NaN" "[ \$(grep -ci nan mf2.log) -eq 5 ]"
 check "without --valid: only the train curve" "$py '$root/tests/svg_check.py' mf2.svg mf2.log 0:0:1,2:lin && ! grep -q '>validation</text>' mf2.svg"
 

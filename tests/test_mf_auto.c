@@ -79,6 +79,65 @@ TEST(scales_other_than_one_to_five_train_with_the_defaults)
     lac_ratings_destroy(&all);
 }
 
+/* Test RMSE of p trained on train with early stopping on test (the grid's
+ * view, peeking at the test set) or for p.epochs (peek = 0). */
+static double test_rmse(lac_mf_params p, lac_ratings_t train, lac_ratings_t test, int peek)
+{
+    lac_mf_model_t m = NULL;
+    double rmse = NAN;
+    CHECK_OK(ctx, lac_mf_train(ctx, &p, train, peek ? test : NULL, NULL, NULL, &m, NULL));
+    if (m) CHECK_OK(ctx, lac_mf_predict(ctx, m, test, NULL, &rmse, NULL, NULL));
+    lac_mf_model_destroy(&m);
+    return rmse;
+}
+
+TEST(the_search_picks_the_best_regularisation_of_a_grid_on_the_test_set)
+{
+    /* noisy and sparse: the defaults' lambda overfits */
+    lac_ratings_t all = generated(300, 200, 9000, 1.0, 11), train = NULL, test = NULL;
+    lac_mf_split_params sp = lac_mf_split_params_default();
+    sp.fraction = 0.2;
+    sp.seed = 2;
+    CHECK_OK(ctx, lac_mf_split(ctx, &sp, all, &train, &test));
+    lac_mf_params base = lac_mf_params_default();
+    base.deterministic = 1;
+    base.k = 8;
+    double best = INFINITY, best_lambda = 0.0;
+    for (double l = 0.0075; l < 1.0; l *= 2) {
+        lac_mf_params p = base;
+        p.lambda = l;
+        double r = test_rmse(p, train, test, 1);
+        if (r < best) best = r, best_lambda = l;
+    }
+    CHECK(best_lambda > base.lambda);   /* the case the search is for */
+    lac_mf_tune_params tp = lac_mf_tune_params_default();
+    tp.search = LAC_MF_TUNE_LAMBDA;
+    lac_mf_params chosen = base;
+    lac_mf_tune_report rep;
+    CHECK_OK(ctx, lac_mf_tune(ctx, &tp, &chosen, train, &rep));
+    CHECK_INT(rep.searched, LAC_MF_TUNE_LAMBDA);
+    CHECK(rep.trials >= 3 && rep.trials <= 9);
+    CHECK(rep.rmse < rep.start_rmse);
+    CHECK_INT(chosen.k, base.k);   /* not searched: as given */
+    CHECK_NEAR(chosen.alpha, base.alpha, 0);
+    if (!(chosen.lambda >= best_lambda / 2.01 && chosen.lambda <= best_lambda * 2.01))
+        HARNESS_FAIL("chose lambda %g, the grid's best on test %g", chosen.lambda, best_lambda);
+    CHECK(chosen.epochs >= 1 && chosen.epochs <= base.epochs);
+    /* trained on all of train for the chosen epochs, without peeking */
+    double r = test_rmse(chosen, train, test, 0), r0 = test_rmse(base, train, test, 0);
+    if (!(r < best * 1.01)) HARNESS_FAIL("test RMSE %.4f chosen, %.4f the grid's best", r, best);
+    CHECK(r < r0);
+    /* nothing to search, too few ratings: as given */
+    lac_mf_params q = base;
+    tp.search = 0;
+    CHECK_OK(ctx, lac_mf_tune(ctx, &tp, &q, train, &rep));
+    CHECK_INT(rep.searched, 0);
+    CHECK_INT(q.epochs, base.epochs);
+    lac_ratings_destroy(&all);
+    lac_ratings_destroy(&train);
+    lac_ratings_destroy(&test);
+}
+
 int main(void)
 {
     lac_ctx_params p = lac_ctx_params_default();
@@ -86,6 +145,7 @@ int main(void)
     p.threads = 1;
     if (lac_ctx_create(&p, &ctx) != 0) return 1;
     RUN(scales_other_than_one_to_five_train_with_the_defaults);
+    RUN(the_search_picks_the_best_regularisation_of_a_grid_on_the_test_set);
     lac_ctx_destroy(&ctx);
     return harness_finish();
 }

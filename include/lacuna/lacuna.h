@@ -718,12 +718,17 @@ LAC_API const char *lac_ratings_item_id(lac_ratings_t ratings, int64_t item);
 
 /* Holdout split, seeded. fraction of the ratings goes to test: each rating
  * independently (per_user = 0), or that fraction of every user's ratings
- * (per_user = 1; users with one rating keep it in train). Ids are kept. */
+ * (per_user = 1; users with one rating keep it in train). leave_last = 1:
+ * leave-one-out by time instead, each user's latest rating to test (the
+ * largest timestamp, the 4th field read; ties and ratings without one: the
+ * later line), users with one rating keep it; fraction and seed unused. Ids
+ * are kept. */
 typedef struct {
     size_t struct_size;               /* sizeof: set by lac_mf_split_params_default() */
     double fraction;          /* in (0, 1); default 0.1 */
     int per_user;
     uint64_t seed;
+    int leave_last;           /* default 0 */
 } lac_mf_split_params;
 
 LAC_API void lac_mf_split_params_init(lac_mf_split_params *params, size_t struct_size);
@@ -992,6 +997,96 @@ LAC_API lac_status lac_mf_recommend(lac_ctx_t ctx, lac_mf_model_t model, int64_t
 LAC_API int64_t lac_mf_model_user_index(lac_mf_model_t model, const char *id);
 LAC_API const char *lac_mf_model_user_id(lac_mf_model_t model, int64_t user);
 LAC_API const char *lac_mf_model_item_id(lac_mf_model_t model, int64_t item);
+
+/* Hyper-parameters chosen from the data (what `lacuna mf train` does when
+ * none are given): a seeded random share `holdout` of train is held out, the
+ * rest trained with the fast trainer of ctx; lambda is searched on a doubling
+ * grid from the given value, then alpha (x2, /2), then k (doubling, 4..256),
+ * then lambda again (x sqrt 2); each trial stops early on the held-out
+ * ratings (patience, min_gain of params). What is not in `search` stays as
+ * given. params: in, the starting values (and everything else); out, the
+ * chosen k, lambda, alpha and epochs (the winner's best epoch, at most the
+ * given epochs). Fewer than 100 ratings: nothing is searched (searched = 0). */
+#define LAC_MF_TUNE_K 1
+#define LAC_MF_TUNE_LAMBDA 2
+#define LAC_MF_TUNE_ALPHA 4
+#define LAC_MF_TUNE_MAX_TRIALS 40
+
+typedef struct {
+    size_t struct_size;               /* sizeof: set by lac_mf_tune_params_default() */
+    int search;                       /* LAC_MF_TUNE_* bits; default all three */
+    double holdout;                   /* share of train held out, in (0, 0.5]; default 0.1 */
+    uint64_t seed;                    /* of the holdout; default 1 */
+} lac_mf_tune_params;
+
+LAC_API void lac_mf_tune_params_init(lac_mf_tune_params *params, size_t struct_size);
+static inline lac_mf_tune_params lac_mf_tune_params_default(void)
+{
+    lac_mf_tune_params p;
+    lac_mf_tune_params_init(&p, sizeof p);
+    return p;
+}
+
+typedef struct {
+    int k;
+    double lambda, alpha;
+    double rmse;                      /* on the held-out ratings; infinite when it diverged */
+    int epochs;                       /* best epoch */
+} lac_mf_tune_trial;
+
+typedef struct {
+    int searched;                     /* LAC_MF_TUNE_* bits searched */
+    int64_t holdout;                  /* ratings held out */
+    double start_rmse;                /* the starting parameters' held-out RMSE */
+    double rmse;                      /* the winner's */
+    int epochs;                       /* the winner's best epoch */
+    double seconds;
+    int trials;
+    lac_mf_tune_trial trial[LAC_MF_TUNE_MAX_TRIALS];
+} lac_mf_tune_report;
+
+LAC_API lac_status lac_mf_tune(lac_ctx_t ctx, const lac_mf_tune_params *tune, lac_mf_params *params,
+                               lac_ratings_t train, lac_mf_tune_report *report);
+
+/* Ranking metrics of a model on test pairs (every test rating is relevant,
+ * whatever its value; pairs of a user or item the model does not know, or
+ * rated in training, are skipped). negatives > 0: the leave-one-out protocol
+ * of Neural Collaborative Filtering: each test item is ranked among
+ * `negatives` items sampled (seeded, distinct) from those the user neither
+ * rated in training nor has in test (all of them when fewer); its rank r is
+ * the number of negatives scoring at least as high; hit = r < n, NDCG =
+ * 1 / log2(r + 2) for a hit, precision = hit / n, recall = hit, AP = 1 / (r + 1)
+ * for a hit; a user's figures are the mean over its test items.
+ * negatives = 0: full ranking: the top n of all items the user did not rate
+ * in training (ties: lower index) against the user's test items T: HR = 1
+ * when one is there, precision = hits / n, recall = hits / |T|, NDCG = DCG /
+ * ideal DCG (gain 1 / log2(position + 2)), AP = sum over hit positions of
+ * hits so far / position, over min(|T|, n). Each figure is the mean over
+ * users with a test item. */
+typedef struct {
+    size_t struct_size;               /* sizeof: set by lac_mf_rank_params_default() */
+    int n;                            /* the cut-off; default 10 */
+    int negatives;                    /* sampled negatives per test item; default 99; 0: full ranking */
+    uint64_t seed;                    /* of the negatives; default 1 */
+} lac_mf_rank_params;
+
+LAC_API void lac_mf_rank_params_init(lac_mf_rank_params *params, size_t struct_size);
+static inline lac_mf_rank_params lac_mf_rank_params_default(void)
+{
+    lac_mf_rank_params p;
+    lac_mf_rank_params_init(&p, sizeof p);
+    return p;
+}
+
+typedef struct {
+    double hr, ndcg, precision, recall, map;   /* NaN when no user has a test item */
+    int64_t users;                    /* users evaluated */
+    int64_t pairs;                    /* test pairs counted */
+    int64_t skipped;                  /* test pairs skipped: unknown user or item, or rated in training */
+} lac_mf_rank_report;
+
+LAC_API lac_status lac_mf_rank_evaluate(lac_ctx_t ctx, const lac_mf_rank_params *params, lac_mf_model_t model,
+                                        lac_ratings_t test, lac_mf_rank_report *report);
 
 #ifdef __cplusplus
 }

@@ -262,6 +262,7 @@ class lac_mf_split_params(Structure):
         ("fraction", c_double),
         ("per_user", c_int),
         ("seed", c_uint64),
+        ("leave_last", c_int),
     ]
 
 
@@ -345,11 +346,69 @@ class lac_mf_report(Structure):
     ]
 
 
+class lac_mf_tune_params(Structure):
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("search", c_int),
+        ("holdout", c_double),
+        ("seed", c_uint64),
+    ]
+
+
+class lac_mf_tune_trial(Structure):
+    _fields_ = [
+        ("k", c_int),
+        ("lambda", c_double),
+        ("alpha", c_double),
+        ("rmse", c_double),
+        ("epochs", c_int),
+    ]
+
+
+LAC_MF_TUNE_K, LAC_MF_TUNE_LAMBDA, LAC_MF_TUNE_ALPHA, LAC_MF_TUNE_MAX_TRIALS = 1, 2, 4, 40
+
+
+class lac_mf_tune_report(Structure):
+    _fields_ = [
+        ("searched", c_int),
+        ("holdout", c_int64),
+        ("start_rmse", c_double),
+        ("rmse", c_double),
+        ("epochs", c_int),
+        ("seconds", c_double),
+        ("trials", c_int),
+        ("trial", lac_mf_tune_trial * LAC_MF_TUNE_MAX_TRIALS),
+    ]
+
+
+class lac_mf_rank_params(Structure):
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("n", c_int),
+        ("negatives", c_int),
+        ("seed", c_uint64),
+    ]
+
+
+class lac_mf_rank_report(Structure):
+    _fields_ = [
+        ("hr", c_double),
+        ("ndcg", c_double),
+        ("precision", c_double),
+        ("recall", c_double),
+        ("map", c_double),
+        ("users", c_int64),
+        ("pairs", c_int64),
+        ("skipped", c_int64),
+    ]
+
+
 # Every struct mirrored here, by its C name (for the header check).
 STRUCTS = [lac_ctx_params, lac_array, lac_map_params, lac_graph_params, lac_graph_info, lac_impute_iteration,
            lac_impute_selection, lac_impute_params, lac_impute_result, lac_impute_gen_params, lac_ratings_read_params,
            lac_mf_split_params, lac_mf_gen_params, lac_mf_nbr_params, lac_mf_groups, lac_mf_params, lac_mf_report,
-           lac_mf_checkpoint_params]
+           lac_mf_checkpoint_params, lac_mf_tune_params, lac_mf_tune_trial, lac_mf_tune_report,
+           lac_mf_rank_params, lac_mf_rank_report]
 
 # Opaque handles: plain pointers.
 lac_ctx_t = c_void_p
@@ -429,6 +488,12 @@ PROTOTYPES = {
     "lac_mf_train": (_st, [lac_ctx_t, _P(lac_mf_params), lac_ratings_t, lac_ratings_t, lac_mf_epoch_fn, c_void_p,
                            _P(lac_mf_model_t), _P(lac_mf_report)]),
     "lac_mf_checkpoint_params_init": (None, [_P(lac_mf_checkpoint_params), c_size_t]),
+    "lac_mf_tune_params_init": (None, [_P(lac_mf_tune_params), c_size_t]),
+    "lac_mf_rank_params_init": (None, [_P(lac_mf_rank_params), c_size_t]),
+    "lac_mf_rank_evaluate": (_st, [lac_ctx_t, _P(lac_mf_rank_params), lac_mf_model_t, lac_ratings_t,
+                                   _P(lac_mf_rank_report)]),
+    "lac_mf_tune": (_st, [lac_ctx_t, _P(lac_mf_tune_params), _P(lac_mf_params), lac_ratings_t,
+                          _P(lac_mf_tune_report)]),
     "lac_mf_train_checkpointed": (_st, [lac_ctx_t, _P(lac_mf_params), _P(lac_mf_checkpoint_params), lac_ratings_t,
                                         lac_ratings_t, lac_mf_epoch_fn, c_void_p, _P(lac_mf_model_t),
                                         _P(lac_mf_report)]),

@@ -201,13 +201,16 @@ class MF(_core.Closeable):
     alpha, beta (learning rate alpha / (1 + beta t^1.5)), use_bias, patience,
     min_gain (early stopping with validation), callback(dict) called after
     every epoch (a true return stops training). None keeps the library's
-    default. Ids may be any integers or strings.
+    default. search=True: fit chooses those of k, lambda_ and alpha left None
+    on 10% of the training ratings held out (plain model; as `lacuna mf
+    train` without them) and trains on all of them with the winner; search_
+    says what was chosen. Ids may be any integers or strings.
     """
 
     def __init__(self, k=None, model="plain", threads=0, deterministic=False, seed=None, device="auto", *,
                  epochs=None, lambda_=None, lambda_bias=None, alpha=None, beta=None, use_bias=None, patience=None,
                  min_gain=None, callback=None, neighbours=None, K=None, p=None, q=None, rates=None, lambdas=None,
-                 beta_groups=None):
+                 beta_groups=None, search=False):
         if model not in _MODELS:
             raise input_error("model must be 'plain' or 'neighbourhood', not %r" % (model,))
         if model == "plain" and any(v is not None for v in (neighbours, K, p, q, rates, lambdas, beta_groups)):
@@ -218,6 +221,13 @@ class MF(_core.Closeable):
         self.threads = _core.check_threads(threads)
         self.callback = callback
         self._params = _lib.params(_lib.lac_mf_params, "lac_mf_params_init")
+        # what fit chooses on 10% of the training ratings held out (lac_mf_tune)
+        self._search = 0
+        if search:
+            for bit, value in ((_lib.LAC_MF_TUNE_K, k), (_lib.LAC_MF_TUNE_LAMBDA, lambda_),
+                               (_lib.LAC_MF_TUNE_ALPHA, alpha)):
+                if value is None:
+                    self._search |= bit
         given = {"k": k, "lambda": lambda_, "lambda_bias": lambda_bias, "alpha": alpha, "beta": beta,
                  "epochs": epochs, "use_bias": use_bias, "patience": patience, "min_gain": min_gain,
                  "deterministic": deterministic, "seed": seed}
@@ -249,6 +259,7 @@ class MF(_core.Closeable):
         self._file = None          # the parsed model file (factors), made on demand
         self._user_ids = self._item_ids = None
         self.report_ = None
+        self.search_ = None
         self.history_ = []
 
     def _set_neighbourhood(self, neighbours, K, p, q, rates, lambdas, beta_groups):
@@ -355,8 +366,23 @@ class MF(_core.Closeable):
             fn = _lib.lac_mf_epoch_fn(on_epoch)
             handle = _lib.lac_mf_model_t()
             report = _lib.lac_mf_report()
+            params = self._params
+            if self._search:
+                params = _lib.lac_mf_params.from_buffer_copy(self._params)
+                tp = _lib.params(_lib.lac_mf_tune_params, "lac_mf_tune_params_init")
+                tp.search = self._search
+                tp.seed = params.seed
+                tr = _lib.lac_mf_tune_report()
+                check(lib.lac_mf_tune(ctx.handle, ctypes.byref(tp), ctypes.byref(params), train.handle,
+                                      ctypes.byref(tr)), ctx)
+                self.search_ = {"searched": [n for b, n in ((_lib.LAC_MF_TUNE_K, "k"),
+                                                            (_lib.LAC_MF_TUNE_LAMBDA, "lambda_"),
+                                                            (_lib.LAC_MF_TUNE_ALPHA, "alpha")) if tr.searched & b],
+                                "k": params.k, "lambda_": getattr(params, "lambda"), "alpha": params.alpha,
+                                "epochs": params.epochs, "holdout": tr.holdout, "holdout_rmse": tr.rmse,
+                                "default_rmse": tr.start_rmse, "trials": tr.trials, "seconds": tr.seconds}
             with guard:
-                st = lib.lac_mf_train(ctx.handle, ctypes.byref(self._params), train.handle,
+                st = lib.lac_mf_train(ctx.handle, ctypes.byref(params), train.handle,
                                       val.handle if val is not None else None, fn, None, ctypes.byref(handle),
                                       ctypes.byref(report))
             if st >= 0 and handle:
@@ -383,13 +409,30 @@ class MF(_core.Closeable):
                                      None, None, None), ctx)
         return out[0] if scalar else out
 
-    def evaluate(self, users, items=None, ratings=None):
-        """{'rmse', 'mae', 'unknown'} on (users, items, ratings) or a ratings file."""
+    def evaluate(self, users, items=None, ratings=None, *, n=None, negatives=99, seed=1):
+        """{'rmse', 'mae', 'unknown'} on (users, items, ratings) or a ratings file.
+        With n: the ranking metrics at n instead, as `lacuna mf evaluate`:
+        {'hr', 'ndcg', 'precision', 'recall', 'map', 'users', 'pairs',
+        'skipped'}; negatives sampled per test item (NCF's protocol, 99), or
+        0 for full ranking; ratings may then be left out (every pair counts)."""
         ctx = self._ctx()
+        if n is not None and items is not None and ratings is None:
+            ratings = np.ones(len(np.asarray(items)), np.float32)
         if items is None and ratings is None:
             r = _as_ratings(ctx, users, "evaluate's ratings")
         else:
             r = _Ratings(ctx, users, items, ratings)
+        if n is not None:
+            for name, v, lo in (("n", n, 1), ("negatives", negatives, 0)):
+                if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= v < (1 << 31):
+                    raise input_error("%s must be an integer >= %d, not %r" % (name, lo, v))
+            p = _lib.params(_lib.lac_mf_rank_params, "lac_mf_rank_params_init")
+            p.n, p.negatives, p.seed = int(n), int(negatives), int(seed)
+            rep = _lib.lac_mf_rank_report()
+            with r:
+                check(lib.lac_mf_rank_evaluate(ctx.handle, ctypes.byref(p), self._live(), r.handle,
+                                               ctypes.byref(rep)), ctx)
+            return {name: getattr(rep, name) for name, _ in rep._fields_}
         with r:
             rmse, mae, unknown = ctypes.c_double(), ctypes.c_double(), ctypes.c_int64()
             check(lib.lac_mf_predict(ctx.handle, self._live(), r.handle, None, ctypes.byref(rmse), ctypes.byref(mae),

@@ -832,6 +832,52 @@ class TestMF(unittest.TestCase):
         c = lacuna.MF(k=8, seed=6, threads=2, deterministic=True, epochs=5).fit(self.u, self.i, self.r)
         self.assertNotEqual(a.user_factors.tobytes(), c.user_factors.tobytes())
 
+    def test_ranking_metrics_against_numpy(self):
+        m, n = self.model, 10
+        S = self.reference_scores(m)
+        uix = {v: k for k, v in enumerate(m.user_ids)}
+        iix = {v: k for k, v in enumerate(m.item_ids)}
+        rated = {}
+        for a, b in zip(self.u[self.tr], self.i[self.tr]):
+            rated.setdefault(uix[a], set()).add(iix[b])
+        rel = {}
+        for a, b in zip(self.u[self.te], self.i[self.te]):
+            if a in uix and b in iix and iix[b] not in rated.get(uix[a], ()):
+                rel.setdefault(uix[a], set()).add(iix[b])
+        figs = []
+        for u, T in rel.items():
+            s = S[u].copy()
+            s[list(rated.get(u, ()))] = -np.inf
+            top = np.argsort(-s, kind="stable")[:n]
+            hit = np.array([j in T for j in top], float)
+            gains = 1 / np.log2(np.arange(n) + 2)
+            ap = (np.cumsum(hit) / np.arange(1, n + 1) * hit).sum() / min(len(T), n)
+            figs.append([hit.any(), (hit * gains).sum() / gains[:min(len(T), n)].sum(), hit.sum() / n,
+                         hit.sum() / len(T), ap])
+        want = np.mean(figs, axis=0)
+        got = m.evaluate(self.u[self.te], self.i[self.te], n=n, negatives=0)
+        self.assertEqual(got["users"], len(rel))
+        for name, w in zip(("hr", "ndcg", "precision", "recall", "map"), want):
+            self.assertAlmostEqual(got[name], w, delta=0.005, msg=name)
+        a = m.evaluate(self.u[self.te], self.i[self.te], n=n)   # 99 sampled negatives
+        self.assertEqual(set(a), {"hr", "ndcg", "precision", "recall", "map", "users", "pairs", "skipped"})
+        self.assertAlmostEqual(a["recall"], a["hr"], places=12)   # one relevant item a case
+        self.assertAlmostEqual(a["precision"], a["hr"] / n, places=12)
+        with self.assertRaises(lacuna.LacunaInputError):
+            m.evaluate(self.u[self.te], self.i[self.te], n=0)
+
+    def test_search_chooses_what_is_left_open(self):
+        m = lacuna.MF(k=8, search=True, seed=5, threads=1, deterministic=True).fit(self.u[self.tr], self.i[self.tr],
+                                                                                   self.r[self.tr])
+        s = m.search_
+        self.assertEqual(s["searched"], ["lambda_", "alpha"])
+        self.assertEqual((m.k, s["k"]), (8, 8))
+        p = m.get_params()
+        self.assertEqual((p["lambda_"], p["alpha"], p["epochs"]), (s["lambda_"], s["alpha"], s["epochs"]))
+        self.assertLessEqual(s["holdout_rmse"], s["default_rmse"])
+        self.assertGreater(s["trials"], 1)
+        self.assertIsNone(lacuna.MF(k=8).search_)
+
     def test_callback_stops(self):
         m = lacuna.MF(k=4, epochs=50, callback=lambda e: e["epoch"] >= 3).fit(self.u, self.i, self.r)
         self.assertEqual(m.report_["epochs"], 3)

@@ -54,6 +54,7 @@ void lac_ratings_destroy(lac_ratings_t *ratings)
     free(r->user);
     free(r->item);
     free(r->value);
+    free(r->time);
     lac_idmap_free(&r->users);
     lac_idmap_free(&r->items);
     free(r);

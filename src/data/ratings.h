@@ -17,6 +17,8 @@ struct lac_ratings {
     float *value;
     lac_idmap users, items;
     int64_t skipped;          /* malformed lines skipped when read */
+    double *time;             /* count timestamps (a line's 4th field when numeric, else NaN), as
+                               * read; NULL when no line had one */
 };
 
 /* An empty ratings set with room for cap entries. */

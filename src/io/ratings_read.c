@@ -130,6 +130,20 @@ static int parse_rating(field f, float *out)
     return 1;
 }
 
+/* Records the timestamp of rating i (NaN: none), growing the array. */
+static lac_status note_time(lac_ctx_t ctx, double **time, int64_t *cap, int64_t i, double t)
+{
+    if (i >= *cap) {
+        int64_t grown = *cap ? *cap * 2 : 1024;
+        double *g = realloc(*time, (size_t)grown * sizeof *g);
+        if (!g) return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "out of memory for timestamps");
+        *time = g;
+        *cap = grown;
+    }
+    (*time)[i] = t;
+    return LAC_SUCCESS;
+}
+
 static int parse_index(field f, long long *out)
 {
     char buf[32];
@@ -249,7 +263,9 @@ lac_status lac_ratings_read(lac_ctx_t ctx, const char *path, const lac_ratings_r
     size_t line_cap = 0;
     ssize_t len;
     long long lineno = 0, first_line = 0, mm_rows = -1, mm_cols = -1, mm_nnz = -1;
-    int mm_header = 0, csv_first = 1;
+    int mm_header = 0, csv_first = 1, any_time = 0;
+    double *time = NULL;   /* the ratings' timestamps, kept when some line had one */
+    int64_t time_cap = 0;
     lac_ratings_format format = p.format;
     if (st < 0) goto done;
 
@@ -341,6 +357,14 @@ lac_status lac_ratings_read(lac_ctx_t ctx, const char *path, const lac_ratings_r
         LAC_CHECK_GOTO(lac_idmap_intern(ctx, &r->users, f[0].start, f[0].len, &u), st, done);
         LAC_CHECK_GOTO(lac_idmap_intern(ctx, &r->items, f[1].start, f[1].len, &it), st, done);
         LAC_CHECK_GOTO(lac_ratings_push(ctx, r, u, it, value), st, done);
+        double t = NAN;
+        char stamp[64];
+        if (format != LAC_RATINGS_MATRIX_MARKET && n >= 4 && field_text(f[3], stamp, sizeof stamp)) {
+            char *end;
+            double v = strtod(stamp, &end);
+            if (!*end && isfinite(v)) t = v, any_time = 1;
+        }
+        LAC_CHECK_GOTO(note_time(ctx, &time, &time_cap, r->count - 1, t), st, done);
     }
     if (ferror(fp)) {
         st = lac_error(ctx, LAC_ERR_IO, "read error on %s", path);
@@ -360,9 +384,12 @@ done:
     free(line);
     fclose(fp);
     if (st < 0) {
+        free(time);
         lac_ratings_destroy(&r);
         return st;
     }
+    if (any_time) r->time = time;
+    else free(time);
     *out = r;
     return LAC_SUCCESS;
 }

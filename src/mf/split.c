@@ -29,14 +29,35 @@ lac_status lac_mf_split(lac_ctx_t ctx, const lac_mf_split_params *params, lac_ra
     LAC_ARG_NOT_NULL(ctx, train);
     LAC_ARG_NOT_NULL(ctx, test);
     LAC_ADOPT_PARAMS(ctx, "split", lac_mf_split_params, params, mf_split_defaults());
-    if (!(params->fraction > 0.0 && params->fraction < 1.0))
+    if (!params->leave_last && !(params->fraction > 0.0 && params->fraction < 1.0))
         return lac_error(ctx, LAC_ERR_ARGUMENT, "split fraction %g must be in (0, 1)", params->fraction);
     int64_t n = r->count;
     lac_status st = LAC_SUCCESS;
     unsigned char *to_test = lac_calloc(ctx, (size_t)(n ? n : 1), 1);
     lac_ratings_t a = NULL, b = NULL;
     if (!to_test) return LAC_ERR_OUT_OF_MEMORY;
-    if (!params->per_user) {
+    if (params->leave_last) {
+        /* the rating of each user with the largest timestamp (no timestamp
+         * counts as older than any; ties: the later line) */
+        int64_t nu = r->users.count, *last = lac_malloc(ctx, (size_t)(nu ? nu : 1) * sizeof *last),
+                *count = lac_calloc(ctx, (size_t)(nu ? nu : 1), sizeof *count);
+        if (!last || !count) {
+            free(last);
+            free(count);
+            free(to_test);
+            return LAC_ERR_OUT_OF_MEMORY;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            int64_t u = r->user[i];
+            double t = r->time ? r->time[i] : NAN, b = count[u] && r->time ? r->time[last[u]] : NAN;
+            int later = isnan(t) ? isnan(b) : isnan(b) || t >= b;
+            if (!count[u]++ || later) last[u] = i;
+        }
+        for (int64_t u = 0; u < nu; u++)
+            if (count[u] > 1) to_test[last[u]] = 1;
+        free(last);
+        free(count);
+    } else if (!params->per_user) {
         for (int64_t i = 0; i < n; i++) to_test[i] = unit(params->seed, (uint64_t)i) < params->fraction;
     } else {
         /* each user's ratings in a seeded random order; the first

@@ -1,4 +1,4 @@
-/* lacuna mf: the verbs (gen, split, train, predict, recommend, neighbours) and the two
+/* lacuna mf: the verbs (gen, split, train, predict, recommend, evaluate, neighbours) and the two
  * data verbs, gen and split. Training is in cmd_mf_train.c, predict and
  * recommend in cmd_mf_predict.c. */
 #include "cli.h"
@@ -10,6 +10,7 @@ int cmd_mf_train(int argc, char **argv);
 int cmd_mf_predict(int argc, char **argv);
 int cmd_mf_recommend(int argc, char **argv);
 int cmd_mf_neighbours(int argc, char **argv);
+int cmd_mf_evaluate(int argc, char **argv);
 
 static void usage(FILE *out)
 {
@@ -24,6 +25,7 @@ static void usage(FILE *out)
             "  train [options] TRAIN MODEL       fit a model (LIBMF-like options)\n"
             "  predict [options] MODEL TEST [OUT]  RMSE/MAE on TEST, predictions to OUT\n"
             "  recommend [options] MODEL         top-N unrated items per user\n"
+            "  evaluate [options] MODEL TEST     HR, NDCG, precision, recall, MAP at N\n"
             "  neighbours [options] TRAIN OUT    top-K similar items per item (simLSH, GSM, ...)\n"
             "\n"
             "`lacuna mf <verb> --help` for a verb's options. Formats read: triples\n"
@@ -119,6 +121,9 @@ static int mf_split(int argc, char **argv)
          .open = CLI_OPEN_MIN | CLI_OPEN_MAX, .show_default = 1},
         {"--per-user", NULL, CLI_FLAG, &sp.per_user, NULL,
          .help = "that share of every user's ratings (users keep >= 1 in TRAIN)"},
+        {"--leave-last", NULL, CLI_FLAG, &sp.leave_last, NULL,
+         .help = "leave-one-out by time: each user's latest rating (4th field, the timestamp; ties and none: the "
+                 "later line) to TEST, users with one rating keep it"},
         {"--seed", NULL, CLI_INT64, &seed, "S", .help = "random seed", .show_default = 1},
         {"--out-format", NULL, CLI_ENUM, &out_format, NULL, .help = "TRAIN's and TEST's format",
          .choices = in.formats + 1, .show_default = 1},
@@ -135,6 +140,8 @@ static int mf_split(int argc, char **argv)
     };
     int rc = cli_parse(&command, argc, argv, files, NULL);
     if (rc != CLI_OK) return rc == CLI_HELP ? CLI_OK : rc;
+    if (sp.leave_last && (cli_find(&command, "--per-user")->seen || cli_find(&command, "--fraction")->seen))
+        return cli_usage_error(cmd, "--leave-last takes one rating per user: no --fraction or --per-user");
     const cli_file inputs[] = {{"IN", files[0]}}, outputs[] = {{"TRAIN", files[1]}, {"TEST", files[2]}};
     if ((rc = cli_check_files(cmd, inputs, 1, outputs, 2)) != CLI_OK) return rc;
     sp.seed = (uint64_t)seed;
@@ -176,6 +183,7 @@ int cmd_mf(int argc, char **argv)
     if (!strcmp(verb, "train")) return cmd_mf_train(argc - 1, argv + 1);
     if (!strcmp(verb, "predict")) return cmd_mf_predict(argc - 1, argv + 1);
     if (!strcmp(verb, "recommend")) return cmd_mf_recommend(argc - 1, argv + 1);
+    if (!strcmp(verb, "evaluate")) return cmd_mf_evaluate(argc - 1, argv + 1);
     if (!strcmp(verb, "neighbours") || !strcmp(verb, "neighbors")) return cmd_mf_neighbours(argc - 1, argv + 1);
     fprintf(stderr, "lacuna mf: unknown verb '%s'\n\n", verb);
     usage(stderr);

@@ -27,13 +27,66 @@ static int on_epoch(int epoch, double train_rmse, double valid_rmse, double seco
     return 0;
 }
 
+/* What the search chooses: what the command line leaves open (LIBMF's
+ * spellings count), for the plain model, without checkpoints. */
+static int search_bits(const cli_command *c, int kind, int off)
+{
+    if (off || kind != LAC_MF_MODEL_PLAIN) return 0;
+    int bits = 0;
+    if (!cli_find(c, "-k")->seen) bits |= LAC_MF_TUNE_K;
+    if (!cli_find(c, "--l2")->seen && !cli_find(c, "-l2")->seen) bits |= LAC_MF_TUNE_LAMBDA;
+    if (!cli_find(c, "--alpha")->seen && !cli_find(c, "-r")->seen) bits |= LAC_MF_TUNE_ALPHA;
+    return bits;
+}
+
+static const char *search_names(int bits)
+{
+    static char text[32];
+    snprintf(text, sizeof text, "%s%s%s%s%s", bits & LAC_MF_TUNE_K ? "k" : "",
+             bits & LAC_MF_TUNE_K && bits & ~LAC_MF_TUNE_K ? ", " : "", bits & LAC_MF_TUNE_LAMBDA ? "l2" : "",
+             bits & LAC_MF_TUNE_LAMBDA && bits & LAC_MF_TUNE_ALPHA ? ", " : "", bits & LAC_MF_TUNE_ALPHA ? "alpha" : "");
+    return text;
+}
+
+/* What was chosen and why: the held-out RMSE against the starting values'. */
+static void print_search(const lac_mf_params *p, const lac_mf_tune_report *t)
+{
+    if (!t->searched) {
+        printf("too few ratings to hold some out: the defaults as they are\n");
+        return;
+    }
+    printf("chose k %d, l2 %g, alpha %g, %d epochs: held-out RMSE %.4f against %.4f with the defaults (%d trials on "
+           "%lld held-out ratings, %.2f s; -k, --l2, --alpha fix them, --no-search keeps the defaults)\n",
+           p->k, p->lambda, p->alpha, p->epochs, t->rmse, t->start_rmse, t->trials, (long long)t->holdout, t->seconds);
+}
+
+static void json_search(cli_json *j, const lac_mf_params *p, const lac_mf_tune_report *t)
+{
+    cli_json_object(j, "search");
+    cli_json_array(j, "searched");
+    if (t->searched & LAC_MF_TUNE_K) cli_json_string(j, NULL, "k");
+    if (t->searched & LAC_MF_TUNE_LAMBDA) cli_json_string(j, NULL, "l2");
+    if (t->searched & LAC_MF_TUNE_ALPHA) cli_json_string(j, NULL, "alpha");
+    cli_json_close(j);
+    cli_json_int(j, "k", p->k);
+    cli_json_real(j, "l2", p->lambda, "%.6g");
+    cli_json_real(j, "alpha", p->alpha, "%.6g");
+    cli_json_int(j, "epochs", p->epochs);
+    cli_json_int(j, "holdout", t->holdout);
+    cli_json_real(j, "holdout_rmse", t->rmse, "%.6g");
+    cli_json_real(j, "default_rmse", t->start_rmse, "%.6g");
+    cli_json_int(j, "trials", t->trials);
+    cli_json_real(j, "seconds", t->seconds, "%.6g");
+    cli_json_close(j);
+}
+
 static const char *const models[] = {"plain", "neighbourhood", NULL};
 static const char *const methods[] = {"simlsh", "gsm", "rpcos", "minhash", "random", "simlsh-centred", NULL};
 
 int cmd_mf_train(int argc, char **argv)
 {
     const char *cmd = "mf train", *files[2], *valid_path = NULL, *device = "auto", *log_path = NULL, *plot_path = NULL;
-    int json = 0, quiet = 0, threads = 0;
+    int json = 0, quiet = 0, threads = 0, no_search = 0;
     lac_mf_params p = lac_mf_params_default();
     lac_mf_checkpoint_params ck = lac_mf_checkpoint_params_default();
     cli_ratings_input in;
@@ -77,6 +130,9 @@ int cmd_mf_train(int argc, char **argv)
          CLI_IN(1, 1000000), .show_default = 1},
         {"--resume", NULL, CLI_FLAG, &ck.resume, NULL,
          .help = "go on from --checkpoint FILE up to --epochs in all (same data and options)"},
+        {"--no-search", NULL, CLI_FLAG, &no_search, NULL,
+         .help = "train with the defaults as they are; without it, k, --l2 and --alpha not given are chosen "
+                 "on 10% of TRAIN held out (plain model)"},
         {"--json", NULL, CLI_FLAG, &json, NULL, .help = "one line of JSON on stdout"},
         {"--quiet", NULL, CLI_FLAG, &quiet, NULL, .help = "no progress"},
         {"--log", NULL, CLI_STRING, &log_path, "FILE",
@@ -127,9 +183,19 @@ int cmd_mf_train(int argc, char **argv)
     lac_ratings_t train = NULL, valid = NULL;
     lac_mf_model_t model = NULL;
     lac_mf_report rep;
-    progress_state ps = {p.epochs, quiet, {.width = CLI_MF_CURVE_WIDTH}};
+    lac_mf_tune_report tuned;
+    memset(&tuned, 0, sizeof tuned);
+    lac_mf_tune_params tp = lac_mf_tune_params_default();
+    tp.search = search_bits(&command, kind, no_search || ck.path);
+    tp.seed = (uint64_t)seed;
     lac_status st = lac_ratings_read(ctx, files[0], &rp, &train);
     if (st == LAC_SUCCESS && valid_path) st = lac_ratings_read(ctx, valid_path, &rp, &valid);
+    if (st == LAC_SUCCESS && tp.search) {
+        cli_progress("choosing %s on %g%% of TRAIN held out ...", search_names(tp.search), 100 * tp.holdout);
+        st = lac_mf_tune(ctx, &tp, &p, train, &tuned);
+        cli_progress_done();
+    }
+    progress_state ps = {p.epochs, quiet, {.width = CLI_MF_CURVE_WIDTH}};
     if (st == LAC_SUCCESS) st = lac_mf_train_checkpointed(ctx, &p, &ck, train, valid, on_epoch, &ps, &model, &rep);
     cli_progress_done();
     if (st == LAC_SUCCESS) st = lac_mf_model_save(ctx, files[1], model);
@@ -163,8 +229,10 @@ int cmd_mf_train(int argc, char **argv)
         cli_json_int(&j, "duplicates", rep.duplicates);
         cli_json_int(&j, "skipped", lac_ratings_skipped(train) + lac_ratings_skipped(valid));
         cli_json_string(&j, "backend", cli_backend_name(ctx));
+        if (tp.search) json_search(&j, &p, &tuned);
         cli_json_end(&j);
     } else if (!quiet) {
+        if (tp.search) print_search(&p, &tuned);
         printf("trained %d epochs (kept epoch %d) in %.2f s on %s: train RMSE %.4f", rep.epochs, rep.best_epoch,
                rep.seconds, cli_backend_name(ctx), rep.train_rmse);
         if (valid) printf(", valid RMSE %.4f", rep.valid_rmse);
