@@ -72,5 +72,30 @@ check "-n 0: exit 2" "[ $rc -eq 2 ]"
 "$tool" mf evaluate l.bin missing.txt 2>/dev/null; rc=$?
 check "a missing TEST: exit 1 (I/O), as predict" "[ $rc -eq 1 ]"
 
+# --- recommend: unknown users, spaces in --users, progress ----------------------
+"$tool" mf train $D --quiet --no-search -k 8 train.txt r.bin
+out=$("$tool" mf recommend r.bin --users ' 1 , nosuch,7 ' -n 4 2>err.txt); rc=$?
+check "recommend with an unknown user: exit 0, the others as usual" "[ $rc -eq 0 ] && [ \$(grep -c '^1	[^	]*	[0-9.-]*$' <<<\"\$out\") -eq 4 ] && [ \$(grep -c '^7	' <<<\"\$out\") -eq 4 ]"
+# the 4 items with most training ratings, ties to the first seen (the model's order)
+want=$(awk '{c[$2]++; if (!($2 in o)) o[$2] = n++} END {for (i in c) print c[i], o[i], i}' train.txt | sort -k1,1nr -k2,2n | head -4 | awk '{print $3}')
+got=$(grep '^nosuch	' <<<"$out" | awk -F'\t' '$3 == "popular" {print $2}')
+check "the unknown user gets the most popular items, marked" "[ -n \"\$got\" ] && [ \"\$got\" = \"\$want\" ]"
+check "and it is said on stderr" "grep -q '1 user not in the model' err.txt"
+j=$("$tool" mf recommend r.bin --users nosuch -n 2 --json 2>/dev/null)
+check "--json: popular true, ratings counts" "grep -q '^{\"user\":\"nosuch\",\"popular\":true,\"items\":\[{\"item\":\"[^\"]*\",\"ratings\":[0-9]*},' <<<\"\$j\""
+"$tool" mf recommend r.bin --users '1,,7' 2>err.txt >/dev/null; rc=$?
+check "an empty id in --users: exit 2" "[ $rc -eq 2 ] && grep -q 'empty id' err.txt"
+"$tool" mf recommend r.bin --all -n 1 --progress >/dev/null 2>err.txt; rc=$?
+check "recommend --all --progress: exit 0" "[ $rc -eq 0 ]"
+
+# --- --log and --progress without a terminal ---------------------------------------
+"$tool" mf train $D --no-search -k 8 -t 6 --log run.log --progress train.txt p.bin >/dev/null 2>err.txt
+check "--log: a header, then a line per epoch" "head -1 run.log | grep -q '^# epoch train_rmse valid_rmse seconds$' && [ \$(grep -vc '^#' run.log) -eq 6 ] && [ \$(grep -v '^#' run.log | awk 'NF == 4 && \$1 == NR' | wc -l) -eq 6 ]"
+check "--progress without a terminal: a line per epoch, no escapes" "[ \$(grep -c '^epoch [0-9]*/6  train RMSE' err.txt) -eq 6 ] && ! grep -q \$'\\r' err.txt"
+"$tool" mf train $D --no-search -k 8 -t 6 train.txt p.bin >/dev/null 2>err.txt
+check "without --progress and no terminal: quiet stderr" "[ ! -s err.txt ]"
+"$tool" mf train $D -k 8 -t 6 --log run2.log train.txt p.bin >/dev/null 2>&1
+check "--log after a search: the choice as a comment" "grep -q '^# chose k 8, l2 ' run2.log"
+
 echo "$passes passed, $fails failed"
 [ $fails -eq 0 ]

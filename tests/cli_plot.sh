@@ -18,7 +18,7 @@ cd "$work"
 "$tool" mf split --fraction 0.2 --seed 2 all.txt train.txt test.txt 2>/dev/null
 "$tool" mf train --device cpu --quiet --no-search --threads 2 -k 8 -t 12 -v test.txt --log mf.log --plot mf.svg train.txt m.bin; rc=$?
 check "mf train --plot exits 0" "[ $rc -eq 0 ]"
-check "mf --log has a line per epoch" "[ \$(wc -l < mf.log) -eq 12 ] && [ \$(awk 'NF==4' mf.log | wc -l) -eq 12 ]"
+check "mf --log has a header and a line per epoch" "[ \$(wc -l < mf.log) -eq 13 ] && head -1 mf.log | grep -q '^# epoch train_rmse valid_rmse seconds$' && [ \$(grep -v '^#' mf.log | awk 'NF==4' | wc -l) -eq 12 ]"
 check "mf curves land where the log says" "$py '$root/tests/svg_check.py' mf.svg mf.log 0:0:1,2:lin 1:3:1,2:lin"
 check "mf picture has a legend" "grep -q '>validation</text>' mf.svg"
 "$tool" mf train --device cpu --quiet --no-search --threads 2 -k 8 -t 5 --log mf2.log --plot mf2.svg train.txt m2.bin

@@ -69,7 +69,7 @@ def main():
     root = ET.parse(svg).getroot()
     if root.tag != NS + "svg":
         fail("the root is not <svg>")
-    rows = [[float(x) for x in line.split()] for line in open(logfile) if line.strip()]
+    rows = [[float(x) for x in line.split()] for line in open(logfile) if line.strip() and not line.startswith("#")]
     charts = [g for g in root.iter(NS + "g") if g.get("class") == "chart"]
     for spec in specs:
         ci, xcol, ycols, scale = spec.split(":")

@@ -1088,6 +1088,11 @@ typedef struct {
 LAC_API lac_status lac_mf_rank_evaluate(lac_ctx_t ctx, const lac_mf_rank_params *params, lac_mf_model_t model,
                                         lac_ratings_t test, lac_mf_rank_report *report);
 
+/* The n items rated most often in training (ties: lower index): what
+ * recommend offers a user the model does not know. items: n dense indices
+ * (-1 past the last item); counts: their numbers of training ratings, or NULL. */
+LAC_API lac_status lac_mf_popular(lac_ctx_t ctx, lac_mf_model_t model, int64_t n, int64_t *items, int64_t *counts);
+
 #ifdef __cplusplus
 }
 #endif

@@ -99,20 +99,27 @@ lac_ratings_read_params cli_ratings_input_params(const cli_ratings_input *in)
 
 static bool progress_on;
 static bool progress_open;
+static bool progress_lines;   /* forced on without a terminal: a line each, no overwriting */
 
 void cli_progress_enable(bool enabled) { progress_on = enabled && isatty(STDERR_FILENO); }
+void cli_progress_force(void)
+{
+    progress_lines = !isatty(STDERR_FILENO);
+    progress_on = true;
+}
 bool cli_progress_enabled(void) { return progress_on; }
 
 void cli_progress(const char *fmt, ...)
 {
     if (!progress_on) return;
     va_list ap;
-    fputs("\r\033[K", stderr);
+    if (!progress_lines) fputs("\r\033[K", stderr);
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
     va_end(ap);
+    if (progress_lines) fputc('\n', stderr);
     fflush(stderr);
-    progress_open = true;
+    progress_open = !progress_lines;
 }
 
 void cli_progress_done(void)

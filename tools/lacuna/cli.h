@@ -83,6 +83,8 @@ int cli_libmf_predict_order(const char *cmd, int criterion, const char **model, 
 /* Progress lines on stderr, only when it is a terminal and not --quiet:
  * cli_progress overwrites the line, cli_progress_done ends it. */
 void cli_progress_enable(bool enabled);
+/* --progress: on even when stderr is not a terminal, then a line each. */
+void cli_progress_force(void);
 bool cli_progress_enabled(void);
 void cli_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cli_progress_done(void);

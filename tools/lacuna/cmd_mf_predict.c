@@ -89,24 +89,83 @@ done:
     return rc;
 }
 
+/* One user's line(s): its top items, or (popular) the most popular ones. */
+static void print_user(const char *uid, lac_mf_model_t model, const int64_t *items, const float *scores,
+                       const int64_t *counts, int64_t n, int json)
+{
+    cli_json line;
+    if (json) {
+        cli_json_begin(&line, stdout);
+        cli_json_string(&line, "user", uid);
+        if (counts) cli_json_bool(&line, "popular", true);
+        cli_json_array(&line, "items");
+    }
+    for (int64_t r = 0; r < n; r++) {
+        int64_t j = items[r];
+        if (j < 0) break;
+        if (json) {
+            cli_json_object(&line, NULL);
+            cli_json_string(&line, "item", lac_mf_model_item_id(model, j));
+            if (counts) cli_json_int(&line, "ratings", counts[r]);
+            else cli_json_real(&line, "score", scores[r], "%.4f");
+            cli_json_close(&line);
+        } else if (counts) {
+            printf("%s\t%s\tpopular\n", uid, lac_mf_model_item_id(model, j));
+        } else {
+            printf("%s\t%s\t%.4f\n", uid, lac_mf_model_item_id(model, j), scores[r]);
+        }
+    }
+    if (json) cli_json_end(&line);
+}
+
+/* --users ID,ID,...: each id without the spaces around it; -1 for an id
+ * the model does not know. NULL after a message when an id is empty. */
+static int parse_users(const char *cmd, lac_mf_model_t model, const char *text, char **list, int64_t **users,
+                       const char ***ids, int64_t *count)
+{
+    *list = strdup(text);
+    *users = malloc((strlen(text) / 2 + 2) * sizeof **users);
+    *ids = malloc((strlen(text) / 2 + 2) * sizeof **ids);
+    if (!*list || !*users || !*ids) return cli_usage_error(cmd, "out of memory");
+    char *p = *list;
+    for (;;) {
+        char *comma = strchr(p, ','), *end = comma ? comma : p + strlen(p);
+        while (*p == ' ' || *p == '\t') p++;
+        while (end > p && (end[-1] == ' ' || end[-1] == '\t')) end--;
+        *end = '\0';
+        if (!*p) return cli_usage_error(cmd, "--users has an empty id (in '%s')", text);
+        (*ids)[*count] = p;
+        (*users)[(*count)++] = lac_mf_model_user_index(model, p);
+        if (!comma) break;
+        p = comma + 1;
+    }
+    return CLI_OK;
+}
+
 int cmd_mf_recommend(int argc, char **argv)
 {
     const char *cmd = "mf recommend", *model_path = NULL, *user_list = NULL;
-    int json = 0, all = 0, threads = 0;
+    int json = 0, all = 0, threads = 0, progress = 0;
     int64_t n = 10;
     cli_opt options[] = {
-        {"--users", NULL, CLI_STRING, &user_list, "ID,ID,...", .help = "these users (default: --all)"},
+        {"--users", NULL, CLI_STRING, &user_list, "ID,ID,...",
+         .help = "these users (default: --all); spaces around an id are dropped; a user the model does not know "
+                 "gets the most popular items, marked 'popular'"},
         {"--all", NULL, CLI_FLAG, &all, NULL, .help = "every user of the model"},
         {"-n", NULL, CLI_INT64, &n, "N", .help = "items per user", CLI_IN(1, 1000000), .show_default = 1},
         {"--threads", NULL, CLI_INT, &threads, "N", .help = "CPU threads (default: all)", CLI_IN(0, 4096)},
         {"--json", NULL, CLI_FLAG, &json, NULL, .help = "one JSON object per user"},
+        {"--progress", NULL, CLI_FLAG, &progress, NULL,
+         .help = "users done so far on standard error even when it is not a terminal (a line each)"},
         {0},
     };
     const cli_command command = {
         .name = cmd,
         .usage = "mf recommend [options] MODEL",
         .about = "Top-N items per user by predicted rating, leaving out what the user rated in\n"
-                 "training. One line per recommendation: user item score.\n",
+                 "training. One line per recommendation: user item score. A user the model\n"
+                 "does not know gets the N items rated most often in training, with 'popular'\n"
+                 "for the score (JSON: \"popular\":true and each item's \"ratings\").\n",
         .tables = {options},
         .args = "MODEL",
         .min_args = 1,
@@ -118,11 +177,15 @@ int cmd_mf_recommend(int argc, char **argv)
     if ((rc = cli_check_files(cmd, inputs, 1, NULL, 0)) != CLI_OK) return rc;
     /* Of --users and --all, the one given last counts. */
     if (all && cli_find(&command, "--all")->seen > cli_find(&command, "--users")->seen) user_list = NULL;
+    cli_progress_enable(true);
+    if (progress) cli_progress_force();
     lac_ctx_t ctx;
     rc = cli_make_context(cmd, "cpu", threads, &ctx);
     if (rc) return rc;
+    enum { CHUNK = 4096 };   /* users a call: the output streams, progress between calls */
     lac_mf_model_t model = NULL;
-    int64_t *users = NULL, *items = NULL, count = 0;
+    int64_t *users = NULL, *items = NULL, *known = NULL, *popular = NULL, *counts = NULL, count = 0, unknown = 0;
+    const char **ids = NULL;
     float *scores = NULL;
     char *list = NULL;
     lac_status st = lac_mf_model_load(ctx, model_path, &model);
@@ -131,20 +194,7 @@ int cmd_mf_recommend(int argc, char **argv)
         goto done;
     }
     if (user_list) {
-        list = strdup(user_list);
-        users = malloc((strlen(user_list) / 2 + 2) * sizeof *users);
-        if (!list || !users) {
-            rc = cli_usage_error(cmd, "out of memory");
-            goto done;
-        }
-        for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-            int64_t u = lac_mf_model_user_index(model, tok);
-            if (u < 0) {
-                rc = cli_usage_error(cmd, "user '%s' is not in the model", tok);
-                goto done;
-            }
-            users[count++] = u;
-        }
+        if ((rc = parse_users(cmd, model, user_list, &list, &users, &ids, &count)) != CLI_OK) goto done;
     } else {
         count = lac_mf_model_num_users(model);
         users = malloc((size_t)(count ? count : 1) * sizeof *users);
@@ -154,44 +204,52 @@ int cmd_mf_recommend(int argc, char **argv)
         }
         for (int64_t u = 0; u < count; u++) users[u] = u;
     }
-    items = malloc((size_t)(count ? count : 1) * (size_t)n * sizeof *items);
-    scores = malloc((size_t)(count ? count : 1) * (size_t)n * sizeof *scores);
-    if (!items || !scores) {
-        rc = cli_usage_error(cmd, "out of memory for %lld x %lld recommendations", (long long)count, (long long)n);
+    for (int64_t i = 0; i < count; i++) unknown += users[i] < 0;
+    items = malloc((size_t)CHUNK * (size_t)n * sizeof *items);
+    scores = malloc((size_t)CHUNK * (size_t)n * sizeof *scores);
+    known = malloc((size_t)CHUNK * sizeof *known);
+    popular = malloc((size_t)n * sizeof *popular);
+    counts = malloc((size_t)n * sizeof *counts);
+    if (!items || !scores || !known || !popular || !counts) {
+        rc = cli_usage_error(cmd, "out of memory for %d x %lld recommendations", CHUNK, (long long)n);
         goto done;
     }
-    st = lac_mf_recommend(ctx, model, count, users, n, items, scores);
-    if (st < 0) {
+    if (unknown && (st = lac_mf_popular(ctx, model, n, popular, counts)) < 0) {
         rc = cli_status_error(cmd, ctx, st);
         goto done;
     }
-    for (int64_t i = 0; i < count; i++) {
-        const char *uid = lac_mf_model_user_id(model, users[i]);
-        cli_json line;
-        if (json) {
-            cli_json_begin(&line, stdout);
-            cli_json_string(&line, "user", uid);
-            cli_json_array(&line, "items");
+    double t0 = cli_now();
+    for (int64_t first = 0; first < count; first += CHUNK) {
+        int64_t last = first + CHUNK < count ? first + CHUNK : count, nk = 0;
+        for (int64_t i = first; i < last; i++)
+            if (users[i] >= 0) known[nk++] = users[i];
+        if ((st = lac_mf_recommend(ctx, model, nk, known, n, items, scores)) < 0) {
+            rc = cli_status_error(cmd, ctx, st);
+            goto done;
         }
-        for (int64_t r = 0; r < n; r++) {
-            int64_t j = items[i * n + r];
-            if (j < 0) break;
-            if (json) {
-                cli_json_object(&line, NULL);
-                cli_json_string(&line, "item", lac_mf_model_item_id(model, j));
-                cli_json_real(&line, "score", scores[i * n + r], "%.4f");
-                cli_json_close(&line);
+        for (int64_t i = first, k = 0; i < last; i++) {
+            if (users[i] < 0) {
+                print_user(ids[i], model, popular, NULL, counts, n, json);
             } else {
-                printf("%s\t%s\t%.4f\n", uid, lac_mf_model_item_id(model, j), scores[i * n + r]);
+                print_user(lac_mf_model_user_id(model, users[i]), model, items + k * n, scores + k * n, NULL, n, json);
+                k++;
             }
         }
-        if (json) cli_json_end(&line);
+        if (count > CHUNK) cli_progress("%lld / %lld users, %.1f s", (long long)last, (long long)count, cli_now() - t0);
     }
+    cli_progress_done();
+    if (unknown)
+        fprintf(stderr, "lacuna %s: %lld user%s not in the model: the %lld most popular items, marked 'popular'\n", cmd,
+                (long long)unknown, unknown == 1 ? "" : "s", (long long)n);
 done:
     free(list);
+    free(ids);
     free(users);
     free(items);
     free(scores);
+    free(known);
+    free(popular);
+    free(counts);
     lac_mf_model_destroy(&model);
     lac_ctx_destroy(&ctx);
     return rc;

@@ -4,6 +4,7 @@
 #include "json.h"
 #include "plot.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,13 +12,18 @@
 typedef struct {
     int epochs_max;
     int quiet;
-    cli_curve curve;   /* for --log and --plot */
+    cli_curve curve;   /* for --plot */
+    FILE *log;         /* --log, written as training goes */
 } progress_state;
 
 static int on_epoch(int epoch, double train_rmse, double valid_rmse, double seconds, void *user)
 {
     progress_state *s = user;
     cli_curve_add(&s->curve, (const double[CLI_MF_CURVE_WIDTH]){epoch, train_rmse, valid_rmse, seconds});
+    if (s->log) {
+        fprintf(s->log, "%d %.9g %.9g %.9g\n", epoch, train_rmse, valid_rmse, seconds);
+        fflush(s->log);
+    }
     if (s->quiet) return 0;
     if (isnan(valid_rmse))
         cli_progress("epoch %d/%d  train RMSE %.4f  %.2f s", epoch, s->epochs_max, train_rmse, seconds);
@@ -86,7 +92,7 @@ static const char *const methods[] = {"simlsh", "gsm", "rpcos", "minhash", "rand
 int cmd_mf_train(int argc, char **argv)
 {
     const char *cmd = "mf train", *files[2], *valid_path = NULL, *device = "auto", *log_path = NULL, *plot_path = NULL;
-    int json = 0, quiet = 0, threads = 0, no_search = 0;
+    int json = 0, quiet = 0, threads = 0, no_search = 0, progress = 0;
     lac_mf_params p = lac_mf_params_default();
     lac_mf_checkpoint_params ck = lac_mf_checkpoint_params_default();
     cli_ratings_input in;
@@ -135,8 +141,11 @@ int cmd_mf_train(int argc, char **argv)
                  "on 10% of TRAIN held out (plain model)"},
         {"--json", NULL, CLI_FLAG, &json, NULL, .help = "one line of JSON on stdout"},
         {"--quiet", NULL, CLI_FLAG, &quiet, NULL, .help = "no progress"},
+        {"--progress", NULL, CLI_FLAG, &progress, NULL,
+         .help = "progress even when standard error is not a terminal (a line each, for logs and notebooks)"},
         {"--log", NULL, CLI_STRING, &log_path, "FILE",
-         .help = "one line per epoch: epoch train_rmse valid_rmse seconds (NaN without --valid)"},
+         .help = "a header, then one line per epoch as training goes: epoch train_rmse valid_rmse seconds (NaN "
+                 "without --valid)"},
         {"--plot", NULL, CLI_STRING, &plot_path, "FILE.svg", .help = "the RMSE by epoch and by time, as an SVG picture"},
         {0},
     };
@@ -175,6 +184,7 @@ int cmd_mf_train(int argc, char **argv)
     const char *why = lac_mf_params_check(&p);
     if (why) return cli_usage_error(cmd, "%s", why);
     cli_progress_enable(!quiet);
+    if (progress && !quiet) cli_progress_force();
     if (p.deterministic && !strcmp(device, "auto")) device = "cpu";   /* CUDA training is never bit-reproducible */
 
     lac_ctx_t ctx;
@@ -195,14 +205,22 @@ int cmd_mf_train(int argc, char **argv)
         st = lac_mf_tune(ctx, &tp, &p, train, &tuned);
         cli_progress_done();
     }
-    progress_state ps = {p.epochs, quiet, {.width = CLI_MF_CURVE_WIDTH}};
+    progress_state ps = {p.epochs, quiet, {.width = CLI_MF_CURVE_WIDTH}, NULL};
+    if (st == LAC_SUCCESS && log_path && !(ps.log = !strcmp(log_path, "-") ? stdout : fopen(log_path, "w"))) {
+        fprintf(stderr, "lacuna %s: cannot write --log %s: %s\n", cmd, log_path, strerror(errno));
+        rc = CLI_RUNTIME;
+        goto cleanup;
+    }
+    if (ps.log) {
+        if (tp.search)
+            fprintf(ps.log, "# chose k %d, l2 %g, alpha %g, %d epochs (held-out RMSE %.6g, %.6g with the defaults)\n",
+                    p.k, p.lambda, p.alpha, p.epochs, tuned.rmse, tuned.start_rmse);
+        fprintf(ps.log, "# epoch train_rmse valid_rmse seconds\n");
+        fflush(ps.log);
+    }
     if (st == LAC_SUCCESS) st = lac_mf_train_checkpointed(ctx, &p, &ck, train, valid, on_epoch, &ps, &model, &rep);
     cli_progress_done();
     if (st == LAC_SUCCESS) st = lac_mf_model_save(ctx, files[1], model);
-    if (st == LAC_SUCCESS && log_path) {
-        lac_array rows = lac_array_matrix(ps.curve.rows, LAC_FLOAT64, ps.curve.count, CLI_MF_CURVE_WIDTH);
-        st = lac_text_save(ctx, log_path, &rows);
-    }
     if (st < 0) {
         rc = cli_status_error(cmd, ctx, st);
     } else if (plot_path && (rc = cli_plot_mf_train(cmd, ctx, plot_path, ps.curve.rows, ps.curve.count)) != CLI_OK) {
@@ -241,6 +259,11 @@ int cmd_mf_train(int argc, char **argv)
         if (lac_ratings_skipped(train) + lac_ratings_skipped(valid))
             printf("%lld malformed lines skipped\n", (long long)(lac_ratings_skipped(train) + lac_ratings_skipped(valid)));
     }
+    if (ps.log && ps.log != stdout && fclose(ps.log) != 0 && rc == CLI_OK) {
+        fprintf(stderr, "lacuna %s: error writing --log %s\n", cmd, log_path);
+        rc = CLI_RUNTIME;
+    }
+cleanup:
     cli_curve_free(&ps.curve);
     lac_mf_model_destroy(&model);
     lac_ratings_destroy(&train);
