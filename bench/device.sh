@@ -18,6 +18,7 @@
 #   MAP_OOC_M=4G           rows of the out-of-core (pinned host memory) case; 0 skips it
 #   MAP_PEERS=0            skip the peers; MAP_PLAN=0 skips the planned sweep
 #   DEVICE_TEST_FILTER=re  sections test and sanitize run only the CUDA tests whose names match
+#   DEVICE_BUILD_TARGETS="lacuna map_bench ..."  section build makes only these targets
 # Peers come from a git-ignored folder carried beside the repo (PEERS, default
 # .peers/): seed_map_naive.cu (naive atomicAdd kernel); the PyTorch peer is
 # bench/torch_map_peer.py. When the machine lacks OpenBLAS/LAPACKE or pkg-config,
@@ -92,7 +93,7 @@ section_build() {
     ensure_cpu_deps
     say "build: cmake Release with CUDA (sm_90), -j$JOBS"
     if ! { cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DLACUNA_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
-        "${CMAKE_EXTRA[@]}" && cmake --build "$BUILD" -j "$JOBS"; } >"$OUT/build.log" 2>&1; then
+        "${CMAKE_EXTRA[@]}" && cmake --build "$BUILD" -j "$JOBS" ${DEVICE_BUILD_TARGETS:+--target $DEVICE_BUILD_TARGETS}; } >"$OUT/build.log" 2>&1; then
         say "build FAILED (tail of build.log follows)"
         tail -30 "$OUT/build.log"
         return 1

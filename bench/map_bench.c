@@ -15,7 +15,7 @@
  *   map_bench [-m 1M,4M,20M,40M,400M] [-n 10k,20k,100k,500k,1M]
  *             [--dist uniform,zipf] [-w 2] [-r 10] [--op sum] [--dtype float32]
  *             [--index int32|int64] [--cols b] [--weights]
- *             [--mode atomic,plan,deterministic] [--device cpu|cuda|auto]
+ *             [--mode atomic,plan,plan-deterministic,deterministic,async] [--device cpu|cuda|auto]
  *             [--threads N] [--host-memory] [--check] [--json] [--no-serial] [--no-numpy]
  *
  * --device cuda uploads S, R (and w) to device arrays once and times lac_map on
@@ -30,6 +30,9 @@
 #include "bench_util.h"
 #include "core/random.h"
 #include "lacuna/lacuna.h"
+#ifdef LACUNA_BENCH_CUDA
+#include "lacuna/lacuna_cuda.h"
+#endif
 
 #include <errno.h>
 #include <math.h>
@@ -42,11 +45,11 @@
 #include <unistd.h>
 
 #define MAX_LIST 16
-#define MAX_MODES 3
+#define MAX_MODES 5
 #define PYTHON "/usr/bin/python3"
 #define ZIPF_EXPONENT 1.1
 
-typedef enum { MODE_ATOMIC, MODE_PLAN, MODE_DETERMINISTIC } bench_mode;
+typedef enum { MODE_ATOMIC, MODE_PLAN, MODE_DETERMINISTIC, MODE_PLAN_DET, MODE_ASYNC } bench_mode;
 typedef enum { DIST_UNIFORM, DIST_ZIPF } bench_dist;
 
 typedef struct {
@@ -132,7 +135,8 @@ static void format_size(int64_t v, char *buf, size_t len)
 
 static const char *mode_name(bench_mode m)
 {
-    return m == MODE_PLAN ? "plan" : m == MODE_DETERMINISTIC ? "deterministic" : "atomic";
+    return m == MODE_PLAN ? "plan" : m == MODE_DETERMINISTIC ? "deterministic" : m == MODE_PLAN_DET ? "plan-deterministic"
+           : m == MODE_ASYNC ? "async" : "atomic";
 }
 
 static const char *dist_name(bench_dist d) { return d == DIST_ZIPF ? "zipf" : "uniform"; }
@@ -152,8 +156,10 @@ static void usage(FILE *out)
             "  --cols B         source columns sharing the bridge (default 1)\n"
             "  --weights        also pass a weight per source row\n"
             "  --mode LIST      atomic (plain lac_map), plan (lac_map_plan_execute; the\n"
-            "                   build is timed apart), deterministic, or a list of them\n"
-            "                   run side by side on the same data (default atomic)\n"
+            "                   build is timed apart), plan-deterministic, deterministic,\n"
+            "                   async (CUDA: lac_map_cuda_async calls queued back to back on\n"
+            "                   a stream, one synchronisation; the time per call), or a list\n"
+            "                   of them run side by side on the same data (default atomic)\n"
             "  --device D       cpu|cuda|auto (default cpu)\n"
             "  --threads N      CPU threads (default: OpenMP's)\n"
             "  --host-memory    CUDA: keep S, R, w, T in pinned host memory (streamed)\n"
@@ -247,6 +253,8 @@ static int parse_options(int argc, char **argv, bench_options *o)
                 if (!strcmp(tok, "atomic")) mode = MODE_ATOMIC;
                 else if (!strcmp(tok, "plan")) mode = MODE_PLAN;
                 else if (!strcmp(tok, "deterministic")) mode = MODE_DETERMINISTIC;
+                else if (!strcmp(tok, "plan-deterministic")) mode = MODE_PLAN_DET;
+                else if (!strcmp(tok, "async")) mode = MODE_ASYNC;
                 else return fprintf(stderr, "map_bench: bad --mode '%s'\n", v), 2;
                 for (int k = 0; k < o->num_modes; k++)
                     if (o->modes[k] == mode) return fprintf(stderr, "map_bench: --mode '%s' repeats a mode\n", v), 2;
@@ -690,6 +698,36 @@ static void skip_all(bench_result *rs, int count, const char *why)
     }
 }
 
+/* What one call of any mode needs. */
+typedef struct {
+    lac_ctx_t ctx;
+    lac_map_plan_t plan;
+    const lac_array *S, *R, *W;
+    lac_array *T;
+    void *stream;   /* cudaStream_t of the async mode */
+} bench_call;
+
+/* One call of a mode; wait: synchronise (the async mode's report too). */
+static lac_status call_mode(const bench_call *c, bench_mode mode, const lac_map_params *p, bool wait)
+{
+    lac_status st;
+    if (mode == MODE_PLAN || mode == MODE_PLAN_DET) {
+        st = lac_map_plan_execute(c->ctx, c->plan, p, c->S, c->W, c->T);
+    } else if (mode == MODE_ASYNC) {
+#ifdef LACUNA_BENCH_CUDA
+        st = lac_map_cuda_async(c->ctx, p, c->S, c->R, c->W, c->T, (cudaStream_t)c->stream);
+        if (st == LAC_SUCCESS && wait) st = lac_map_cuda_synchronize(c->ctx, (cudaStream_t)c->stream);
+        return st;
+#else
+        return LAC_ERR_UNSUPPORTED;
+#endif
+    } else {
+        st = lac_map(c->ctx, p, c->S, c->R, c->W, c->T);
+    }
+    if (st == LAC_SUCCESS && wait) st = lac_ctx_synchronize(c->ctx);
+    return st;
+}
+
 /* One case (m, n, dist) in every mode of o->modes: rs[k] for o->modes[k]. */
 static void run_case(lac_ctx_t ctx, const bench_options *o, double bandwidth, bench_result *rs, char *numpy_version,
                      size_t numpy_version_len)
@@ -774,8 +812,8 @@ static void run_case(lac_ctx_t ctx, const bench_options *o, double bandwidth, be
     lac_array T = cols > 1 ? lac_array_matrix(b.dT, o->dtype, n, cols) : lac_array_vector(b.dT, o->dtype, n);
     S.memory = R.memory = W.memory = T.memory = mem;
 
-    for (int k = 0; k < modes; k++) {
-        if (o->modes[k] != MODE_PLAN) continue;
+    for (int k = 0; k < modes && !plan; k++) {
+        if (o->modes[k] != MODE_PLAN && o->modes[k] != MODE_PLAN_DET) continue;
         double t0 = now_s();
         lac_status st = lac_map_plan_create(ctx, &R, n, &plan);
         if (st == LAC_SUCCESS) st = lac_ctx_synchronize(ctx);
@@ -787,24 +825,48 @@ static void run_case(lac_ctx_t ctx, const bench_options *o, double bandwidth, be
         rs[k].plan_build_ms = 1e3 * (now_s() - t0);
     }
 
-    /* One call of mode k. */
-#define CALL_MODE(k)                                                                                      \
-    (o->modes[k] == MODE_PLAN ? lac_map_plan_execute(ctx, plan, &params[k], &S, o->weights ? &W : NULL, &T) \
-                              : lac_map(ctx, &params[k], &S, &R, o->weights ? &W : NULL, &T))
     lac_map_params params[MAX_MODES];
     for (int k = 0; k < modes; k++) {
         params[k] = lac_map_params_default();
         params[k].op = o->op;
-        params[k].deterministic = o->modes[k] == MODE_DETERMINISTIC;
+        params[k].deterministic = o->modes[k] == MODE_DETERMINISTIC || o->modes[k] == MODE_PLAN_DET;
     }
+    bench_call call = {ctx, plan, &S, &R, o->weights ? &W : NULL, &T, NULL};
+#ifdef LACUNA_BENCH_CUDA
+    cudaStream_t stream = NULL;
+    for (int k = 0; k < modes && !stream; k++)
+        if (o->modes[k] == MODE_ASYNC && cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) {
+            skip_all(rs, modes, "async: no CUDA stream");
+            goto done;
+        }
+    call.stream = stream;
+#endif
     times = malloc((size_t)(o->repeats * modes) * sizeof *times);
     if (!times) goto done;
+    /* async: the calls queued back to back, one synchronisation; the time per
+     * call (a caller's loop, where each launch overlaps the work before it). */
+    for (int k = 0; k < modes; k++) {
+        if (o->modes[k] != MODE_ASYNC) continue;
+        lac_status st = LAC_SUCCESS;
+        for (int rep = 0; rep <= o->warmup && st == LAC_SUCCESS; rep++) st = call_mode(&call, MODE_ASYNC, &params[k], false);
+        if (st == LAC_SUCCESS) st = call_mode(&call, MODE_ASYNC, &params[k], true);
+        double t0 = now_s();
+        for (int rep = 0; rep < o->repeats && st == LAC_SUCCESS; rep++) st = call_mode(&call, MODE_ASYNC, &params[k], false);
+        if (st == LAC_SUCCESS) st = call_mode(&call, MODE_ASYNC, &params[k], true);
+        const double per = 1e3 * (now_s() - t0) / o->repeats;
+        if (st != LAC_SUCCESS) {
+            snprintf(why, sizeof why, "async: %s: %s", lac_status_string(st), lac_last_error(ctx));
+            skip_all(rs, modes, why);
+            goto done;
+        }
+        for (int rep = 0; rep < o->repeats; rep++) times[k * o->repeats + rep] = per;
+    }
     /* Interleaved: run r of every mode, then run r + 1. */
     for (int rep = -o->warmup; rep < o->repeats; rep++)
         for (int k = 0; k < modes; k++) {
+            if (o->modes[k] == MODE_ASYNC) continue;
             double t0 = now_s();
-            lac_status st = CALL_MODE(k);
-            if (st == LAC_SUCCESS) st = lac_ctx_synchronize(ctx);
+            lac_status st = call_mode(&call, o->modes[k], &params[k], true);
             double t = now_s() - t0;
             if (st != LAC_SUCCESS) {
                 snprintf(why, sizeof why, "%s: %s", lac_status_string(st), lac_last_error(ctx));
@@ -837,8 +899,8 @@ static void run_case(lac_ctx_t ctx, const bench_options *o, double bandwidth, be
             bool have_det = false;
             for (int pass = 0; pass < 2; pass++)   /* the deterministic modes first */
                 for (int k = 0; k < modes; k++) {
-                    if ((o->modes[k] == MODE_PLAN) != (pass == 1)) continue;
-                    if (CALL_MODE(k) != LAC_SUCCESS || lac_ctx_synchronize(ctx) != LAC_SUCCESS) goto done;
+                    if ((o->modes[k] == MODE_PLAN || o->modes[k] == MODE_PLAN_DET) != (pass == 1)) continue;
+                    if (call_mode(&call, o->modes[k], &params[k], true) != LAC_SUCCESS) goto done;
                     if (device_arrays && lac_memcpy(ctx, b.T, LAC_MEM_HOST, b.dT, LAC_MEM_DEVICE, bytes_T) != LAC_SUCCESS)
                         goto done;
                     rs[k].relerr = relative_error(b.T, o->dtype, ref, n * cols);
@@ -846,11 +908,14 @@ static void run_case(lac_ctx_t ctx, const bench_options *o, double bandwidth, be
                         memcpy(det_T, b.T, bytes_T);
                         have_det = true;
                     }
-                    if (o->modes[k] == MODE_PLAN && have_det) rs[k].same_bits = memcmp(det_T, b.T, bytes_T) == 0;
+                    if ((o->modes[k] == MODE_PLAN || o->modes[k] == MODE_PLAN_DET) && have_det)
+                        rs[k].same_bits = memcmp(det_T, b.T, bytes_T) == 0;
                 }
         }
     }
-#undef CALL_MODE
+#ifdef LACUNA_BENCH_CUDA
+    if (stream) cudaStreamDestroy(stream);
+#endif
 
     double serial_ms = NAN, numpy_ms = NAN;
     if (o->serial && !cuda) {

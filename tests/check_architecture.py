@@ -100,7 +100,11 @@ if len(getenv_files) > 1:
     failures.append("getenv appears in %d files under src/: %s" % (len(getenv_files), ", ".join(sorted(getenv_files))))
 
 if library:
-    header = open(os.path.join(src_root, "..", "include", "lacuna", "lacuna.h")).read()
+    header = ""
+    for name in ("lacuna.h", "lacuna_cuda.h"):   # the public headers
+        path = os.path.join(src_root, "..", "include", "lacuna", name)
+        if os.path.exists(path):
+            header += open(path).read()
     declared = set(re.findall(r"LAC_API\s[^;{(]*?\b(lac_[a-z0-9_]+)\s*\(", header))
     out = subprocess.run(["nm", "-D", "--defined-only", library], capture_output=True, text=True, check=True).stdout
     exported = {line.split()[-1].split("@")[0] for line in out.splitlines() if line.strip()}

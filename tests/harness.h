@@ -17,9 +17,12 @@ static const char *harness_current;
 
 #define TEST(name) static void name(void)
 
+/* LACUNA_TEST_ONLY=text runs only the tests whose names contain text. */
 #define RUN(name)                                                          \
     do {                                                                   \
         int before_ = harness_failed_checks;                               \
+        const char *only_ = getenv("LACUNA_TEST_ONLY");                    \
+        if (only_ && *only_ && !strstr(#name, only_)) break;               \
         harness_current = #name;                                           \
         name();                                                            \
         if (harness_failed_checks == before_) {                            \

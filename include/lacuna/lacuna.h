@@ -333,9 +333,9 @@ LAC_API lac_status lac_map(lac_ctx_t ctx, const lac_map_params *params, const la
                    const lac_array *bridge, const lac_array *weights, lac_array *target);
 
 /* A plan for one bridge used many times: built once (the bridge is checked
- * once), then every execute is a contention-free, deterministic map. The plan
- * keeps its own copy of what it needs: the bridge array may be freed after
- * create. */
+ * once, and kept in the form its backend reads fastest), then every execute
+ * skips that work. The plan keeps its own copy of what it needs: the bridge
+ * array may be freed after create. */
 typedef struct lac_map_plan *lac_map_plan_t;
 
 LAC_API lac_status lac_map_plan_create(lac_ctx_t ctx, const lac_array *bridge, int64_t num_targets,
@@ -343,7 +343,11 @@ LAC_API lac_status lac_map_plan_create(lac_ctx_t ctx, const lac_array *bridge, i
 LAC_API void lac_map_plan_destroy(lac_map_plan_t *plan);
 LAC_API int64_t lac_map_plan_num_sources(lac_map_plan_t plan);
 LAC_API int64_t lac_map_plan_num_targets(lac_map_plan_t plan);
-/* As lac_map with the plan's bridge; params->deterministic is implied. */
+/* As lac_map with the plan's bridge. params->deterministic chooses the
+ * execute: set, bit-identical results (as lac_map's, and the same from a plan
+ * as from a deterministic one-shot call); unset, the fastest path (on the
+ * CUDA backend the one-shot kernels over the checked bridge, never slower
+ * than lac_map; the CPU backend's execute is deterministic either way). */
 LAC_API lac_status lac_map_plan_execute(lac_ctx_t ctx, lac_map_plan_t plan, const lac_map_params *params,
                                 const lac_array *source, const lac_array *weights,
                                 lac_array *target);

@@ -29,6 +29,8 @@ static const struct {
     [LAC_KNOB_MAP_CUDA_PLAN_ACC] = {"LACUNA_MAP_CUDA_PLAN_ACC", "f32: float32 private copies in float32 plans"},
     [LAC_KNOB_MAP_CUDA_PLAN_CHUNK] = {"LACUNA_MAP_CUDA_PLAN_CHUNK", "rows of a chunk-local plan's chunk"},
     [LAC_KNOB_MAP_CUDA_PLAN_GRID] = {"LACUNA_MAP_CUDA_PLAN_GRID", "blocks of a plan's execute (tests)"},
+    [LAC_KNOB_MAP_CUDA_PART] = {"LACUNA_MAP_CUDA_PART", "1: many targets through the range-partitioned kernel (opt-in); profile: also log its phase times"},
+    [LAC_KNOB_MAP_CUDA_PART_TILES] = {"LACUNA_MAP_CUDA_PART_TILES", "8192-row tiles a block partitions per chunk (many targets)"},
     [LAC_KNOB_MF_CUDA_LANES] = {"LACUNA_MF_CUDA_LANES", "lanes that share a user row (CUSGD++)"},
     [LAC_KNOB_MF_CUDA_AHEAD] = {"LACUNA_MF_CUDA_AHEAD", "item rows loaded ahead (CUSGD++)"},
     [LAC_KNOB_MF_CUDA_GROUPS] = {"LACUNA_MF_CUDA_GROUPS", "user groups in flight (CUSGD++)"},

@@ -29,6 +29,8 @@ typedef enum {
     LAC_KNOB_MAP_CUDA_PLAN_ACC,  /* f32: float32 private copies in plans (float32 values) */
     LAC_KNOB_MAP_CUDA_PLAN_CHUNK,/* rows of a plan's chunk */
     LAC_KNOB_MAP_CUDA_PLAN_GRID, /* blocks of a plan's execute (tests) */
+    LAC_KNOB_MAP_CUDA_PART,      /* 1: the range-partitioned many-target kernel (opt-in) */
+    LAC_KNOB_MAP_CUDA_PART_TILES,/* tiles a block partitions per chunk */
     LAC_KNOB_MF_CUDA_LANES,      /* lanes a user group */
     LAC_KNOB_MF_CUDA_AHEAD,      /* v_j rows loaded ahead */
     LAC_KNOB_MF_CUDA_GROUPS,     /* groups in flight */

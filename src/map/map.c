@@ -2,6 +2,7 @@
  * T[R[i]] op= w[i] * S[i] (one-shot and planned). Backends get a checked
  * lac_map_call through their table (map_backend.h). */
 #include "map/map_backend.h"
+#include "map/map_front.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -60,9 +61,9 @@ static lac_status backend_for(lac_ctx_t ctx, const lac_map_backend **out)
 
 /* Shape, dtype and memory checks shared by lac_map and lac_map_plan_execute.
  * bridge may be NULL (planned calls): then m comes from the plan. */
-static lac_status check_call(lac_ctx_t ctx, const lac_map_params *params, const lac_array *source,
-                             const lac_array *bridge, const lac_array *weights, const lac_array *target,
-                             int64_t plan_m, int64_t plan_n, lac_map_call *call)
+lac_status lac_map_check_call(lac_ctx_t ctx, const lac_map_params *params, const lac_array *source,
+                              const lac_array *bridge, const lac_array *weights, const lac_array *target,
+                              int64_t plan_m, int64_t plan_n, lac_map_call *call)
 {
     LAC_ARG_NOT_NULL(ctx, ctx);
     LAC_ARG_NOT_NULL(ctx, params);
@@ -143,7 +144,7 @@ lac_status lac_map(lac_ctx_t ctx, const lac_map_params *params, const lac_array 
 {
     LAC_ARG_NOT_NULL(ctx, bridge);
     lac_map_call call;
-    LAC_CHECK(check_call(ctx, params, source, bridge, weights, target, 0, 0, &call));
+    LAC_CHECK(lac_map_check_call(ctx, params, source, bridge, weights, target, 0, 0, &call));
     const lac_map_backend *backend;
     LAC_CHECK(backend_for(ctx, &backend));
     return backend->map(ctx, &call);
@@ -214,7 +215,6 @@ lac_status lac_map_plan_execute(lac_ctx_t ctx, lac_map_plan_t plan, const lac_ma
                          plan->backend == LAC_BACKEND_CUDA ? "cuda" : "cpu",
                          ctx->backend == LAC_BACKEND_CUDA ? "cuda" : "cpu");
     lac_map_call call;
-    LAC_CHECK(check_call(ctx, params, source, NULL, weights, target, plan->m, plan->n, &call));
-    call.params.deterministic = 1;
+    LAC_CHECK(lac_map_check_call(ctx, params, source, NULL, weights, target, plan->m, plan->n, &call));
     return plan->table->plan_execute(ctx, plan, &call);
 }

@@ -76,13 +76,22 @@ struct lac_map_backend {
     void (*plan_release)(lac_map_plan_t plan);
 };
 
+/* Stream-ordered calls (include/lacuna/lacuna_cuda.h), CUDA backend only;
+ * stream is a cudaStream_t. map defers its device faults to synchronize. */
+typedef struct {
+    lac_status (*map)(lac_ctx_t ctx, const lac_map_call *call, void *stream);
+    lac_status (*synchronize)(lac_ctx_t ctx, void *stream);
+} lac_map_async_backend;
+
 /* The CPU backend (src/map/cpu/), always there. */
 extern const lac_map_backend lac_map_cpu_backend;
 /* The CUDA backend's table (src/backend/cuda/gateway.cu); NULL without CUDA. */
 #ifdef LACUNA_HAVE_CUDA
 const lac_map_backend *lac_map_backend_cuda(void);
+const lac_map_async_backend *lac_map_async_backend_cuda(void);
 #else
 static inline const lac_map_backend *lac_map_backend_cuda(void) { return NULL; }
+static inline const lac_map_async_backend *lac_map_async_backend_cuda(void) { return NULL; }
 #endif
 
 #ifdef __cplusplus

@@ -13,6 +13,7 @@
  * memory kind at least once), on fewer combinations and fewer rows. */
 #include "harness.h"
 #include "lacuna/lacuna.h"
+#include "lacuna/lacuna_cuda.h"
 
 #include <stdint.h>
 #include <time.h>
@@ -667,6 +668,7 @@ TEST(few_target_plans_are_bit_identical_across_runs_and_grids)
             double *ref = malloc(sizeof(double) * (size_t)n), *got = malloc(sizeof(double) * (size_t)n);
             for (int o = 0; o < 6; o++) {
                 lac_map_params p = lac_map_params_default();
+                p.deterministic = 1;   /* a plan's fixed-order execute */
                 p.op = o < 2 ? LAC_MAP_SUM : o < 4 ? LAC_MAP_COUNT : o == 4 ? LAC_MAP_MEAN : LAC_MAP_MIN;
                 d.weighted = o % 2;
                 p.accumulate = o == 1 || o == 5;
@@ -743,6 +745,7 @@ TEST(one_few_target_plan_serves_unweighted_weighted_and_float64_calls)
     unsigned char *again = malloc((size_t)n * 8);
     static const char *kinds[3] = {"float32 unweighted", "float32 weighted", "float64 unweighted"};
     lac_map_params p = lac_map_params_default();
+    p.deterministic = 1;
     for (int call = 0; call < 6 && plan; call++) {
         const int kind = call < 3 ? call : call - 3;   /* 0 1 2 0 1 2 */
         case_data *d = kind == 2 ? &d64 : &d32;
@@ -776,6 +779,251 @@ TEST(one_few_target_plan_serves_unweighted_weighted_and_float64_calls)
     case_free(&d64);
 }
 
+/* Many targets through the range-partitioned kernel (map_part.cu), forced by
+ * a context knob (LACUNA_MAP_CUDA_PART=1, one or three tiles a chunk): SUM and COUNT, weights, accumulate and
+ * empty values against the float64 reference, uniform and skewed bridges
+ * (half of the rows on three targets overflow their regions into the spill),
+ * int32 and int64, float32 and float64; a bad index names its row and leaves
+ * T as it was, and the next clean call succeeds. */
+TEST(many_targets_partitioned_by_range)
+{
+    static const char *const knobs[] = {"MAP_CUDA_PART=1,MAP_CUDA_PART_TILES=1", "MAP_CUDA_PART=1,MAP_CUDA_PART_TILES=3",
+                                        "MAP_CUDA_PART=1"};
+    lac_ctx_t saved = gpu;
+    for (int k = 0; k < 3; k++) {
+        lac_ctx_t part = NULL;
+        lac_ctx_params cp = lac_ctx_params_default();
+        cp.backend = LAC_BACKEND_CUDA;
+        cp.knobs = knobs[k];
+        CHECK_OK(NULL, lac_ctx_create(&cp, &part));
+        if (!part) return;
+        gpu = part;
+        for (int vt = 0; vt < 2; vt++)
+            for (int it = 0; it < 2; it++)
+                for (int skew = 0; skew < 2; skew++) {
+                    if ((quick || k == 2) && !(vt == it && it == skew)) continue;
+                    case_data d;
+                    lac_dtype vtype = vt ? LAC_FLOAT64 : LAC_FLOAT32;
+                    int64_t n = (skew ? 400000 : 70000) + (int64_t)(harness_rand_u64(&rng) % 1000);
+                    int64_t m = (k == 2 ? 2400000 : rows(900000, 4)) + (int64_t)(harness_rand_u64(&rng) % 4000);
+                    case_make(&d, m, n, 1, vtype, it ? LAC_INT64 : LAC_INT32, 0, skew);
+                    double *ref = malloc(sizeof(double) * (size_t)n), *got = malloc(sizeof(double) * (size_t)n);
+                    for (int o = 0; o < 4; o++) {
+                        lac_map_params p = lac_map_params_default();
+                        p.op = o < 2 ? LAC_MAP_SUM : LAC_MAP_COUNT;
+                        d.weighted = o % 2;
+                        p.accumulate = o == 1;
+                        p.empty_value = o == 2 ? -2.0 : 0.0;
+                        reference(&d, &p, ref);
+                        int st = run_case(gpu, &d, &p, LAC_MEM_DEVICE, RUN_MAP, got, NULL);
+                        int64_t worst = -1;
+                        double e = st == LAC_SUCCESS ? compare(got, ref, n, &worst) : INFINITY;
+                        /* float32 sums of up to ~300k values on one hot target. */
+                        if (!(e <= (vt ? 1e-9 : skew ? 2e-3 : 1e-5)))
+                            HARNESS_FAIL("knobs '%s' %s %s skew %d op %s weights %d (m %lld n %lld): status %d (%s) err %g "
+                                         "at %lld: got %.9g want %.9g",
+                                         knobs[k], lac_dtype_name(vtype), it ? "int64" : "int32", skew,
+                                         lac_map_op_name(p.op), d.weighted, (long long)m, (long long)n, st,
+                                         lac_last_error(gpu), e, (long long)worst, worst >= 0 ? got[worst] : 0.0,
+                                         worst >= 0 ? ref[worst] : 0.0);
+                    }
+                    lac_map_params p = lac_map_params_default();
+                    d.weighted = 0;
+                    int64_t keep1 = d.R[m - 3], keep2 = d.R[m / 3];
+                    d.R[m - 3] = n;
+                    d.R[m / 3] = -7;
+                    char want[80];
+                    snprintf(want, sizeof want, "bridge[%lld] = -7", (long long)(m / 3));
+                    check_rejected(&d, &p, LAC_MEM_DEVICE, RUN_MAP, LAC_ERR_RANGE, want, "partitioned bad index");
+                    d.R[m - 3] = keep1;
+                    d.R[m / 3] = keep2;
+                    reference(&d, &p, ref);
+                    int st = run_case(gpu, &d, &p, LAC_MEM_DEVICE, RUN_MAP, got, NULL);
+                    int64_t worst = -1;
+                    double e = st == LAC_SUCCESS ? compare(got, ref, n, &worst) : INFINITY;
+                    if (!(e <= (vt ? 1e-9 : skew ? 2e-3 : 1e-5)))
+                        HARNESS_FAIL("clean partitioned call after a faulty one: status %d (%s) err %g", st, lac_last_error(gpu), e);
+                    free(ref);
+                    free(got);
+                    case_free(&d);
+                }
+        gpu = saved;
+        lac_ctx_destroy(&part);
+    }
+}
+
+/* Device copies of a case for the stream-ordered calls. */
+typedef struct {
+    void *S, *w, *R, *T;
+    lac_array as, aw, ar, at;
+} dev_case;
+
+static void dev_case_make(dev_case *g, const case_data *d)
+{
+    size_t vs = lac_dtype_size(d->vt), is = lac_dtype_size(d->it);
+    void *hS = to_dtype(d->S, d->m * d->b, d->vt), *hw = to_dtype(d->w, d->m, d->vt);
+    void *hR = index_to_dtype(d->R, d->m, d->it), *hT = to_dtype(d->T0, d->n * d->b, d->vt);
+    cudaMalloc(&g->S, (size_t)(d->m * d->b) * vs + 16);
+    cudaMalloc(&g->w, (size_t)d->m * vs + 16);
+    cudaMalloc(&g->R, (size_t)d->m * is + 16);
+    cudaMalloc(&g->T, (size_t)(d->n * d->b) * vs + 16);
+    cudaMemcpy(g->S, hS, (size_t)(d->m * d->b) * vs, cudaMemcpyHostToDevice);
+    cudaMemcpy(g->w, hw, (size_t)d->m * vs, cudaMemcpyHostToDevice);
+    cudaMemcpy(g->R, hR, (size_t)d->m * is, cudaMemcpyHostToDevice);
+    cudaMemcpy(g->T, hT, (size_t)(d->n * d->b) * vs, cudaMemcpyHostToDevice);
+    g->as = d->b > 1 ? lac_array_matrix(g->S, d->vt, d->m, d->b) : lac_array_vector(g->S, d->vt, d->m);
+    g->at = d->b > 1 ? lac_array_matrix(g->T, d->vt, d->n, d->b) : lac_array_vector(g->T, d->vt, d->n);
+    g->ar = lac_array_vector(g->R, d->it, d->m);
+    g->aw = lac_array_vector(g->w, d->vt, d->m);
+    g->as.memory = g->at.memory = g->ar.memory = g->aw.memory = LAC_MEM_DEVICE;
+    free(hS), free(hw), free(hR), free(hT);
+}
+
+static void dev_case_target(const dev_case *g, const case_data *d, double *out, void *raw)
+{
+    size_t bytes = (size_t)(d->n * d->b) * lac_dtype_size(d->vt);
+    void *h = malloc(bytes);
+    cudaMemcpy(h, g->T, bytes, cudaMemcpyDeviceToHost);
+    for (int64_t k = 0; k < d->n * d->b; k++) out[k] = value_at(h, d->vt, k);
+    if (raw) memcpy(raw, h, bytes);
+    free(h);
+}
+
+static void dev_case_free(dev_case *g)
+{
+    cudaFree(g->S), cudaFree(g->w), cudaFree(g->R), cudaFree(g->T);
+}
+
+/* lac_map_cuda_async on a stream of the caller's: calls of the three device
+ * paths (few targets, many targets partitioned, the general kernel for a
+ * weighted mean) queued back to back and checked after one synchronisation;
+ * a faulty call between two good ones leaves its T untouched, is named by the
+ * synchronisation and does not disturb the others; a captured CUDA graph
+ * replayed accumulates once per replay, and a replay over a bridge made bad
+ * in place is reported and leaves T as the last good replay left it. */
+TEST(stream_ordered_calls_defer_faults_and_replay_in_graphs)
+{
+    cudaStream_t stream;
+    CHECK_INT(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), 0);
+    case_data d[3];
+    dev_case g[3];
+    lac_map_params p[3];
+    int64_t shapes[3][2] = {{rows(2000000, 8), 10000}, {rows(2400000, 8), 300000}, {rows(500000, 8), 50000}};
+    for (int c = 0; c < 3; c++) {
+        case_make(&d[c], shapes[c][0] + c, shapes[c][1], 1, c == 2 ? LAC_FLOAT64 : LAC_FLOAT32, LAC_INT32, c == 2, c == 0);
+        dev_case_make(&g[c], &d[c]);
+        p[c] = lac_map_params_default();
+        p[c].op = c == 2 ? LAC_MAP_MEAN : LAC_MAP_SUM;
+        p[c].accumulate = c == 1;
+    }
+    /* Three good calls, one synchronisation. */
+    for (int c = 0; c < 3; c++)
+        CHECK_OK(gpu, lac_map_cuda_async(gpu, &p[c], &g[c].as, &g[c].ar, d[c].weighted ? &g[c].aw : NULL, &g[c].at, stream));
+    CHECK_OK(gpu, lac_map_cuda_synchronize(gpu, stream));
+    for (int c = 0; c < 3; c++) {
+        double *ref = malloc(sizeof(double) * (size_t)d[c].n), *got = malloc(sizeof(double) * (size_t)d[c].n);
+        reference(&d[c], &p[c], ref);
+        dev_case_target(&g[c], &d[c], got, NULL);
+        int64_t worst = -1;
+        double e = compare(got, ref, d[c].n, &worst);
+        if (!(e <= (c == 2 ? 1e-9 : 2e-3))) HARNESS_FAIL("async call %d: err %g at %lld", c, e, (long long)worst);
+        free(ref), free(got);
+    }
+    /* good, faulty, good: the fault comes at the synchronisation. */
+    {
+        case_data *f = &d[1];
+        size_t bytes = (size_t)f->n * lac_dtype_size(f->vt);
+        unsigned char *before = malloc(bytes), *after = malloc(bytes);
+        double *got = malloc(sizeof(double) * (size_t)f->n), *ref = malloc(sizeof(double) * (size_t)f->n);
+        dev_case_target(&g[1], f, got, before);
+        int32_t bad = (int32_t)f->n + 5, keep;
+        int64_t row = f->m / 2 + 3;
+        cudaMemcpy(&keep, (int32_t *)g[1].R + row, sizeof keep, cudaMemcpyDeviceToHost);
+        cudaMemcpy((int32_t *)g[1].R + row, &bad, sizeof bad, cudaMemcpyHostToDevice);
+        lac_map_params q = lac_map_params_default();
+        CHECK_OK(gpu, lac_map_cuda_async(gpu, &q, &g[0].as, &g[0].ar, NULL, &g[0].at, stream));
+        CHECK_OK(gpu, lac_map_cuda_async(gpu, &q, &g[1].as, &g[1].ar, NULL, &g[1].at, stream));
+        CHECK_OK(gpu, lac_map_cuda_async(gpu, &q, &g[2].as, &g[2].ar, NULL, &g[2].at, stream));
+        int st = lac_map_cuda_synchronize(gpu, stream);
+        char want[80];
+        snprintf(want, sizeof want, "bridge[%lld] = %d", (long long)row, bad);
+        CHECK_INT(st, LAC_ERR_RANGE);
+        if (!strstr(lac_last_error(gpu), want)) HARNESS_FAIL("async fault: '%s' does not name '%s'", lac_last_error(gpu), want);
+        dev_case_target(&g[1], f, got, after);
+        if (memcmp(before, after, bytes) != 0) HARNESS_FAIL("async fault: T of the faulty call was changed");
+        CHECK_OK(gpu, lac_map_cuda_synchronize(gpu, stream));   /* reported once */
+        d[2].weighted = 0;
+        reference(&d[2], &q, ref);
+        double *got2 = malloc(sizeof(double) * (size_t)d[2].n);
+        dev_case_target(&g[2], &d[2], got2, NULL);
+        int64_t worst = -1;
+        double e = compare(got2, ref, d[2].n, &worst);
+        if (!(e <= 1e-9)) HARNESS_FAIL("the good call after a faulty one: err %g", e);
+        cudaMemcpy((int32_t *)g[1].R + row, &keep, sizeof keep, cudaMemcpyHostToDevice);
+
+        /* A graph of one accumulating call (the calls above sized the workspace). */
+        lac_map_params acc = lac_map_params_default();
+        acc.accumulate = 1;
+        for (int c = 0; c < 2; c++) {
+            cudaGraph_t graph = NULL;
+            cudaGraphExec_t exec = NULL;
+            CHECK_INT(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), 0);
+            int cst = lac_map_cuda_async(gpu, &acc, &g[c].as, &g[c].ar, NULL, &g[c].at, stream);
+            CHECK_INT(cudaStreamEndCapture(stream, &graph), 0);
+            CHECK_INT(cst, 0);
+            CHECK_INT(cudaGraphInstantiate(&exec, graph, 0), 0);
+            double *start = malloc(sizeof(double) * (size_t)d[c].n), *g1 = malloc(sizeof(double) * (size_t)d[c].n);
+            unsigned char *raw1 = malloc((size_t)d[c].n * 8), *raw2 = malloc((size_t)d[c].n * 8);
+            dev_case_target(&g[c], &d[c], start, NULL);
+            for (int k = 0; k < 3; k++) CHECK_INT(cudaGraphLaunch(exec, stream), 0);
+            CHECK_OK(gpu, lac_map_cuda_synchronize(gpu, stream));
+            dev_case_target(&g[c], &d[c], g1, raw1);
+            /* expected: start + 3 x the sums */
+            lac_map_params sum = lac_map_params_default();
+            double *sums = malloc(sizeof(double) * (size_t)d[c].n);
+            memset(d[c].T0, 0, sizeof(double) * (size_t)d[c].n);
+            sum.accumulate = 1;
+            reference(&d[c], &sum, sums);
+            for (int64_t k = 0; k < d[c].n; k++) sums[k] = start[k] + 3.0 * sums[k];
+            int64_t worst2 = -1;
+            double e2 = compare(g1, sums, d[c].n, &worst2);
+            if (!(e2 <= 5e-3)) HARNESS_FAIL("graph replays (path %d): err %g at %lld", c, e2, (long long)worst2);
+            /* a replay over a bad bridge: reported, T as before */
+            int32_t bad2 = -9, keep2;
+            int64_t row2 = d[c].m - 7;
+            cudaMemcpy(&keep2, (int32_t *)g[c].R + row2, sizeof keep2, cudaMemcpyDeviceToHost);
+            cudaMemcpy((int32_t *)g[c].R + row2, &bad2, sizeof bad2, cudaMemcpyHostToDevice);
+            CHECK_INT(cudaGraphLaunch(exec, stream), 0);
+            CHECK_INT(lac_map_cuda_synchronize(gpu, stream), LAC_ERR_RANGE);
+            dev_case_target(&g[c], &d[c], g1, raw2);
+            if (memcmp(raw1, raw2, (size_t)d[c].n * lac_dtype_size(d[c].vt)) != 0)
+                HARNESS_FAIL("graph replay over a bad bridge (path %d) changed T", c);
+            cudaMemcpy((int32_t *)g[c].R + row2, &keep2, sizeof keep2, cudaMemcpyHostToDevice);
+            CHECK_INT(cudaGraphLaunch(exec, stream), 0);
+            CHECK_OK(gpu, lac_map_cuda_synchronize(gpu, stream));
+            dev_case_target(&g[c], &d[c], start, raw2);
+            if (memcmp(raw1, raw2, (size_t)d[c].n * lac_dtype_size(d[c].vt)) == 0)
+                HARNESS_FAIL("graph replay after a faulty one (path %d) did not accumulate", c);
+            cudaGraphExecDestroy(exec);
+            cudaGraphDestroy(graph);
+            free(start), free(g1), free(raw1), free(raw2), free(sums);
+        }
+        free(before), free(after), free(got), free(ref), free(got2);
+    }
+    /* Refused on the host, nothing queued. */
+    lac_map_params det = lac_map_params_default();
+    det.deterministic = 1;
+    CHECK_INT(lac_map_cuda_async(gpu, &det, &g[0].as, &g[0].ar, NULL, &g[0].at, stream), LAC_ERR_UNSUPPORTED);
+    lac_array host = lac_array_vector(d[0].S, LAC_FLOAT64, d[0].m);
+    CHECK_INT(lac_map_cuda_async(gpu, &p[0], &host, &g[0].ar, NULL, &g[0].at, stream) < 0, 1);
+    if (cpu) CHECK_INT(lac_map_cuda_async(cpu, &p[0], &g[0].as, &g[0].ar, NULL, &g[0].at, stream), LAC_ERR_UNSUPPORTED);
+    for (int c = 0; c < 3; c++) {
+        dev_case_free(&g[c]);
+        case_free(&d[c]);
+    }
+    cudaStreamDestroy(stream);
+}
+
 int main(void)
 {
     const char *seed_env = getenv("LACUNA_TEST_SEED");
@@ -803,6 +1051,8 @@ int main(void)
     RUN(few_targets_single_launch_full_grid_and_alternating_faults);
     RUN(few_target_plans_are_bit_identical_across_runs_and_grids);
     RUN(one_few_target_plan_serves_unweighted_weighted_and_float64_calls);
+    RUN(many_targets_partitioned_by_range);
+    RUN(stream_ordered_calls_defer_faults_and_replay_in_graphs);
     lac_ctx_destroy(&gpu);
     lac_ctx_destroy(&cpu);
     return harness_finish();

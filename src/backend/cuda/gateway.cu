@@ -26,6 +26,8 @@ extern "C" const lac_device_backend *lac_device_backend_cuda(void) { return &cud
 /* map: src/backend/cuda/map/ (map_dispatch.cu). */
 extern "C" const lac_map_backend lac_map_cuda_table;
 extern "C" const lac_map_backend *lac_map_backend_cuda(void) { return &lac_map_cuda_table; }
+extern "C" const lac_map_async_backend lac_map_cuda_async_table;   /* map_async.cu */
+extern "C" const lac_map_async_backend *lac_map_async_backend_cuda(void) { return &lac_map_cuda_async_table; }
 
 /* mf: src/backend/cuda/mf/ (mf_sgd.cu). */
 extern "C" const lac_mf_backend lac_mf_cuda_table;

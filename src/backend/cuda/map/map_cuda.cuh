@@ -7,9 +7,11 @@
  *   map_strategy.cu        layout, reduction strategy, scratch sizes (host)
  *   map_reduce_kernels.cu  the atomic / privatised reduction and the finalise pass
  *   map_few.cu             few-target SUM/COUNT in one cooperative launch
+ *   map_part.cu            many-target SUM/COUNT: rows partitioned by target range in L2
  *   map_plan.cu            plan build (radix sort) and the segmented execute
  *   map_plan_local.cu      few-target plans: chunk-local sort, privatised execute
- *   map_stream.cu          host arrays streamed through the device in chunks */
+ *   map_stream.cu          host arrays streamed through the device in chunks
+ *   map_async.cu           stream-ordered calls: deferred fault reports */
 #ifndef LACUNA_BACKEND_CUDA_MAP_MAP_CUDA_CUH
 #define LACUNA_BACKEND_CUDA_MAP_MAP_CUDA_CUH
 
@@ -115,7 +117,7 @@ static inline size_t lac_map_align256(size_t x) { return (x + 255) & ~(size_t)25
  *    needs a reset of its own (a memset is one more operation on the stream);
  *  - kernel facts: attributes and occupancy answers cost tens of microseconds a
  *    query, as much as a whole small map, so each is asked once per context. */
-typedef enum { MAP_FACT_PREPARED = 0, MAP_FACT_CLUSTERS = 1, MAP_FACT_FEW = 2, MAP_FACT_LOCAL = 3 } map_fact_kind;
+typedef enum { MAP_FACT_PREPARED = 0, MAP_FACT_CLUSTERS = 1, MAP_FACT_FEW = 2, MAP_FACT_LOCAL = 3, MAP_FACT_PART = 4 } map_fact_kind;
 typedef struct {
     const void *kernel;
     map_fact_kind kind;
@@ -124,6 +126,13 @@ typedef struct {
     int64_t value[2];
 } map_kernel_fact;
 #define MAP_KERNEL_FACTS 128
+/* Deferred (stream-ordered) calls remembered for naming a fault at the next
+ * synchronisation. */
+#define MAP_ASYNC_RING 64
+typedef struct {
+    unsigned long long seq;
+    lac_map_call call;
+} map_async_entry;
 typedef struct {
     unsigned long long *report;   /* mapped pinned host word, or NULL until first asked for */
     int report_failed;            /* the mapped word could not be had: copy back instead */
@@ -131,6 +140,10 @@ typedef struct {
     int parity;
     map_kernel_fact facts[MAP_KERNEL_FACTS];
     int fact_count;
+    unsigned long long *sticky;   /* device: tag | row of the first deferred fault, or MAP_NO_FAULT */
+    unsigned long long async_seq; /* deferred calls so far */
+    map_async_entry ring[MAP_ASYNC_RING];
+    cudaEvent_t async_done;       /* the last deferred call, for the context's stream to wait on */
 } map_cuda_ctx_state;
 
 /* This context's map state, made on first use (map_state.cu). */
@@ -169,6 +182,9 @@ size_t lac_map_scratch_bytes(const map_layout *layout, const map_strategy *strat
 void lac_map_scratch_carve(void *base, const map_layout *layout, const map_strategy *strategy, int64_t slots,
                        void **scratch, void **partials, unsigned long long **fault);
 
+/* Names the fault of `row` of a call (its values read back), as every backend
+ * words it; LAC_ERR_INTERNAL when the row shows none. */
+lac_status lac_map_describe_row(lac_ctx_t ctx, const lac_map_call *call, unsigned long long row);
 /* After a reduction: reads the fault flag (synchronising the compute stream) and,
  * when a row was flagged, records the error naming its smallest offending
  * position. The row's values are read back from host or device memory. */
@@ -194,14 +210,30 @@ map_reduce_args lac_map_reduce_args_for(const lac_map_call *call, const map_layo
 lac_status lac_map_finalize_and_report(lac_ctx_t ctx, const lac_map_call *call, const map_strategy *S,
                                    const map_layout *L, void *scratch, void *partials, int64_t slots,
                                    void *target, unsigned long long *fault);
+/* A stream-ordered call (map_async.cu) defers its fault report: the launch
+ * flags into a workspace word reset on the stream, and the call's last kernel
+ * lowers the context's sticky word to tag | row when a row was flagged. */
+typedef struct {
+    unsigned long long *sticky;   /* device */
+    unsigned long long tag;       /* the call's sequence number << MAP_TAG_SHIFT */
+} map_deferred;
+#define MAP_TAG_SHIFT 40
+
 /* Few targets, SUM/COUNT of one column in device memory (map_few.cu): the
  * whole call in one cooperative launch. *taken = 0 (and nothing done) when the
- * call is not of that kind. */
-lac_status lac_map_few_try(lac_ctx_t ctx, const lac_map_call *call, const map_layout *L, int *taken);
+ * call is not of that kind. defer NULL: the fault is read back and named. */
+lac_status lac_map_few_try(lac_ctx_t ctx, const lac_map_call *call, const map_layout *L, const map_deferred *defer,
+                           int *taken);
+/* Many targets, SUM/COUNT of one column in device memory (map_part.cu): rows
+ * partitioned by target range through L2, reduced in shared memory, in one
+ * cooperative launch. *taken and defer as lac_map_few_try. */
+lac_status lac_map_part_try(lac_ctx_t ctx, const lac_map_call *call, const map_layout *L, const map_deferred *defer,
+                            int *taken);
 /* Out-of-core path: host arrays streamed through the device (map_stream.cu). */
 lac_status lac_map_cuda_stream(lac_ctx_t ctx, const lac_map_call *call);
-/* Device-array one-shot (non-deterministic) path (map_dispatch.cu). */
-lac_status lac_map_cuda_device(lac_ctx_t ctx, const lac_map_call *call);
+/* Device-array one-shot (non-deterministic) path (map_dispatch.cu); defer
+ * as lac_map_few_try. */
+lac_status lac_map_cuda_device(lac_ctx_t ctx, const lac_map_call *call, const map_deferred *defer);
 
 /* Plans (map_plan.cu). A device plan: the bridge sorted by target. */
 typedef struct {

@@ -25,11 +25,10 @@ map_reduce_args lac_map_reduce_args_for(const lac_map_call *call, const map_layo
     return a;
 }
 
-/* Folds the accumulators into T (unless a row was flagged) and reports the
- * smallest flagged row: the last step of every one-shot path. */
-lac_status lac_map_finalize_and_report(lac_ctx_t ctx, const lac_map_call *call, const map_strategy *S,
-                                   const map_layout *L, void *scratch, void *partials, int64_t slots,
-                                   void *target, unsigned long long *fault)
+/* The finalise pass's arguments for a one-shot strategy. */
+static map_finalize_args finalize_args(const lac_map_call *call, const map_strategy *S, const map_layout *L,
+                                       void *scratch, void *partials, int64_t slots, void *target,
+                                       unsigned long long *fault)
 {
     map_finalize_args f;
     memset(&f, 0, sizeof f);
@@ -45,20 +44,40 @@ lac_status lac_map_finalize_and_report(lac_ctx_t ctx, const lac_map_call *call, 
     f.layout = *L;
     f.target = target;
     f.fault = fault;
+    return f;
+}
+
+/* Folds the accumulators into T (unless a row was flagged) and reports the
+ * smallest flagged row: the last step of every one-shot path. */
+lac_status lac_map_finalize_and_report(lac_ctx_t ctx, const lac_map_call *call, const map_strategy *S,
+                                   const map_layout *L, void *scratch, void *partials, int64_t slots,
+                                   void *target, unsigned long long *fault)
+{
+    map_finalize_args f = finalize_args(call, S, L, scratch, partials, slots, target, fault);
     f.report = lac_map_fault_report_word(ctx);
     LAC_CHECK(lac_map_finalize_launch(ctx, &f));
     return lac_map_report_fault_mapped(ctx, call, fault, f.report);
 }
 
+/* A deferred call's report: the sticky word lowered to tag | row when this
+ * call's flag is set (one thread, after the finalise pass on the stream). */
+static __global__ void map_sticky_kernel(const unsigned long long *fault, unsigned long long *sticky, unsigned long long tag)
+{
+    const unsigned long long f = *fault;
+    if (f != MAP_NO_FAULT) atomicMin(sticky, tag | f);
+}
+
 /* One-shot, non-deterministic map of device arrays: reduce into scratch (with
  * the checks), finalise into T unless a row was flagged. */
-extern "C" lac_status lac_map_cuda_device(lac_ctx_t ctx, const lac_map_call *call)
+extern "C" lac_status lac_map_cuda_device(lac_ctx_t ctx, const lac_map_call *call, const map_deferred *defer)
 {
     const int64_t slots = call->n * call->b;
     map_layout L = lac_map_layout_for(call);
     int taken = 0;
-    lac_status few = lac_map_few_try(ctx, call, &L, &taken);
+    lac_status few = lac_map_few_try(ctx, call, &L, defer, &taken);
     if (taken || few < 0) return few;
+    lac_status part = lac_map_part_try(ctx, call, &L, defer, &taken);
+    if (taken || part < 0) return part;
     map_strategy S;
     LAC_CHECK(lac_map_strategy_choose(ctx, call, &L, &S));
     if (call->m == 0) S.capacity = 0;   /* no launch writes partials */
@@ -77,7 +96,12 @@ extern "C" lac_status lac_map_cuda_device(lac_ctx_t ctx, const lac_map_call *cal
     a.partials_fresh = 1;
     LAC_CHECK(lac_map_reduce_launch(ctx, &S, &a));
 
-    return lac_map_finalize_and_report(ctx, call, &S, &L, scratch, partials, slots, call->target, fault);
+    if (!defer) return lac_map_finalize_and_report(ctx, call, &S, &L, scratch, partials, slots, call->target, fault);
+    map_finalize_args f = finalize_args(call, &S, &L, scratch, partials, slots, call->target, fault);
+    LAC_CHECK(lac_map_finalize_launch(ctx, &f));
+    map_sticky_kernel<<<1, 1, 0, ctx->cuda->stream>>>(fault, defer->sticky, defer->tag);
+    LAC_CUDA_CHECK_LAUNCH(ctx);
+    return LAC_SUCCESS;
 }
 
 lac_status lac_map_cuda(lac_ctx_t ctx, const lac_map_call *call)
@@ -87,7 +111,7 @@ lac_status lac_map_cuda(lac_ctx_t ctx, const lac_map_call *call)
     /* MIN/MAX are exact whatever the order: the atomic path is deterministic. */
     bool order_free = call->params.op == LAC_MAP_MIN || call->params.op == LAC_MAP_MAX;
     if (call->params.deterministic && !order_free) return lac_map_cuda_deterministic(ctx, call);
-    if (call->memory == LAC_MEM_DEVICE) return lac_map_cuda_device(ctx, call);
+    if (call->memory == LAC_MEM_DEVICE) return lac_map_cuda_device(ctx, call, NULL);
     return lac_map_cuda_stream(ctx, call);
 }
 

@@ -29,14 +29,13 @@ static double as_double(const unsigned char *p, lac_dtype dt)
     return d;
 }
 
-static lac_status describe_row(lac_ctx_t ctx, const lac_map_call *call, unsigned long long row);
 
 extern "C" lac_status lac_map_report_fault(lac_ctx_t ctx, const lac_map_call *call, const unsigned long long *fault_device)
 {
     unsigned long long row = MAP_NO_FAULT;
     LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(&row, fault_device, sizeof row, cudaMemcpyDeviceToHost, ctx->cuda->stream));
     LAC_CUDA_CHECK(ctx, cudaStreamSynchronize(ctx->cuda->stream));
-    return describe_row(ctx, call, row);
+    return lac_map_describe_row(ctx, call, row);
 }
 
 extern "C" lac_status lac_map_report_fault_mapped(lac_ctx_t ctx, const lac_map_call *call,
@@ -44,10 +43,10 @@ extern "C" lac_status lac_map_report_fault_mapped(lac_ctx_t ctx, const lac_map_c
 {
     if (!report) return lac_map_report_fault(ctx, call, fault_device);
     LAC_CUDA_CHECK(ctx, cudaStreamSynchronize(ctx->cuda->stream));
-    return describe_row(ctx, call, *(const volatile unsigned long long *)report);
+    return lac_map_describe_row(ctx, call, *(const volatile unsigned long long *)report);
 }
 
-static lac_status describe_row(lac_ctx_t ctx, const lac_map_call *call, unsigned long long row)
+extern "C" lac_status lac_map_describe_row(lac_ctx_t ctx, const lac_map_call *call, unsigned long long row)
 {
     if (row == MAP_NO_FAULT) return LAC_SUCCESS;
 

@@ -69,6 +69,8 @@ typedef struct {
     int prefetch_steps;           /* this block's first steps of R/S/w asked into L2 at the start */
     int select;                   /* table mode: one atomic at a selected address, not three paths */
     int prefetch_roll;            /* 1: keep prefetching prefetch_steps ahead through the rows */
+    unsigned long long *sticky;   /* deferred report (map_deferred), or NULL */
+    unsigned long long tag;
 } few_args;
 
 /* Asks `bytes` (a multiple of 16) at p (16-byte aligned) into L2. */
@@ -379,6 +381,7 @@ template <class V, class I, int MODE> __global__ void __launch_bounds__(FEW_BLOC
     }
     const unsigned long long fault = *(volatile unsigned long long *)a.fault;
     if (blockIdx.x == 0 && tid == 0 && a.report) *(volatile unsigned long long *)a.report = fault;
+    if (blockIdx.x == 0 && tid == 0 && a.sticky && fault != MAP_NO_FAULT) atomicMin(a.sticky, a.tag | fault);
     if (fault != MAP_NO_FAULT) return;   /* T stays as it was */
     if (G == 1) {
         for (int64_t t = tid; t < n; t += bd) {
@@ -464,7 +467,8 @@ static int64_t few_pitch(int64_t n) { return (n + 31) / 32 * 32 + 1; }
 
 static int mode_of(const lac_map_call *call) { return (call->params.op == LAC_MAP_COUNT ? 2 : 0) + (call->weights ? 1 : 0); }
 
-extern "C" lac_status lac_map_few_try(lac_ctx_t ctx, const lac_map_call *call, const map_layout *L, int *taken)
+extern "C" lac_status lac_map_few_try(lac_ctx_t ctx, const lac_map_call *call, const map_layout *L,
+                                      const map_deferred *defer, int *taken)
 {
     *taken = 0;
     const lac_map_params *p = &call->params;
@@ -528,7 +532,9 @@ extern "C" lac_status lac_map_few_try(lac_ctx_t ctx, const lac_map_call *call, c
     void *ws = NULL;
     LAC_CHECK(lac_cuda_workspace(ctx, (size_t)grid * (size_t)call->n * vs + 256, &ws));
     unsigned long long *fault = NULL, *next_fault = NULL;
-    LAC_CHECK(lac_map_fault_pair(ctx, &fault, &next_fault));
+    /* A deferred call resets its own flag on the stream: a captured graph
+     * replays that reset, not the alternation of the context's pair. */
+    if (!defer) LAC_CHECK(lac_map_fault_pair(ctx, &fault, &next_fault));
     cudaStream_t st = ctx->cuda->stream;
     if (!fault) {   /* no pool entry left: a workspace flag, reset here */
         fault = (unsigned long long *)((unsigned char *)ws + (size_t)grid * (size_t)call->n * vs);
@@ -547,7 +553,9 @@ extern "C" lac_status lac_map_few_try(lac_ctx_t ctx, const lac_map_call *call, c
     a.target = call->target;
     a.fault = fault;
     a.next_fault = next_fault;
-    a.report = lac_map_fault_report_word(ctx);
+    a.report = defer ? NULL : lac_map_fault_report_word(ctx);
+    a.sticky = defer ? defer->sticky : NULL;
+    a.tag = defer ? defer->tag : 0;
     a.empty_value = p->empty_value;
     a.pitch = (unsigned int)pitch;
     a.copies = copies;
@@ -579,5 +587,6 @@ extern "C" lac_status lac_map_few_try(lac_ctx_t ctx, const lac_map_call *call, c
     LAC_CUDA_CHECK_LAUNCH(ctx);
     if (next_fault) lac_map_fault_pair_advance(ctx);
     *taken = 1;
+    if (defer) return LAC_SUCCESS;
     return lac_map_report_fault_mapped(ctx, call, fault, a.report);
 }

@@ -32,6 +32,7 @@ typedef struct {
     int64_t pieces;
     int64_t m, n;
     int device;
+    int32_t *narrow;          /* the checked bridge as int32 (m), for non-deterministic executes */
 } cuda_plan;
 
 /* ------------------------------------------------------------------------ */
@@ -55,6 +56,12 @@ template <class I> __global__ void map_keys_kernel(const I *bridge, int64_t m, u
 {
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < m; i += (int64_t)gridDim.x * blockDim.x)
         keys[i] = (unsigned int)bridge[i];
+}
+
+template <class I> __global__ void map_narrow_kernel(const I *bridge, int64_t m, int32_t *out)
+{
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < m; i += (int64_t)gridDim.x * blockDim.x)
+        out[i] = (int32_t)bridge[i];
 }
 
 template <class O> __global__ void map_iota_kernel(O *v, int64_t m)
@@ -186,6 +193,7 @@ static void plan_free(cuda_plan *p)
     if (!p) return;
     cudaSetDevice(p->device);
     lac_map_local_plan_free(p->local);
+    cudaFree(p->narrow);
     cudaFree(p->base.order);
     cudaFree(p->base.offsets);
     cudaFree(p->piece_offsets);
@@ -592,6 +600,20 @@ lac_status lac_map_cuda_plan_build(lac_ctx_t ctx, lac_map_plan_t plan, const lac
     LAC_CHECK_GOTO(lac_map_report_fault(ctx, call, fault), s, done);
     LAC_CHECK_GOTO(plan_build(ctx, bridge, call->index_dtype, call->m, call->n, &built), s, done);
     plan->state = built;
+    /* What a non-deterministic execute reads: the checked bridge in 4 bytes
+     * an entry (the one-shot kernels skip nothing else). */
+    if (call->n <= INT32_MAX && call->m > 0) {
+        LAC_CUDA_CHECK_GOTO(ctx, cudaMalloc((void **)&built->narrow, (size_t)call->m * sizeof(int32_t)), s, done);
+        if (call->index_dtype == LAC_INT32)
+            LAC_CUDA_CHECK_GOTO(ctx, cudaMemcpyAsync(built->narrow, bridge, (size_t)call->m * sizeof(int32_t),
+                                                     cudaMemcpyDeviceToDevice, st), s, done);
+        else {
+            map_narrow_kernel<int64_t><<<grid_for(ctx, call->m, 256), 256, 0, st>>>((const int64_t *)bridge, call->m,
+                                                                                 built->narrow);
+            LAC_CUDA_CHECK_GOTO(ctx, cudaGetLastError(), s, done);
+        }
+        LAC_CUDA_CHECK_GOTO(ctx, cudaStreamSynchronize(st), s, done);
+    }
 done:
     if (copy) {
         cudaStreamSynchronize(st);
@@ -606,6 +628,24 @@ lac_status lac_map_cuda_plan_execute(lac_ctx_t ctx, lac_map_plan_t plan, const l
     LAC_CHECK(lac_cuda_use_device(ctx));
     const cuda_plan *p = (const cuda_plan *)plan->state;
     if (!p) return lac_error(ctx, LAC_ERR_ARGUMENT, "the plan has no device part (was it built on the CUDA backend?)");
+    const bool order_free = call->params.op == LAC_MAP_MIN || call->params.op == LAC_MAP_MAX;
+    if (p->narrow && (!call->params.deterministic || order_free)) {
+        /* The one-shot device paths over the checked, narrowed bridge. */
+        lac_map_call c = *call;
+        c.bridge = p->narrow;
+        c.index_dtype = LAC_INT32;
+        c.bridge_checked = 1;
+        if (call->memory == LAC_MEM_DEVICE) return lac_map_cuda_device(ctx, &c, NULL);
+        device_copies d;
+        lac_map_call dcall;
+        c.bridge = NULL;   /* already on the device */
+        LAC_CHECK(copies_make(ctx, &c, &d, &dcall));
+        dcall.bridge = p->narrow;
+        lac_status st = lac_map_cuda_device(ctx, &dcall, NULL);
+        if (st >= 0) st = copies_return(ctx, call, &d);
+        copies_free(&d);
+        return st;
+    }
     if (call->memory == LAC_MEM_DEVICE) {
         LAC_CHECK(execute_device(ctx, p, call));
         return LAC_SUCCESS;

@@ -10,6 +10,8 @@ static void state_release(lac_ctx_t ctx, void *p)
     map_cuda_ctx_state *s = (map_cuda_ctx_state *)p;
     if (s->report) cudaFreeHost(s->report);
     if (s->pair) cudaFree(s->pair);
+    if (s->sticky) cudaFree(s->sticky);
+    if (s->async_done) cudaEventDestroy(s->async_done);
     cudaGetLastError();
 }
 
