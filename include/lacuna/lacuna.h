@@ -333,9 +333,9 @@ LAC_API lac_status lac_map(lac_ctx_t ctx, const lac_map_params *params, const la
                    const lac_array *bridge, const lac_array *weights, lac_array *target);
 
 /* A plan for one bridge used many times: built once (the bridge is checked
- * once, and kept in the form its backend reads fastest), then every execute
- * skips that work. The plan keeps its own copy of what it needs: the bridge
- * array may be freed after create. */
+ * once), then every execute is a contention-free, deterministic map. The plan
+ * keeps its own copy of what it needs: the bridge array may be freed after
+ * create. */
 typedef struct lac_map_plan *lac_map_plan_t;
 
 LAC_API lac_status lac_map_plan_create(lac_ctx_t ctx, const lac_array *bridge, int64_t num_targets,
@@ -343,14 +343,17 @@ LAC_API lac_status lac_map_plan_create(lac_ctx_t ctx, const lac_array *bridge, i
 LAC_API void lac_map_plan_destroy(lac_map_plan_t *plan);
 LAC_API int64_t lac_map_plan_num_sources(lac_map_plan_t plan);
 LAC_API int64_t lac_map_plan_num_targets(lac_map_plan_t plan);
-/* As lac_map with the plan's bridge. params->deterministic chooses the
- * execute: set, bit-identical results (as lac_map's, and the same from a plan
- * as from a deterministic one-shot call); unset, the fastest path (on the
- * CUDA backend the one-shot kernels over the checked bridge, never slower
- * than lac_map; the CPU backend's execute is deterministic either way). */
+/* As lac_map with the plan's bridge; params->deterministic is implied unless
+ * the plan's determinism is switched off (below). */
 LAC_API lac_status lac_map_plan_execute(lac_ctx_t ctx, lac_map_plan_t plan, const lac_map_params *params,
                                 const lac_array *source, const lac_array *weights,
                                 lac_array *target);
+/* Determinism as an option of the plan (on by default): switched off, each
+ * execute without params->deterministic takes the backend's fastest path over
+ * the checked bridge and may differ from run to run in the last bits (on the
+ * CUDA backend the one-shot kernels over the plan's int32 copy of the bridge:
+ * never slower than lac_map). LAC_ERR_ARGUMENT for a NULL plan. */
+LAC_API lac_status lac_map_plan_set_deterministic(lac_map_plan_t plan, int deterministic);
 
 /* ------------------------------------------------------------------------ */
 /* impute: convolutional imputation of graph-tensors                         */

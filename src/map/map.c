@@ -171,6 +171,7 @@ lac_status lac_map_plan_create(lac_ctx_t ctx, const lac_array *bridge, int64_t n
     plan->m = bridge->shape[0];
     plan->n = num_targets;
     plan->backend = ctx->backend;
+    plan->deterministic = 1;
 
     lac_map_call call;
     memset(&call, 0, sizeof call);
@@ -203,6 +204,13 @@ void lac_map_plan_destroy(lac_map_plan_t *plan)
 }
 
 int64_t lac_map_plan_num_sources(lac_map_plan_t plan) { return plan ? plan->m : 0; }
+
+lac_status lac_map_plan_set_deterministic(lac_map_plan_t plan, int deterministic)
+{
+    if (!plan) return LAC_ERR_ARGUMENT;
+    plan->deterministic = deterministic != 0;
+    return LAC_SUCCESS;
+}
 int64_t lac_map_plan_num_targets(lac_map_plan_t plan) { return plan ? plan->n : 0; }
 
 lac_status lac_map_plan_execute(lac_ctx_t ctx, lac_map_plan_t plan, const lac_map_params *params,
@@ -216,5 +224,6 @@ lac_status lac_map_plan_execute(lac_ctx_t ctx, lac_map_plan_t plan, const lac_ma
                          ctx->backend == LAC_BACKEND_CUDA ? "cuda" : "cpu");
     lac_map_call call;
     LAC_CHECK(lac_map_check_call(ctx, params, source, NULL, weights, target, plan->m, plan->n, &call));
+    call.params.deterministic = plan->deterministic || params->deterministic;
     return plan->table->plan_execute(ctx, plan, &call);
 }

@@ -42,6 +42,7 @@ struct lac_map_plan {
     lac_backend backend;            /* which backend built it */
     const lac_map_backend *table;   /* ... and its table */
     void *state;                    /* the backend's own plan, released by table->plan_release */
+    int deterministic;              /* executes are deterministic (the default) */
 };
 
 /* Reads bridge[i] as int64 whatever the index dtype. */

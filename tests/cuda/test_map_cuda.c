@@ -93,6 +93,16 @@ static void *index_to_dtype(const int64_t *src, int64_t count, lac_dtype it)
     return out;
 }
 
+/* Writes src (count values) into dst as vt; returns dst. */
+static void *to_dtype_keep(void *dst, const double *src, int64_t count, lac_dtype vt)
+{
+    for (int64_t k = 0; k < count; k++) {
+        if (vt == LAC_FLOAT32) ((float *)dst)[k] = (float)src[k];
+        else ((double *)dst)[k] = src[k];
+    }
+    return dst;
+}
+
 static double value_at(const void *p, lac_dtype vt, int64_t k)
 {
     return vt == LAC_FLOAT32 ? (double)((const float *)p)[k] : ((const double *)p)[k];
@@ -1024,6 +1034,85 @@ TEST(stream_ordered_calls_defer_faults_and_replay_in_graphs)
     cudaStreamDestroy(stream);
 }
 
+/* A plan with its determinism switched off (lac_map_plan_set_deterministic):
+ * its executes run the one-shot kernels over the plan's int32 copy of the
+ * bridge (an int64 bridge here, freed after create), correct against the
+ * reference from device and host memory, few and many targets; an execute
+ * that asks for determinism is still bit-identical to the deterministic
+ * one-shot call. */
+TEST(plans_without_determinism_match_the_reference)
+{
+    for (int big = 0; big < 2; big++) {
+        case_data d;
+        int64_t n = big ? 300000 : 10000;
+        case_make(&d, rows(1200000, 8) + 3, n, 1, LAC_FLOAT32, LAC_INT64, 1, big);
+        void *hR = index_to_dtype(d.R, d.m, d.it), *R = NULL;
+        lac_device_alloc(gpu, (size_t)d.m * 8, &R);
+        lac_memcpy(gpu, R, LAC_MEM_DEVICE, hR, LAC_MEM_HOST, (size_t)d.m * 8);
+        lac_array ar = lac_array_vector(R, LAC_INT64, d.m);
+        ar.memory = LAC_MEM_DEVICE;
+        lac_map_plan_t plan = NULL;
+        CHECK_OK(gpu, lac_map_plan_create(gpu, &ar, n, &plan));
+        lac_device_free(gpu, R);
+        free(hR);
+        CHECK_OK(gpu, lac_map_plan_set_deterministic(plan, 0));
+        double *ref = malloc(sizeof(double) * (size_t)n), *got = malloc(sizeof(double) * (size_t)n);
+        size_t bytes = (size_t)n * 4;
+        unsigned char *det = malloc(bytes), *planned = malloc(bytes);
+        for (int o = 0; o < 3; o++) {
+            lac_map_params p = lac_map_params_default();
+            p.op = o == 2 ? LAC_MAP_COUNT : LAC_MAP_SUM;
+            p.accumulate = o == 1;
+            reference(&d, &p, ref);
+            for (int mem = 0; mem < 2; mem++) {
+                lac_memory memory = mem ? LAC_MEM_HOST : LAC_MEM_DEVICE;
+                size_t vs = 4;
+                void *hS = to_dtype(d.S, d.m, d.vt), *hw = to_dtype(d.w, d.m, d.vt), *hT = to_dtype(d.T0, n, d.vt);
+                void *S = hS, *w = hw, *T = hT;
+                if (!mem) {
+                    lac_device_alloc(gpu, (size_t)d.m * vs, &S);
+                    lac_device_alloc(gpu, (size_t)d.m * vs, &w);
+                    lac_device_alloc(gpu, bytes, &T);
+                    lac_memcpy(gpu, S, LAC_MEM_DEVICE, hS, LAC_MEM_HOST, (size_t)d.m * vs);
+                    lac_memcpy(gpu, w, LAC_MEM_DEVICE, hw, LAC_MEM_HOST, (size_t)d.m * vs);
+                    lac_memcpy(gpu, T, LAC_MEM_DEVICE, hT, LAC_MEM_HOST, bytes);
+                }
+                lac_array as = lac_array_vector(S, d.vt, d.m), aw = lac_array_vector(w, d.vt, d.m), at = lac_array_vector(T, d.vt, n);
+                as.memory = aw.memory = at.memory = memory;
+                int st = lac_map_plan_execute(gpu, plan, &p, &as, &aw, &at);
+                if (!mem) lac_memcpy(gpu, hT, LAC_MEM_HOST, T, LAC_MEM_DEVICE, bytes);
+                for (int64_t k = 0; k < n; k++) got[k] = value_at(hT, d.vt, k);
+                int64_t worst = -1;
+                double e = st == LAC_SUCCESS ? compare(got, ref, n, &worst) : INFINITY;
+                if (!(e <= (big ? 2e-3 : 1e-4)))
+                    HARNESS_FAIL("plan without determinism, n %lld op %s acc %d %s: status %d (%s) err %g at %lld",
+                                 (long long)n, lac_map_op_name(p.op), p.accumulate, mem ? "host" : "device", st,
+                                 lac_last_error(gpu), e, (long long)worst);
+                if (o == 0 && !mem) {   /* an execute asking for determinism: the deterministic call's bits */
+                    lac_map_params q = p;
+                    q.deterministic = 1;
+                    lac_memcpy(gpu, T, LAC_MEM_DEVICE, to_dtype_keep(hT, d.T0, n, d.vt), LAC_MEM_HOST, bytes);
+                    CHECK_OK(gpu, lac_map_plan_execute(gpu, plan, &q, &as, &aw, &at));
+                    lac_memcpy(gpu, planned, LAC_MEM_HOST, T, LAC_MEM_DEVICE, bytes);
+                    d.weighted = 1;
+                    CHECK_OK(gpu, run_case(gpu, &d, &q, LAC_MEM_DEVICE, RUN_MAP, got, det));
+                    if (memcmp(det, planned, bytes) != 0) HARNESS_FAIL("n %lld: a deterministic execute differs from lac_map's", (long long)n);
+                }
+                if (!mem) {
+                    lac_device_free(gpu, S);
+                    lac_device_free(gpu, w);
+                    lac_device_free(gpu, T);
+                }
+                free(hS), free(hw), free(hT);
+            }
+        }
+        CHECK_INT(lac_map_plan_set_deterministic(NULL, 0), LAC_ERR_ARGUMENT);
+        lac_map_plan_destroy(&plan);
+        free(ref), free(got), free(det), free(planned);
+        case_free(&d);
+    }
+}
+
 int main(void)
 {
     const char *seed_env = getenv("LACUNA_TEST_SEED");
@@ -1053,6 +1142,7 @@ int main(void)
     RUN(one_few_target_plan_serves_unweighted_weighted_and_float64_calls);
     RUN(many_targets_partitioned_by_range);
     RUN(stream_ordered_calls_defer_faults_and_replay_in_graphs);
+    RUN(plans_without_determinism_match_the_reference);
     lac_ctx_destroy(&gpu);
     lac_ctx_destroy(&cpu);
     return harness_finish();

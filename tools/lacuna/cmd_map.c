@@ -92,7 +92,6 @@ static int parse_args(int argc, char **argv, map_options *o)
     if (rc != CLI_OK) return rc;
     o->params.op = (lac_map_op)op;
     o->params.nan_policy = (lac_nan_policy)nan;
-    if (o->plan) o->params.deterministic = 1;   /* --plan promises bit-identical results */
     if (!o->bridge) return cli_usage_error(CMD, "--bridge is required (see lacuna map --help)");
     if (o->sources.count == 0) return cli_usage_error(CMD, "--source is required (see lacuna map --help)");
     if (!o->plan && o->sources.count > 1) return cli_usage_error(CMD, "several --source files need --plan");
