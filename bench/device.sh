@@ -170,10 +170,15 @@ section_map() {
     : >"$OUT/peers.jsonl"
     local ns="10k,20k,100k,500k,1M"
     # Fixed cost of one call (launches + the status read-back): a tiny map.
-    map_bench_run "" -m 1k -n 10k --dist uniform -w 5 -r 50
-    # The headline sweep.
-    map_bench_run "" -m 40M -n "$ns" --dist uniform,zipf -w 3 -r 20
-    [ "${MAP_PLAN:-1}" != 0 ] && map_bench_run "" -m 40M -n "$ns" --dist uniform,zipf -w 2 -r 10 --mode plan
+    map_bench_run "" -m 1k -n 10k --dist uniform -w 5 -r 50 --mode atomic,async
+    # The headline sweep: the one-shot call, queued stream-ordered
+    # calls (lac_map_cuda_async) and, unless MAP_PLAN=0, a plan with its
+    # determinism on and off (plan, plan-fast), side by side on the same data.
+    if [ "${MAP_PLAN:-1}" != 0 ]; then
+        map_bench_run "" -m 40M -n "$ns" --dist uniform,zipf -w 3 -r 20 --mode atomic,async,plan,plan-fast
+    else
+        map_bench_run "" -m 40M -n "$ns" --dist uniform,zipf -w 3 -r 20 --mode atomic,async
+    fi
     # The paths the few-target ones replaced, same run: the general privatised
     # kernel (LACUNA_MAP_CUDA_FEW=0) and the sorted plan (LACUNA_MAP_CUDA_PLAN=sorted).
     LACUNA_MAP_CUDA_FEW=0 map_bench_run "\"strategy\":\"general-kernel\"" -m 40M -n 10k,20k --dist uniform,zipf -w 3 -r 20
@@ -181,10 +186,10 @@ section_map() {
         -m 40M -n 10k,20k --dist uniform,zipf -w 2 -r 10 --mode plan
     if [ "$MAP_SWEEP" = full ]; then
         map_bench_run "" -m 4M,400M -n 10k,500k --dist uniform -w 2 -r 10
-        map_bench_run "" -m 40M -n 10k,500k --dist uniform -w 2 -r 10 --mode deterministic
-        map_bench_run "" -m 40M -n 10k,500k --dist uniform -w 2 -r 10 --index int64
-        map_bench_run "" -m 40M -n 10k,500k --dist uniform -w 2 -r 10 --dtype float64
-        map_bench_run "" -m 40M -n 10k,500k --dist uniform -w 2 -r 10 --weights --op mean
+        map_bench_run "" -m 40M -n 10k,500k --dist uniform -w 2 -r 10 --mode atomic,deterministic
+        map_bench_run "" -m 40M -n 10k,500k --dist uniform -w 2 -r 10 --index int64 --mode atomic,plan-fast
+        map_bench_run "" -m 40M -n 10k,500k --dist uniform -w 2 -r 10 --dtype float64 --mode atomic,plan-fast
+        map_bench_run "" -m 40M -n 10k,500k --dist uniform -w 2 -r 10 --weights --op mean --mode atomic,async
         map_bench_run "" -m 10M -n 100k --dist uniform -w 2 -r 10 --cols 4
     fi
     if [ "$MAP_EXPLORE" = 1 ]; then
@@ -200,6 +205,9 @@ section_map() {
             LACUNA_MAP_CUDA_STRATEGY=$s map_bench_run "\"strategy\":\"$s\"" -m 40M -n 100k,500k,1M --dist uniform -w 2 -r 10
         done
         LACUNA_MAP_CUDA_STRATEGY=global map_bench_run "\"strategy\":\"global\"" -m 40M -n 500k --dist zipf -w 2 -r 5
+        # The range-partitioned many-target kernel (opt-in), with its phase times.
+        LACUNA_LOG=info LACUNA_MAP_CUDA_PART=profile map_bench_run "\"strategy\":\"partitioned\"" \
+            -m 40M -n 100k,500k,1M --dist uniform,zipf -w 1 -r 5
     fi
     if [ "$MAP_OOC_M" != 0 ]; then
         map_bench_run "" -m "$MAP_OOC_M" -n 500k --dist uniform -w 1 -r 3 --host-memory
