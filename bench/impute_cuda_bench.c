@@ -8,8 +8,10 @@
  *     a slice over the SGEMM rate measured here).
  *  2. One iteration of Algorithm 1 (GFT + SVT + iGFT + the imputation step) on
  *     a random graph of N vertices, half of them observed, rank-5 spectral
- *     slices: the mean of each phase over --iters iterations after a warm-up
- *     run, the GEMMs against 2·mn·N·N_missing flops over the measured rate.
+ *     slices: each phase's time over --iters iterations (the difference of
+ *     two runs, so one-off setup and finish stay out), the GEMMs against
+ *     2·mn·N·N_missing flops over the measured rate; with the default SVT
+ *     path and again with the Gram route forced (LACUNA_IMPUTE_CUDA_SVT).
  *  3. The paper's ego-Facebook protocol (50 x 50 x 4039, rank 5) with the
  *     defaults: the whole run including the eigendecomposition, and its rMSE.
  * The peers (PyTorch's batched SVD, its gesvda driver, the Gram-matrix eigh
@@ -37,7 +39,7 @@ typedef struct {
     int64_t m, n, N;
 } shape;
 
-static lac_ctx_t gpu, gpu_cold;   /* gpu_cold: every SVT pass starts cold */
+static lac_ctx_t gpu, gpu_cold, gpu_gram;   /* gpu_cold: every SVT pass starts cold; gpu_gram: the Gram route */
 static int json;
 
 static double gaussian(unsigned long long *s)
@@ -236,43 +238,58 @@ static void free_problem(problem *p)
     lac_gft_destroy(&p->gft);
 }
 
-/* 2. Per iteration, each phase. */
-static void bench_iteration(shape s, int iters)
+/* 2. Per iteration, each phase: two runs of a and a + iters iterations on the
+ * same problem, the difference over iters, so that the one-off setup (the
+ * upload, Uᵀ P_Ω(G)) and finish (the estimate's download) stay out. */
+static const char *const gemm_names[] = {"fp32", "tf32", "3xtf32"};   /* lac_gemm_mode order */
+
+static lac_impute_result run_iterations(lac_ctx_t ctx, problem *p, int64_t iterations, int gemm)
+{
+    lac_impute_params ip = lac_impute_params_default();
+    ip.gemm_tf32 = gemm;
+    ip.max_iterations = iterations;
+    ip.tol = 0;
+    lac_impute_result r;
+    if (lac_impute(ctx, &ip, p->gft, &p->truth, &p->observed, NULL, &p->out, &r) < 0) {
+        fprintf(stderr, "impute_cuda_bench: impute: %s\n", lac_last_error(ctx));
+        exit(1);
+    }
+    return r;
+}
+
+static void bench_iteration(shape s, int iters, lac_ctx_t ctx, const char *path, int gemm)
 {
     lac_graph_t graph = random_graph(s.N, 5);
     problem p;
     make_problem(graph, s.m, s.n, 0.5, 1, &p);
-    lac_impute_params ip = lac_impute_params_default();
-    ip.max_iterations = iters;
-    ip.tol = 0;
-    lac_impute_result r;
-    for (int rep = 0; rep < 2; rep++)   /* the first is a warm-up */
-        if (lac_impute(gpu, &ip, p.gft, &p.truth, &p.observed, NULL, &p.out, &r) < 0) {
-            fprintf(stderr, "impute_cuda_bench: impute: %s\n", lac_last_error(gpu));
-            exit(1);
-        }
-    const double it = (double)r.iterations, mn = (double)(s.m * s.n), N = (double)s.N;
-    const double missing = (double)(r.partial_vertices + r.missing_vertices);
+    const int64_t first = 5;
+    run_iterations(ctx, &p, first, gemm);   /* warm-up */
+    lac_impute_result a = run_iterations(ctx, &p, first, gemm);
+    lac_impute_result b = run_iterations(ctx, &p, first + iters, gemm);
+    const double it = (double)(b.iterations - a.iterations), mn = (double)(s.m * s.n), N = (double)s.N;
+    const double missing = (double)(b.partial_vertices + b.missing_vertices);
     double gemm_floor = NAN;
 #ifdef LACUNA_HAVE_CUDA
     gemm_floor = 2 * mn * N * missing / sgemm_rate;
 #endif
-    double gft = r.seconds_gft / it, svt = r.seconds_svt / it, igft = r.seconds_igft / it;
-    printf("iter  %4lldx%-4lld x %6lld  %9.3f ms  = GFT %.3f (floor %.3f) + SVT %.3f + iGFT %.3f (floor %.3f); "
+    double gft = (b.seconds_gft - a.seconds_gft) / it, svt = (b.seconds_svt - a.seconds_svt) / it;
+    double igft = (b.seconds_igft - a.seconds_igft) / it;
+    printf("iter  %4lldx%-4lld x %6lld  %9.3f ms  = GFT %.3f (floor %.3f, %s) + SVT %.3f (%s) + iGFT %.3f; "
            "basis %.3f s\n",
            (long long)s.m, (long long)s.n, (long long)s.N, (gft + svt + igft) * 1e3, gft * 1e3, gemm_floor * 1e3,
-           svt * 1e3, igft * 1e3, gemm_floor * 1e3, p.eigen_s);
+           gemm_names[gemm], svt * 1e3, path, igft * 1e3, p.eigen_s);
     if (json)
-        printf("{\"capability\":\"impute\",\"case\":\"iteration\",\"m\":%lld,\"n\":%lld,\"N\":%lld,\"ms\":%.4f,"
-               "\"gft_ms\":%.4f,\"svt_ms\":%.4f,\"igft_ms\":%.4f,\"gemm_floor_ms\":%.4f,\"basis_s\":%.4f}\n",
-               (long long)s.m, (long long)s.n, (long long)s.N, (gft + svt + igft) * 1e3, gft * 1e3, svt * 1e3,
+        printf("{\"capability\":\"impute\",\"case\":\"iteration\",\"svt_path\":\"%s\",\"gemm\":\"%s\",\"m\":%lld,\"n\":%lld,"
+               "\"N\":%lld,\"ms\":%.4f,\"gft_ms\":%.4f,\"svt_ms\":%.4f,\"igft_ms\":%.4f,\"gemm_floor_ms\":%.4f,"
+               "\"basis_s\":%.4f}\n",
+               path, gemm_names[gemm], (long long)s.m, (long long)s.n, (long long)s.N, (gft + svt + igft) * 1e3, gft * 1e3, svt * 1e3,
                igft * 1e3, gemm_floor * 1e3, p.eigen_s);
     free_problem(&p);
     lac_graph_destroy(&graph);
 }
 
 /* 3. The paper's protocol on ego-Facebook with the defaults. */
-static void bench_protocol(const char *path, double ratio, int tf32)
+static void bench_protocol(const char *path, double ratio, int gemm)
 {
     lac_graph_t graph = NULL;
     lac_graph_params gp = lac_graph_params_default();
@@ -283,7 +300,7 @@ static void bench_protocol(const char *path, double ratio, int tf32)
     problem p;
     make_problem(graph, 50, 50, ratio, 1, &p);
     lac_impute_params ip = lac_impute_params_default();
-    ip.gemm_tf32 = tf32;
+    ip.gemm_tf32 = gemm;
     lac_impute_result r;
     /* A warm-up run (module loading, cuBLAS handles), then the measured one
      * from a fresh basis so that the eigendecomposition is inside it. */
@@ -298,11 +315,11 @@ static void bench_protocol(const char *path, double ratio, int tf32)
     double total = now_s() - t0;
     printf("ego-Facebook 50x50x4039 ratio %.2f%s: %.3f s incl. eigendecomposition (run %.3f s, %lld iterations), "
            "rmse %.4g (missing %.4g)\n",
-           ratio, tf32 ? " (TF32 GEMMs)" : "", total, r.seconds, (long long)r.iterations, r.rmse_all, r.rmse_missing);
+           ratio, gemm == LAC_GEMM_TF32 ? " (TF32 GEMMs)" : gemm == LAC_GEMM_3XTF32 ? " (3xTF32 GEMMs)" : "", total, r.seconds, (long long)r.iterations, r.rmse_all, r.rmse_missing);
     if (json)
         printf("{\"capability\":\"impute\",\"case\":\"ego-facebook\",\"gemm\":\"%s\",\"ratio\":%.2f,\"s\":%.4f,\"run_s\":%.4f,"
                "\"iterations\":%lld,\"rmse\":%.6g,\"rmse_missing\":%.6g}\n",
-               tf32 ? "tf32" : "fp32", ratio, total, r.seconds, (long long)r.iterations, r.rmse_all, r.rmse_missing);
+               gemm_names[gemm], ratio, total, r.seconds, (long long)r.iterations, r.rmse_all, r.rmse_missing);
     free_problem(&p);
     lac_graph_destroy(&graph);
 }
@@ -343,6 +360,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "impute_cuda_bench: %s\n", lac_last_error(NULL));
         return 1;
     }
+    cp.knobs = "IMPUTE_CUDA_SVT=gram";
+    if (lac_ctx_create(&cp, &gpu_gram)) {
+        fprintf(stderr, "impute_cuda_bench: %s\n", lac_last_error(NULL));
+        return 1;
+    }
 #ifdef LACUNA_HAVE_CUDA
     measure_rates();
 #endif
@@ -362,7 +384,12 @@ int main(int argc, char **argv)
                 bench_svt(s, reps, gpu_cold);
                 bench_svt(s, reps, gpu);
             }
-            else bench_iteration(s, iters);
+            else {
+                bench_iteration(s, iters, gpu, "default", LAC_GEMM_FP32);
+                bench_iteration(s, iters, gpu_gram, "gram", LAC_GEMM_FP32);
+                bench_iteration(s, iters, gpu, "default", LAC_GEMM_TF32);
+                bench_iteration(s, iters, gpu, "default", LAC_GEMM_3XTF32);
+            }
             c += used;
             if (*c == ',') c++;
         }
@@ -373,11 +400,13 @@ int main(int argc, char **argv)
             fprintf(stderr, "impute_cuda_bench: bad ratio in %s\n", c);
             return 2;
         }
-        bench_protocol(graph, ratio, 0);
-        bench_protocol(graph, ratio, 1);
+        bench_protocol(graph, ratio, LAC_GEMM_FP32);
+        bench_protocol(graph, ratio, LAC_GEMM_TF32);
+        bench_protocol(graph, ratio, LAC_GEMM_3XTF32);
         c = *end == ',' ? end + 1 : end;
     }
     lac_ctx_destroy(&gpu);
     lac_ctx_destroy(&gpu_cold);
+    lac_ctx_destroy(&gpu_gram);
     return 0;
 }

@@ -49,6 +49,11 @@ cmp -s "$dir/y.npy" "$dir/y2.npy" || fail "NaN-marked slices and the id list sho
 out=$("$tool" impute run --graph "$dir/g.txt" --tensor "$dir/x.npy" --out "$dir/y3.npy" --iters 3 --json --quiet)
 echo "$out" | grep -q rmse && fail "rmse keys without --truth: $out"
 
+# --gemm: the JSON names the mode; the CPU ignores it (same output as fp32)
+out=$("$tool" impute run --graph "$dir/g.txt" --tensor "$dir/x.npy" --out "$dir/y4.npy" --iters 3 --gemm 3xtf32 --json --quiet)
+echo "$out" | grep -q '"gemm":"3xtf32"' || fail "--gemm 3xtf32: the JSON should say gemm 3xtf32: $out"
+cmp -s "$dir/y3.npy" "$dir/y4.npy" || fail "--gemm 3xtf32 on the CPU should not change the output"
+
 # --select-lambda: the hold-out curve in the JSON and a table on stderr; the fit is the schedule stopped at
 # the kept step; the same seed gives the same output
 out=$("$tool" impute run --graph "$dir/g.txt" --tensor "$dir/x.npy" --observed "$dir/ids.txt" --out "$dir/ys.npy" \
@@ -102,6 +107,7 @@ expect_bad() {
   [ -e "$dir/bad.npy" ] && fail "$what: an output file was written"
   ls "$dir" | grep -q '\.tmp\.' && fail "$what: a temporary file was left"
 }
+expect_bad "unknown GEMM mode" "3xtf32" run --graph "$dir/g.txt" --tensor "$dir/x.npy" --out "$dir/bad.npy" --gemm bf16
 echo "5 15" >"$dir/small.txt"
 expect_bad "shape mismatch" "slices but the graph has 2" run --graph "$dir/small.txt" --tensor "$dir/x.npy" --out "$dir/bad.npy"
 echo "5 999" >"$dir/unknown_ids.txt"

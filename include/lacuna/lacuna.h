@@ -586,11 +586,17 @@ typedef struct {
                                       (above); 0 (default): walk all `steps` */
     uint64_t select_seed;          /* which vertices or entries are held out; default 1 */
     lac_impute_selection *selection;   /* where the choice is reported, or NULL */
-    int gemm_tf32;                 /* 1: the CUDA backend's GFT and iGFT GEMMs on TF32 tensor
-                                      cores (float32 bases only; ~10 bits of mantissa in the
-                                      products, docs/impute.md gives the accuracy it costs);
-                                      0 (default): FP32. The CPU ignores it. */
+    int gemm_tf32;                 /* a lac_gemm_mode: the CUDA backend's GFT and iGFT GEMMs
+                                      on FP32 cores (LAC_GEMM_FP32, the default), on TF32
+                                      tensor cores (LAC_GEMM_TF32: ~10 bits of mantissa in
+                                      the products) or as 3xTF32 (LAC_GEMM_3XTF32: split
+                                      operands, about FP32's accuracy); float32 bases only,
+                                      docs/impute.md gives the accuracy each costs. The CPU
+                                      ignores it. */
 } lac_impute_params;
+
+/* How a GPU runs the imputation's float32 GEMMs (lac_impute_params.gemm_tf32). */
+typedef enum { LAC_GEMM_FP32 = 0, LAC_GEMM_TF32 = 1, LAC_GEMM_3XTF32 = 2 } lac_gemm_mode;
 
 typedef struct {
     int64_t iterations;

@@ -174,8 +174,9 @@ def _count(value, name):
 
 # Options of impute(): name -> what it sets.
 _PARAM_OPTIONS = ("decay", "steps", "inner", "tol", "max_iterations", "lambda", "accelerate", "tf32")
+_GEMM_MODES = {"fp32": 0, "tf32": 1, "3xtf32": 2}   # lac_gemm_mode
 _OTHER_OPTIONS = ("lambda_", "output", "precision", "truth", "out", "num_vertices", "weights", "graph_format",
-                  "cache", "threads", "callback", "full_output", "select_lambda", "select_seed")
+                  "cache", "threads", "callback", "full_output", "select_lambda", "select_seed", "gemm")
 
 
 def _select_fraction(spec):
@@ -238,6 +239,7 @@ def impute(graph, X, observed=None, device="auto", **options):
     graph_format, cache (for a graph given as a path or edges); threads;
     callback(dict) called after every iteration, a true return stops the run;
     tf32=True runs the GPU's GFT GEMMs on TF32 tensor cores (the tool's --tf32);
+    gemm='fp32'|'tf32'|'3xtf32' (the tool's --gemm) chooses among all three;
     select_lambda='holdout' or 'holdout:FRACTION' chooses how far down the λ
     schedule to go by hold-out validation (FRACTION of the observed vertices,
     or entries, hidden; default 0.1), select_seed (default 1) which ones;
@@ -275,6 +277,13 @@ def impute(graph, X, observed=None, device="auto", **options):
             else:
                 value = float(value)
             setattr(p, field, value)
+    gemm = options.get("gemm", None)
+    if gemm is not None:
+        if options.get("tf32") is not None:
+            raise TypeError("impute() got both tf32 and gemm")
+        if gemm not in _GEMM_MODES:
+            raise input_error("gemm must be 'fp32', 'tf32' or '3xtf32', not %r" % (gemm,))
+        p.gemm_tf32 = _GEMM_MODES[gemm]
     output = options.get("output", None)
     if output is not None:
         if output not in _OUTPUTS:

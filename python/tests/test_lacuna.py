@@ -604,6 +604,17 @@ class TestImpute(unittest.TestCase):
         with self.assertRaises(lacuna.LacunaInputError):
             lacuna.impute(self.E, Xn, select_seed=2)
 
+    def test_gemm_modes(self):
+        # The CPU ignores the GPU's GEMM mode: the same completion; bad values are input errors.
+        Y = lacuna.impute(self.E, self.X, device="cpu")
+        for mode in ("fp32", "tf32", "3xtf32"):
+            np.testing.assert_array_equal(lacuna.impute(self.E, self.X, device="cpu", gemm=mode), Y)
+        np.testing.assert_array_equal(lacuna.impute(self.E, self.X, device="cpu", tf32=True), Y)
+        with self.assertRaises(lacuna.LacunaInputError):
+            lacuna.impute(self.E, self.X, gemm="bf16")
+        with self.assertRaises(TypeError):
+            lacuna.impute(self.E, self.X, gemm="tf32", tf32=True)
+
     def test_callback_stops(self):
         seen = []
         Y, info = lacuna.impute(self.E, self.X, callback=lambda it: seen.append(it) or len(seen) >= 3,

@@ -37,6 +37,7 @@ static const struct {
     [LAC_KNOB_MF_CUDA_HOT] = {"LACUNA_MF_CUDA_HOT", "ratings that make an item hot (replicated rows)"},
     [LAC_KNOB_MF_CUDA_RUN_MAX] = {"LACUNA_MF_CUDA_RUN_MAX", "most ratings in one run of the work deal"},
     [LAC_KNOB_IMPUTE_CUDA_WARM] = {"LACUNA_IMPUTE_CUDA_WARM", "0: the GPU SVT starts every pass cold (no warm start)"},
+    [LAC_KNOB_IMPUTE_CUDA_SVT] = {"LACUNA_IMPUTE_CUDA_SVT", "jacobi|gram: force the GPU SVT's path (Jacobi only where it fits)"},
 };
 
 /* The environment as the process first saw it: read once. */

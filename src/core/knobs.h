@@ -37,6 +37,7 @@ typedef enum {
     LAC_KNOB_MF_CUDA_HOT,        /* ratings that make an item hot (replicated) */
     LAC_KNOB_MF_CUDA_RUN_MAX,    /* ratings a run */
     LAC_KNOB_IMPUTE_CUDA_WARM,   /* 0: every Jacobi SVT pass starts cold */
+    LAC_KNOB_IMPUTE_CUDA_SVT,    /* jacobi|gram: force the GPU SVT's path */
     LAC_KNOB_COUNT
 } lac_knob;
 

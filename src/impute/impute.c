@@ -46,7 +46,8 @@ const char *lac_impute_params_check(const lac_impute_params *given)
     if (p->max_iterations < 0) return "max_iterations must be >= 0 (0: steps x inner)";
     if (!(p->lambda >= 0) || isinf(p->lambda)) return "lambda must be a finite number >= 0 (0: the largest singular value)";
     if (p->accelerate != 0 && p->accelerate != 1) return "accelerate must be 0 or 1";
-    if (p->gemm_tf32 != 0 && p->gemm_tf32 != 1) return "gemm_tf32 must be 0 or 1";
+    if (p->gemm_tf32 < LAC_GEMM_FP32 || p->gemm_tf32 > LAC_GEMM_3XTF32)
+        return "gemm_tf32 must be LAC_GEMM_FP32, LAC_GEMM_TF32 or LAC_GEMM_3XTF32";
     if (p->output != LAC_IMPUTE_COMPLETED && p->output != LAC_IMPUTE_ESTIMATE) return "output must be completed or estimate";
     if (!(p->select_fraction == 0 || (p->select_fraction > 0 && p->select_fraction < 1)))
         return "select_fraction must be in (0, 1), the share of observed vertices (or entries) held out; 0: no selection";

@@ -42,7 +42,7 @@ typedef struct {
     const void *truth;                   /* or NULL */
     lac_dtype truth_dtype;
     int momentum;                        /* igft will be given θ != 0 (needs two more buffers) */
-    int gemm_tf32;                       /* a GPU may run the GFT GEMMs on TF32 (params.gemm_tf32) */
+    int gemm_tf32;                       /* lac_gemm_mode of the GPU's GFT GEMMs (params.gemm_tf32) */
 } lac_impute_problem;
 
 /* What one SVT pass (Algorithm 2 over every frequency) reports; sums in float64. */

@@ -34,6 +34,7 @@ static const char *const graph_formats[] = {"auto", "edges", "mtx", NULL};      
 static const char *const outputs[] = {"completed", "estimate", NULL};                /* lac_impute_output order */
 static const char *const precisions[] = {"single", "double", NULL};
 static const char *const dtypes[] = {"float32", "float64", NULL};
+static const char *const gemm_modes[] = {"fp32", "tf32", "3xtf32", NULL};                /* lac_gemm_mode order */
 static const lac_dtype dtype_of[] = {LAC_FLOAT32, LAC_FLOAT64};                      /* for both lists */
 
 static const char about[] =
@@ -122,7 +123,11 @@ static int parse_args(int argc, char **argv, impute_options *o)
          .help = "the paper's iteration: impute X_t itself", .off = 1},
         {"--tf32", NULL, CLI_FLAG, &o->params.gemm_tf32, NULL,
          .help = "on a GPU, the GFT and iGFT GEMMs on TF32 tensor cores (float32 bases): faster, ~1e-4 relative error "
-                 "in the products (docs/impute.md); the CPU ignores it"},
+                 "in the products (docs/impute.md); the CPU ignores it; the same as --gemm tf32"},
+        {"--gemm", NULL, CLI_ENUM, &o->params.gemm_tf32, NULL, .choices = gemm_modes,
+         .help = "on a GPU, how the GFT and iGFT GEMMs run with float32 bases: fp32 (the default), tf32 (as --tf32) or "
+                 "3xtf32 (three TF32 products of split operands: about fp32's accuracy on tensor cores); the CPU "
+                 "ignores it"},
         {"--log", NULL, CLI_STRING, &o->log, "FILE",
          .help = "one line per iteration: iteration step lambda_max change mean_rank seconds rmse_all rmse_missing "
                  "(NaN without --truth)"},
@@ -447,7 +452,7 @@ static int run(lac_ctx_t ctx, impute_options *o)
         cli_json_int(&j, "missing_vertices", res.missing_vertices);
         cli_json_string(&j, "precision", precisions[o->precision]);
         cli_json_string(&j, "device", cli_backend_name(ctx));
-        cli_json_string(&j, "gemm", o->params.gemm_tf32 ? "tf32" : "fp32");
+        cli_json_string(&j, "gemm", gemm_modes[o->params.gemm_tf32]);
         if (sel.curve) {
             cli_json_object(&j, "lambda_selection");
             cli_json_string(&j, "method", "holdout");

@@ -37,8 +37,13 @@ template <typename REAL> lac_status lac_svt_jacobi(lac_ctx_t ctx, const lac_svt_
 
 /* The Gram-matrix path for slices too big for shared memory (svt_gram.cu):
  * B = AᵀA in float64 and a batched symmetric eigensolver, in chunks of slices
- * that fit `budget` bytes of workspace. */
-template <typename REAL> lac_status lac_svt_gram(lac_ctx_t ctx, const lac_svt_batch<REAL> &b, size_t budget);
+ * that fit `budget` bytes of workspace. With `cache` non-NULL the buffers
+ * are kept in *cache for the next pass over slices of the same shape (free
+ * them with lac_svt_gram_cache_free once the stream is idle). */
+struct lac_svt_gram_cache;
+void lac_svt_gram_cache_free(lac_svt_gram_cache *cache);
+template <typename REAL>
+lac_status lac_svt_gram(lac_ctx_t ctx, const lac_svt_batch<REAL> &b, size_t budget, lac_svt_gram_cache **cache);
 
 /* Element-wise steps (impute_kernels.cu), all on the context's stream. */
 /* dst[v*mn + e] = the observed part of src (any float dtype) for vertices
@@ -58,6 +63,10 @@ template <typename REAL>
 lac_status lac_impute_cuda_impute_step(lac_ctx_t ctx, int64_t count, const REAL *x_new, const unsigned char *obs,
                                        const REAL *truth, REAL *x_inc, REAL *x_est, REAL theta, int extrapolate,
                                        double *partial, int *blocks);
+
+/* 3xTF32 operands: hi = a rounded to TF32, lo = a - hi, so that
+ * hi·hi' + hi·lo' + lo·hi' on TF32 tensor cores keeps ~fp32 accuracy. */
+lac_status lac_impute_cuda_split_tf32(lac_ctx_t ctx, const float *a, float *hi, float *lo, int64_t count);
 
 #define LAC_IMPUTE_CUDA_PARTIALS 512   /* most partial sums a reduction leaves */
 

@@ -44,6 +44,16 @@ template <typename T> lac_status device_alloc(lac_ctx_t ctx, T **p, int64_t coun
     return LAC_SUCCESS;
 }
 
+lac_status split_tf32(lac_ctx_t ctx, const float *a, float *hi, float *lo, int64_t count)
+{
+    return lac_impute_cuda_split_tf32(ctx, a, hi, lo, count);
+}
+
+lac_status split_tf32(lac_ctx_t ctx, const double *, double *, double *, int64_t)
+{
+    return lac_error(ctx, LAC_ERR_INTERNAL, "3xTF32 asked for float64 operands");
+}
+
 /* Bytes of device memory the Gram path may use for its chunks. */
 size_t gram_budget(lac_ctx_t ctx)
 {
@@ -61,11 +71,14 @@ template <typename REAL> struct impute_cuda {
     unsigned char *obs_inc = nullptr;
     double *lambda = nullptr, *stats = nullptr, *partial = nullptr;
     double *v = nullptr;   /* Jacobi path: each slice's right singular vectors, the next pass's start */
+    lac_svt_gram_cache *gram_cache = nullptr;   /* Gram path: its buffers, kept between passes */
     int v_valid = 0;
     int warm_start = 1;    /* LACUNA_IMPUTE_CUDA_WARM */
     double *stats_host = nullptr, *partial_host = nullptr;   /* pinned */
     bool jacobi = true;
-    bool tf32 = false;   /* the GFT and iGFT GEMMs on TF32 tensor cores (problem.gemm_tf32, float32) */
+    int gemm_mode = LAC_GEMM_FP32;   /* the GFT and iGFT GEMMs (problem.gemm_tf32; float32 only) */
+    REAL *u_inc_hi = nullptr, *u_inc_lo = nullptr;   /* 3xTF32: U_I split once */
+    REAL *a_hi = nullptr, *a_lo = nullptr;           /* 3xTF32: the other operand, split a GEMM */
 
     ~impute_cuda()
     {
@@ -84,6 +97,11 @@ template <typename REAL> struct impute_cuda {
         cudaFree(stats);
         cudaFree(partial);
         cudaFree(v);
+        cudaFree(u_inc_hi);
+        cudaFree(u_inc_lo);
+        cudaFree(a_hi);
+        cudaFree(a_lo);
+        lac_svt_gram_cache_free(gram_cache);
         cudaFreeHost(stats_host);
         cudaFreeHost(partial_host);
     }
@@ -160,8 +178,12 @@ lac_status setup(lac_ctx_t ctx, const lac_impute_problem *pr, impute_cuda<REAL> 
     lac_status st = LAC_SUCCESS;
     LAC_CHECK_GOTO(lac_cuda_cublas(ctx, &blas), st, fail);
     s->jacobi = lac_svt_jacobi_fits<REAL>(ctx->cuda->prop, pr->n, pr->m);
+    {
+        const char *path = lac_knob_string(ctx, LAC_KNOB_IMPUTE_CUDA_SVT);
+        if (path && strcmp(path, "gram") == 0) s->jacobi = false;
+    }
     s->warm_start = lac_knob_int(ctx, LAC_KNOB_IMPUTE_CUDA_WARM, 1) != 0;
-    s->tf32 = pr->gemm_tf32 && sizeof(REAL) == sizeof(float);
+    s->gemm_mode = sizeof(REAL) == sizeof(float) ? pr->gemm_tf32 : LAC_GEMM_FP32;
     if (s->jacobi) {
         const int64_t p = pr->m < pr->n ? pr->m : pr->n;
         LAC_CHECK_GOTO(device_alloc(ctx, &s->v, N * p * p), st, fail);
@@ -197,6 +219,13 @@ lac_status setup(lac_ctx_t ctx, const lac_impute_problem *pr, impute_cuda<REAL> 
         /* U_I: the incomplete vertices' rows, so that the GFT and iGFT of the
          * changing part cost ni/N of full ones. */
         LAC_CHECK_GOTO(lac_impute_cuda_gather_rows<REAL>(ctx, s->u_inc, s->u, index, ni, N, N), st, fail);
+        if (s->gemm_mode == LAC_GEMM_3XTF32) {
+            LAC_CHECK_GOTO(device_alloc(ctx, &s->u_inc_hi, ni * N), st, fail);
+            LAC_CHECK_GOTO(device_alloc(ctx, &s->u_inc_lo, ni * N), st, fail);
+            LAC_CHECK_GOTO(device_alloc(ctx, &s->a_hi, mn * N), st, fail);
+            LAC_CHECK_GOTO(device_alloc(ctx, &s->a_lo, mn * N), st, fail);
+            LAC_CHECK_GOTO(split_tf32(ctx, s->u_inc, s->u_inc_hi, s->u_inc_lo, ni * N), st, fail);
+        }
     }
     /* C = P_Ω(G) U. */
     LAC_CHECK_GOTO(upload_tensor<REAL>(ctx, pr, pr->tensor, pr->tensor_dtype, s->ghat, 1), st, fail);
@@ -281,19 +310,36 @@ struct math_mode_scope {
     }
 };
 
+/* C = A op(U_I) + beta C, A m x k (lda m), for the loop's GFT (op N) and iGFT
+ * (op T), in the problem's GEMM mode. 3xTF32: A = A_hi + A_lo and U_I the
+ * same, C = A_lo U_hi + A_hi U_lo + A_hi U_hi on TF32 tensor cores (the small
+ * terms first), dropping only A_lo U_lo (~2^-22 relative). */
+template <typename REAL>
+lac_status loop_gemm(lac_ctx_t ctx, impute_cuda<REAL> *s, cublasOperation_t tb, int64_t m, int64_t n, int64_t k,
+                     const REAL *a, REAL beta, REAL *c)
+{
+    cublasHandle_t blas;
+    LAC_CHECK(lac_cuda_cublas(ctx, &blas));
+    math_mode_scope mode(blas, s->gemm_mode != LAC_GEMM_FP32);
+    const int64_t ldb = s->ni;
+    if (s->gemm_mode != LAC_GEMM_3XTF32) {
+        LAC_CUBLAS_CHECK(ctx, gemm(blas, CUBLAS_OP_N, tb, m, n, k, (REAL)1, a, m, s->u_inc, ldb, beta, c, m));
+        return LAC_SUCCESS;
+    }
+    LAC_CHECK(split_tf32(ctx, a, s->a_hi, s->a_lo, m * k));
+    LAC_CUBLAS_CHECK(ctx, gemm(blas, CUBLAS_OP_N, tb, m, n, k, (REAL)1, s->a_lo, m, s->u_inc_hi, ldb, beta, c, m));
+    LAC_CUBLAS_CHECK(ctx, gemm(blas, CUBLAS_OP_N, tb, m, n, k, (REAL)1, s->a_hi, m, s->u_inc_lo, ldb, (REAL)1, c, m));
+    LAC_CUBLAS_CHECK(ctx, gemm(blas, CUBLAS_OP_N, tb, m, n, k, (REAL)1, s->a_hi, m, s->u_inc_hi, ldb, (REAL)1, c, m));
+    return LAC_SUCCESS;
+}
+
 template <typename REAL> lac_status gft(lac_ctx_t ctx, impute_cuda<REAL> *s)
 {
     cudaStream_t stream = ctx->cuda->stream;
     LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(s->ghat, s->c, (size_t)(s->mn * s->N) * sizeof(REAL), cudaMemcpyDeviceToDevice,
                                         stream));
-    if (s->ni > 0) {
-        cublasHandle_t blas;
-        LAC_CHECK(lac_cuda_cublas(ctx, &blas));
-        /* Ĝ = C + X_I U_I (Algorithm 1 lines 7-8): one GEMM. */
-        math_mode_scope mode(blas, s->tf32);
-        LAC_CUBLAS_CHECK(ctx, gemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, s->mn, s->N, s->ni, (REAL)1, s->x_inc, s->mn, s->u_inc,
-                                   s->ni, (REAL)1, s->ghat, s->mn));
-    }
+    /* Ĝ = C + X_I U_I (Algorithm 1 lines 7-8): one GEMM (three for 3xTF32). */
+    if (s->ni > 0) LAC_CHECK(loop_gemm<REAL>(ctx, s, CUBLAS_OP_N, s->mn, s->N, s->ni, s->x_inc, (REAL)1, s->ghat));
     /* The front end times each phase. */
     LAC_CUDA_CHECK(ctx, cudaStreamSynchronize(stream));
     return LAC_SUCCESS;
@@ -318,7 +364,7 @@ lac_status svt(lac_ctx_t ctx, impute_cuda<REAL> *s, const double *lambda, double
     b.stats = s->stats;
     b.v = s->v;
     b.warm = s->v_valid;
-    LAC_CHECK(s->jacobi ? lac_svt_jacobi<REAL>(ctx, b) : lac_svt_gram<REAL>(ctx, b, gram_budget(ctx)));
+    LAC_CHECK(s->jacobi ? lac_svt_jacobi<REAL>(ctx, b) : lac_svt_gram<REAL>(ctx, b, gram_budget(ctx), &s->gram_cache));
     s->v_valid = s->v != nullptr && s->warm_start;
     LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(s->stats_host, s->stats, (size_t)(N * LAC_SVT_STATS) * sizeof(double),
                                         cudaMemcpyDeviceToHost, stream));
@@ -350,12 +396,8 @@ template <typename REAL> lac_status igft(lac_ctx_t ctx, impute_cuda<REAL> *s, do
     *missing_error_sq = 0;
     if (s->ni == 0) return LAC_SUCCESS;
     cudaStream_t stream = ctx->cuda->stream;
-    cublasHandle_t blas;
-    LAC_CHECK(lac_cuda_cublas(ctx, &blas));
     /* G^est on the incomplete vertices: Ĝest U_Iᵀ (line 10). */
-    math_mode_scope mode(blas, s->tf32);
-    LAC_CUBLAS_CHECK(ctx, gemm(blas, CUBLAS_OP_N, CUBLAS_OP_T, s->mn, s->ni, s->N, (REAL)1, s->gest, s->mn, s->u_inc,
-                               s->ni, (REAL)0, s->x_new, s->mn));
+    LAC_CHECK(loop_gemm<REAL>(ctx, s, CUBLAS_OP_T, s->mn, s->ni, s->N, s->gest, (REAL)0, s->x_new));
     int blocks = 0;
     LAC_CHECK(lac_impute_cuda_impute_step<REAL>(ctx, s->mn * s->ni, s->x_new, s->obs_inc, s->true_inc, s->x_inc,
                                                 s->x_est, (REAL)momentum, s->x_new != s->x_inc, s->partial, &blocks));

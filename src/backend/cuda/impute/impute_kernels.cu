@@ -69,7 +69,28 @@ __global__ void impute_step_kernel(int64_t count, const REAL *x_new, const unsig
     }
 }
 
+/* hi = a rounded to TF32 (nearest, ties away), lo = a - hi (exact in fp32). */
+__global__ void split_tf32_kernel(const float *a, float *hi, float *lo, int64_t count)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < count; i += (int64_t)gridDim.x * blockDim.x) {
+        float x = a[i];
+        unsigned bits;
+        asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(bits) : "f"(x));
+        float h = __uint_as_float(bits);
+        hi[i] = h;
+        lo[i] = x - h;
+    }
+}
+
 } // namespace
+
+lac_status lac_impute_cuda_split_tf32(lac_ctx_t ctx, const float *a, float *hi, float *lo, int64_t count)
+{
+    if (count <= 0) return LAC_SUCCESS;
+    split_tf32_kernel<<<grid_for(count, 65536), 256, 0, ctx->cuda->stream>>>(a, hi, lo, count);
+    LAC_CUDA_CHECK_LAUNCH(ctx);
+    return LAC_SUCCESS;
+}
 
 template <typename REAL>
 lac_status lac_impute_cuda_load(lac_ctx_t ctx, REAL *dst, const void *src, lac_dtype src_dtype, int64_t count,

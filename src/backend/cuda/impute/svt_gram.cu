@@ -16,6 +16,8 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include <new>
+
 namespace {
 
 template <typename REAL> __global__ void widen(double *dst, const REAL *src, int64_t count)
@@ -109,14 +111,19 @@ unsigned grid_for(int64_t n)
     return (unsigned)(g < 1 ? 1 : g > 8192 ? 8192 : g);
 }
 
-struct gram_buffers {
+} // namespace
+
+/* The chunk's buffers, kept by the caller between passes over slices of one
+ * shape (an iteration would otherwise allocate and free them each time). */
+struct lac_svt_gram_cache {
+    int64_t rows = 0, cols = 0, chunk = 0;
     double *a = nullptr, *b = nullptr, *t = nullptr, *mu = nullptr, *factor = nullptr, *sigma = nullptr;
-    int *kept = nullptr, *r_max = nullptr, *info = nullptr;
+    int *kept = nullptr, *r_max = nullptr, *info = nullptr, *info_host = nullptr;
     void *work = nullptr;
-    size_t work_bytes = 0;
+    size_t work_bytes = 0, host_bytes = 0;
     void *host_work = nullptr;
     cusolverDnParams_t params = nullptr;
-    ~gram_buffers()
+    ~lac_svt_gram_cache()
     {
         cudaFree(a);
         cudaFree(b);
@@ -129,9 +136,48 @@ struct gram_buffers {
         cudaFree(info);
         cudaFree(work);
         free(host_work);
+        free(info_host);
         if (params) cusolverDnDestroyParams(params);
     }
 };
+
+void lac_svt_gram_cache_free(lac_svt_gram_cache *cache)
+{
+    delete cache;
+}
+
+namespace {
+
+typedef lac_svt_gram_cache gram_buffers;
+
+/* Buffers for chunks of `chunk` slices of rows x cols (Gram side p). */
+lac_status gram_alloc(lac_ctx_t ctx, cusolverDnHandle_t solver, gram_buffers &g, int64_t chunk, int64_t rows,
+                      int64_t cols, int64_t p)
+{
+    const int64_t size = rows * cols;
+    g.rows = rows;
+    g.cols = cols;
+    g.chunk = chunk;
+    LAC_CUDA_CHECK(ctx, cudaMalloc(&g.a, (size_t)(chunk * size) * sizeof(double)));
+    LAC_CUDA_CHECK(ctx, cudaMalloc(&g.t, (size_t)(chunk * size) * sizeof(double)));
+    LAC_CUDA_CHECK(ctx, cudaMalloc(&g.b, (size_t)(chunk * p * p) * sizeof(double)));
+    LAC_CUDA_CHECK(ctx, cudaMalloc(&g.mu, (size_t)(chunk * p) * sizeof(double)));
+    LAC_CUDA_CHECK(ctx, cudaMalloc(&g.factor, (size_t)(chunk * p) * sizeof(double)));
+    LAC_CUDA_CHECK(ctx, cudaMalloc(&g.sigma, (size_t)chunk * sizeof(double)));
+    LAC_CUDA_CHECK(ctx, cudaMalloc(&g.kept, (size_t)chunk * sizeof(int)));
+    LAC_CUDA_CHECK(ctx, cudaMalloc(&g.info, (size_t)chunk * sizeof(int)));
+    LAC_CUDA_CHECK(ctx, cudaMalloc(&g.r_max, sizeof(int)));
+    LAC_CUSOLVER_CHECK(ctx, cusolverDnCreateParams(&g.params));
+    LAC_CUSOLVER_CHECK(ctx, cusolverDnXsyevBatched_bufferSize(solver, g.params, CUSOLVER_EIG_MODE_VECTOR,
+                                                              CUBLAS_FILL_MODE_UPPER, p, CUDA_R_64F, g.b, p, CUDA_R_64F,
+                                                              g.mu, CUDA_R_64F, &g.work_bytes, &g.host_bytes, chunk));
+    LAC_CUDA_CHECK(ctx, cudaMalloc(&g.work, g.work_bytes ? g.work_bytes : 1));
+    g.host_work = malloc(g.host_bytes ? g.host_bytes : 1);
+    g.info_host = (int *)malloc((size_t)chunk * sizeof(int));
+    if (!g.host_work || !g.info_host)
+        return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "host workspace of the batched eigensolver");
+    return LAC_SUCCESS;
+}
 
 /* Solves slice k's eigenproblem again with syevd after the batched solver
  * reported failure; b_k is rebuilt from a_k first (the failed call may have
@@ -163,7 +209,8 @@ lac_status resolve_alone(lac_ctx_t ctx, cusolverDnHandle_t solver, cublasHandle_
 
 } // namespace
 
-template <typename REAL> lac_status lac_svt_gram(lac_ctx_t ctx, const lac_svt_batch<REAL> &b, size_t budget)
+template <typename REAL>
+lac_status lac_svt_gram(lac_ctx_t ctx, const lac_svt_batch<REAL> &b, size_t budget, lac_svt_gram_cache **cache)
 {
     if (b.count == 0) return LAC_SUCCESS;
     cudaStream_t stream = ctx->cuda->stream;
@@ -180,26 +227,27 @@ template <typename REAL> lac_status lac_svt_gram(lac_ctx_t ctx, const lac_svt_ba
     if (chunk < 1) chunk = 1;
     if (chunk > b.count) chunk = b.count;
 
-    gram_buffers g;
-    LAC_CUDA_CHECK(ctx, cudaMalloc(&g.a, (size_t)(chunk * size) * sizeof(double)));
-    LAC_CUDA_CHECK(ctx, cudaMalloc(&g.t, (size_t)(chunk * size) * sizeof(double)));
-    LAC_CUDA_CHECK(ctx, cudaMalloc(&g.b, (size_t)(chunk * p * p) * sizeof(double)));
-    LAC_CUDA_CHECK(ctx, cudaMalloc(&g.mu, (size_t)(chunk * p) * sizeof(double)));
-    LAC_CUDA_CHECK(ctx, cudaMalloc(&g.factor, (size_t)(chunk * p) * sizeof(double)));
-    LAC_CUDA_CHECK(ctx, cudaMalloc(&g.sigma, (size_t)chunk * sizeof(double)));
-    LAC_CUDA_CHECK(ctx, cudaMalloc(&g.kept, (size_t)chunk * sizeof(int)));
-    LAC_CUDA_CHECK(ctx, cudaMalloc(&g.info, (size_t)chunk * sizeof(int)));
-    LAC_CUDA_CHECK(ctx, cudaMalloc(&g.r_max, sizeof(int)));
-    LAC_CUSOLVER_CHECK(ctx, cusolverDnCreateParams(&g.params));
-    size_t host_bytes = 0;
-    LAC_CUSOLVER_CHECK(ctx, cusolverDnXsyevBatched_bufferSize(solver, g.params, CUSOLVER_EIG_MODE_VECTOR,
-                                                              CUBLAS_FILL_MODE_UPPER, p, CUDA_R_64F, g.b, p, CUDA_R_64F,
-                                                              g.mu, CUDA_R_64F, &g.work_bytes, &host_bytes, chunk));
-    LAC_CUDA_CHECK(ctx, cudaMalloc(&g.work, g.work_bytes ? g.work_bytes : 1));
-    g.host_work = malloc(host_bytes ? host_bytes : 1);
-    if (!g.host_work) return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "host workspace of the batched eigensolver");
-    int *info_host = (int *)malloc((size_t)chunk * sizeof(int));
-    if (!info_host) return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "eigensolver status array");
+    /* Reuse the caller's buffers when they were made for this shape. */
+    gram_buffers *buffers = cache ? *cache : nullptr;
+    if (buffers && (buffers->rows != rows || buffers->cols != cols)) {
+        LAC_CUDA_CHECK(ctx, cudaStreamSynchronize(stream));
+        delete buffers;
+        buffers = *cache = nullptr;
+    }
+    if (!buffers) {
+        buffers = new (std::nothrow) gram_buffers;
+        if (!buffers) return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "Gram SVT buffers");
+        lac_status as = gram_alloc(ctx, solver, *buffers, chunk, rows, cols, p);
+        if (as < 0) {
+            delete buffers;
+            return as;
+        }
+        if (cache) *cache = buffers;
+    }
+    gram_buffers &g = *buffers;
+    chunk = g.chunk;
+    const size_t host_bytes = g.host_bytes;
+    int *info_host = g.info_host;
 
     lac_status st = LAC_SUCCESS;
     const double one = 1, zero = 0;
@@ -282,12 +330,13 @@ template <typename REAL> lac_status lac_svt_gram(lac_ctx_t ctx, const lac_svt_ba
         ce = cudaGetLastError();
         if (ce != cudaSuccess) st = lac_cuda_fail(ctx, ce, "store_result", __FILE__, __LINE__);
     }
-    free(info_host);
-    /* The buffers are freed when g goes: wait until the stream no longer uses them. */
+    /* The buffers may be freed next (by the caller, or here without a cache):
+     * wait until the stream no longer uses them. */
     cudaError_t ce = cudaStreamSynchronize(stream);
     if (st == LAC_SUCCESS && ce != cudaSuccess) st = lac_cuda_fail(ctx, ce, "Gram SVT", __FILE__, __LINE__);
+    if (!cache) delete buffers;
     return st;
 }
 
-template lac_status lac_svt_gram<float>(lac_ctx_t, const lac_svt_batch<float> &, size_t);
-template lac_status lac_svt_gram<double>(lac_ctx_t, const lac_svt_batch<double> &, size_t);
+template lac_status lac_svt_gram<float>(lac_ctx_t, const lac_svt_batch<float> &, size_t, lac_svt_gram_cache **);
+template lac_status lac_svt_gram<double>(lac_ctx_t, const lac_svt_batch<double> &, size_t, lac_svt_gram_cache **);
