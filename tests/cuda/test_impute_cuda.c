@@ -219,25 +219,32 @@ TEST(batched_svt_matches_lapack_beyond_shared_memory)
     check_shape(300, 600, 2, TINY);
 }
 
-/* The Gram route forced (LACUNA_IMPUTE_CUDA_SVT=gram) on shapes the Jacobi
- * kernel would take: the same reference; a warm pass runs the route twice on
- * one state, so its kept buffers are reused. */
-TEST(gram_route_matches_lapack_on_small_slices)
+/* Each SVT path forced (LACUNA_IMPUTE_CUDA_SVT) on shapes the default gives
+ * to the other: the same reference; a warm pass runs a path twice on one
+ * state (the Gram route then reuses its kept buffers). */
+static void check_forced_path(const char *knobs, const int64_t (*shapes)[3], size_t count)
 {
     lac_ctx_params p = lac_ctx_params_default();
     p.backend = LAC_BACKEND_CUDA;
-    p.knobs = "IMPUTE_CUDA_SVT=gram";
-    lac_ctx_t gram = NULL, jacobi = gpu;
-    if (lac_ctx_create(&p, &gram) != 0) {
-        HARNESS_FAIL("context with the Gram route: %s", lac_last_error(NULL));
+    p.knobs = knobs;
+    lac_ctx_t forced = NULL, usual = gpu;
+    if (lac_ctx_create(&p, &forced) != 0) {
+        HARNESS_FAIL("context with %s: %s", knobs, lac_last_error(NULL));
         return;
     }
-    gpu = gram;
-    static const int64_t shapes[][3] = {{2, 2, 9}, {50, 50, 12}, {30, 100, 6}, {100, 30, 6}, {128, 128, 3}};
-    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+    gpu = forced;
+    for (size_t s = 0; s < count; s++)
         for (int kind = 0; kind < KINDS; kind++) check_shape(shapes[s][0], shapes[s][1], shapes[s][2], kind);
-    gpu = jacobi;
-    lac_ctx_destroy(&gram);
+    gpu = usual;
+    lac_ctx_destroy(&forced);
+}
+
+TEST(each_svt_path_matches_lapack_where_the_other_is_the_default)
+{
+    static const int64_t small[][3] = {{2, 2, 9}, {50, 50, 12}, {30, 100, 6}, {100, 30, 6}};
+    static const int64_t large[][3] = {{128, 128, 4}, {100, 120, 3}, {97, 200, 2}};
+    check_forced_path("IMPUTE_CUDA_SVT=gram", small, sizeof small / sizeof small[0]);
+    check_forced_path("IMPUTE_CUDA_SVT=jacobi", large, sizeof large / sizeof large[0]);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -505,7 +512,7 @@ int main(void)
     const char *quick = getenv("LACUNA_TEST_QUICK");
     const int full = !(quick && strcmp(quick, "1") == 0);
     if (full) RUN(batched_svt_matches_lapack_beyond_shared_memory);
-    RUN(gram_route_matches_lapack_on_small_slices);
+    RUN(each_svt_path_matches_lapack_where_the_other_is_the_default);
     RUN(imputation_matches_the_cpu);
     RUN(basis_eigendecomposition_matches_lapack);
     RUN(generator_transform_matches_the_cpu);

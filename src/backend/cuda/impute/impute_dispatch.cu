@@ -54,6 +54,9 @@ lac_status split_tf32(lac_ctx_t ctx, const double *, double *, double *, int64_t
     return lac_error(ctx, LAC_ERR_INTERNAL, "3xTF32 asked for float64 operands");
 }
 
+/* The largest min(m, n) the Jacobi SVT takes by default (see setup). */
+#define JACOBI_MAX_SIDE 96
+
 /* Bytes of device memory the Gram path may use for its chunks. */
 size_t gram_budget(lac_ctx_t ctx)
 {
@@ -177,10 +180,17 @@ lac_status setup(lac_ctx_t ctx, const lac_impute_problem *pr, impute_cuda<REAL> 
     unsigned char *obs_host = nullptr;
     lac_status st = LAC_SUCCESS;
     LAC_CHECK_GOTO(lac_cuda_cublas(ctx, &blas), st, fail);
-    s->jacobi = lac_svt_jacobi_fits<REAL>(ctx->cuda->prop, pr->n, pr->m);
     {
+        /* Jacobi in shared memory for small slices; beyond JACOBI_MAX_SIDE the
+         * Gram route is faster inside an iteration even where Jacobi fits
+         * (H200: 128 x 128 x 2000 26.0 ms against 32.7; 64 x 64 x 2100 7.8
+         * against 4.8; bench/RESULTS.md). */
+        const bool fits = lac_svt_jacobi_fits<REAL>(ctx->cuda->prop, pr->n, pr->m);
         const char *path = lac_knob_string(ctx, LAC_KNOB_IMPUTE_CUDA_SVT);
+        const int64_t side = pr->m < pr->n ? pr->m : pr->n;
+        s->jacobi = fits && side <= JACOBI_MAX_SIDE;
         if (path && strcmp(path, "gram") == 0) s->jacobi = false;
+        if (path && strcmp(path, "jacobi") == 0) s->jacobi = fits;
     }
     s->warm_start = lac_knob_int(ctx, LAC_KNOB_IMPUTE_CUDA_WARM, 1) != 0;
     s->gemm_mode = sizeof(REAL) == sizeof(float) ? pr->gemm_tf32 : LAC_GEMM_FP32;
