@@ -1100,6 +1100,52 @@ typedef struct {
 
 LAC_API lac_status lac_mf_rank_evaluate(lac_ctx_t ctx, const lac_mf_rank_params *params, lac_mf_model_t model,
                                         lac_ratings_t test, lac_mf_rank_report *report);
+/* Online updates (the paper's Algorithm 4): new ratings, of new users and
+ * items or of known ones, folded into a trained model without retraining.
+ * New users and items get indices after the model's (in order of first
+ * appearance); a known (user, item) pair takes the new rating. Then:
+ *   - the neighbourhood model's LSH sums get the new ratings (a replaced
+ *     rating's share taken out; the centred method uses each item's mean
+ *     over all its ratings for the new shares only), and each new item's
+ *     S^K(j) is searched among all items (GSM: an exact search of the
+ *     merged ratings); the known items keep theirs;
+ *   - every new user's (neighbourhood model: every touched user's, from its
+ *     whole training row), then every new item's parameters are solved in
+ *     closed form with the rest fixed (eq. 1 is linear in one row's
+ *     parameters: a ridge regression with SGD's regularisers), `rounds`
+ *     times;
+ *   - `sweeps` epochs of SGD (rule 5) at the learning rate of the epoch after
+ *     the model's last run over the touched rows: the new ratings (plain
+ *     model) or the touched users' whole training rows (neighbourhood).
+ * mu stays; the rating range widens to the new ratings'. The given model is
+ * not changed; *out is a new one. CPU only. */
+typedef struct {
+    size_t struct_size;               /* sizeof: set by lac_mf_update_params_default() */
+    int rounds;                       /* users-then-items solves; default 2 */
+    int sweeps;                       /* SGD epochs over the touched rows; default 2 */
+} lac_mf_update_params;
+
+LAC_API void lac_mf_update_params_init(lac_mf_update_params *params, size_t struct_size);
+static inline lac_mf_update_params lac_mf_update_params_default(void)
+{
+    lac_mf_update_params p;
+    lac_mf_update_params_init(&p, sizeof p);
+    return p;
+}
+LAC_API const char *lac_mf_update_params_check(const lac_mf_update_params *params);
+
+typedef struct {
+    double seconds;           /* the whole update */
+    int64_t ratings;          /* new ratings used (repeated pairs: the last one) */
+    int64_t new_users, new_items;
+    int64_t replaced;         /* ratings of pairs the model was trained on */
+    double rmse_before;       /* the given model on the new ratings (unknown ids: mu + known biases) */
+    double rmse_after;        /* the updated model on them */
+} lac_mf_update_report;
+
+/* report may be NULL. */
+LAC_API lac_status lac_mf_update(lac_ctx_t ctx, const lac_mf_update_params *params, lac_mf_model_t model,
+                                 lac_ratings_t ratings, lac_mf_model_t *out, lac_mf_update_report *report);
 
 /* The n items rated most often in training (ties: lower index): what
  * recommend offers a user the model does not know. items: n dense indices

@@ -403,12 +403,32 @@ class lac_mf_rank_report(Structure):
     ]
 
 
+class lac_mf_update_params(Structure):
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("rounds", c_int),
+        ("sweeps", c_int),
+    ]
+
+
+class lac_mf_update_report(Structure):
+    _fields_ = [
+        ("seconds", c_double),
+        ("ratings", c_int64),
+        ("new_users", c_int64),
+        ("new_items", c_int64),
+        ("replaced", c_int64),
+        ("rmse_before", c_double),
+        ("rmse_after", c_double),
+    ]
+
+
 # Every struct mirrored here, by its C name (for the header check).
 STRUCTS = [lac_ctx_params, lac_array, lac_map_params, lac_graph_params, lac_graph_info, lac_impute_iteration,
            lac_impute_selection, lac_impute_params, lac_impute_result, lac_impute_gen_params, lac_ratings_read_params,
            lac_mf_split_params, lac_mf_gen_params, lac_mf_nbr_params, lac_mf_groups, lac_mf_params, lac_mf_report,
            lac_mf_checkpoint_params, lac_mf_tune_params, lac_mf_tune_trial, lac_mf_tune_report,
-           lac_mf_rank_params, lac_mf_rank_report]
+           lac_mf_rank_params, lac_mf_rank_report, lac_mf_update_params, lac_mf_update_report]
 
 # Opaque handles: plain pointers.
 lac_ctx_t = c_void_p
@@ -510,6 +530,10 @@ PROTOTYPES = {
     "lac_mf_model_user_index": (c_int64, [lac_mf_model_t, c_char_p]),
     "lac_mf_model_user_id": (c_char_p, [lac_mf_model_t, c_int64]),
     "lac_mf_model_item_id": (c_char_p, [lac_mf_model_t, c_int64]),
+    "lac_mf_update_params_init": (None, [_P(lac_mf_update_params), c_size_t]),
+    "lac_mf_update_params_check": (c_char_p, [_P(lac_mf_update_params)]),
+    "lac_mf_update": (_st, [lac_ctx_t, _P(lac_mf_update_params), lac_mf_model_t, lac_ratings_t, _P(lac_mf_model_t),
+                            _P(lac_mf_update_report)]),
 }
 
 

@@ -260,6 +260,7 @@ class MF(_core.Closeable):
         self._user_ids = self._item_ids = None
         self.report_ = None
         self.search_ = None
+        self.update_report_ = None
         self.history_ = []
 
     def _set_neighbourhood(self, neighbours, K, p, q, rates, lambdas, beta_groups):
@@ -395,6 +396,42 @@ class MF(_core.Closeable):
             train.close()
             if val is not None:
                 val.close()
+        return self
+
+    def update(self, users, items=None, ratings=None, *, rounds=None, sweeps=None, format="auto", skip_bad=False):
+        """Folds new ratings into the fitted model without retraining (online
+        updates, docs/mf.md): (users, items, ratings) arrays or a ratings
+        file. New users and items join the model; new rows are solved with
+        the rest fixed (`rounds` times), then `sweeps` SGD epochs run over
+        the touched rows. Returns self; update_report_ holds seconds,
+        ratings, new_users, new_items, replaced, rmse_before and rmse_after
+        (the RMSE on the new ratings before and after)."""
+        model = self._live()
+        up = _lib.params(_lib.lac_mf_update_params, "lac_mf_update_params_init")
+        for name, value in (("rounds", rounds), ("sweeps", sweeps)):
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value < (1 << 31):
+                raise input_error("%s must be a non-negative integer, not %r" % (name, value))
+            setattr(up, name, int(value))
+        why = lib.lac_mf_update_params_check(ctypes.byref(up))
+        if why:
+            raise input_error("update parameters: " + _lib.text(why))
+        ctx = self._ctx()
+        if items is None and ratings is None and isinstance(users, (str, bytes, os.PathLike)):
+            fresh = _Ratings(ctx, None, path=users, format=format, skip_bad=skip_bad)
+        elif items is None or ratings is None:
+            raise input_error("update takes (users, items, ratings) arrays or a ratings file path")
+        else:
+            fresh = _Ratings(ctx, users, items, ratings)
+        with fresh:
+            handle = _lib.lac_mf_model_t()
+            report = _lib.lac_mf_update_report()
+            with self._lock:
+                check(lib.lac_mf_update(ctx.handle, ctypes.byref(up), model, fresh.handle, ctypes.byref(handle),
+                                        ctypes.byref(report)), ctx)
+                self._adopt(handle)
+        self.update_report_ = {name: getattr(report, name) for name, _ in report._fields_}
         return self
 
     # -- using the model ---------------------------------------------------------

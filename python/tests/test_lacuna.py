@@ -723,6 +723,40 @@ class TestMF(unittest.TestCase):
         self.assertEqual(m.history_[0]["epoch"], 1)
         self.assertTrue(np.isscalar(m.predict(self.u[0], self.i[0])))
 
+    def test_update_folds_new_users_in(self):
+        u, i, r = self.u, self.i, self.r
+        tr = np.zeros(len(u), bool)
+        tr[self.tr] = True
+        te = np.zeros(len(u), bool)
+        te[self.te] = True
+        users = np.unique(u)
+        new = np.isin(u, users[::10])   # a tenth of the users arrive later
+        m = lacuna.MF(k=8, seed=3, threads=2, epochs=15).fit(u[tr & ~new], i[tr & ~new], r[tr & ~new])
+        before = m.evaluate(u[te & new], i[te & new], r[te & new])["rmse"]
+        known_items = set(m.item_ids)
+        keep = tr & new & np.array([x in known_items for x in i])
+        m.update(u[keep], i[keep], r[keep], rounds=1, sweeps=0)
+        rep = m.update_report_
+        self.assertEqual(rep["new_users"], len(np.unique(u[keep])))
+        self.assertEqual(rep["new_items"], 0)
+        self.assertLess(rep["rmse_after"], rep["rmse_before"])
+        self.assertLess(m.evaluate(u[te & new], i[te & new], r[te & new])["rmse"], before - 0.2)
+        # a new user's row is the ridge solution with the items fixed (numpy)
+        p = m.get_params()
+        uidx = {v: k for k, v in enumerate(m.user_ids)}
+        iidx = {v: k for k, v in enumerate(m.item_ids)}
+        who = u[keep][0]
+        rows = np.flatnonzero(keep & (u == who))
+        js = np.array([iidx[x] for x in i[rows]])
+        X = np.hstack([np.ones((len(js), 1)), m.item_factors[js].astype(np.float64)])
+        y = r[rows] - m.global_mean - m.item_bias[js]
+        reg = np.diag([p["lambda_bias"] * len(js)] + [p["lambda_"] * len(js)] * 8)
+        theta = np.linalg.solve(X.T @ X + reg, X.T @ y)
+        np.testing.assert_allclose(m.user_bias[uidx[who]], theta[0], atol=2e-3)
+        np.testing.assert_allclose(m.user_factors[uidx[who]], theta[1:], atol=2e-3)
+        with self.assertRaises(lacuna.LacunaInputError):
+            m.update(u[keep], i[keep], r[keep], rounds=0)
+
     def test_factors_explain_the_predictions(self):
         m = self.model
         self.assertEqual(m.user_factors.shape, (m.num_users, 8))

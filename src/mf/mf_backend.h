@@ -78,6 +78,31 @@ typedef struct {
     lac_mf_groups rates, lambdas;
 } lac_mf_call;
 
+/* Online updates (src/mf/update.c): some users' or items' parameters solved
+ * with everything else fixed. Eq. (1) is linear in one row's parameters, a
+ * user's (b_i, u_i) or an item's (bhat_j, v_j, w_j, c_j), so each row is a
+ * ridge regression over its ratings with the regulariser that SGD by rule
+ * (5) minimises: the group's lambda times the ratings that update it. The
+ * neighbourhood terms read R(i) from factors.rated_* (the updated lists). */
+typedef struct lac_mf_fold_call {
+    lac_mf_factors factors;   /* read, and the rows written */
+    /* the ratings solved from, user-major and item-major (CSR over the model's indices) */
+    const int64_t *user_start;
+    const int32_t *user_item;
+    const float *user_val;
+    const int64_t *item_start;
+    const int32_t *item_user;
+    const float *item_val;
+    int items;                /* 0: rows are users, 1: items */
+    const int32_t *rows;
+    int64_t num_rows;
+    const unsigned char *skip;  /* users: ratings of items (users: of users) flagged here are left out; may be NULL */
+    double lambda, lambda_bias;   /* the plain model's */
+    int use_bias;
+    lac_mf_groups lambdas;    /* the neighbourhood model's */
+    int max_dim;              /* an item's w_j, c_j are solved only when 1 + k + 2 K <= max_dim */
+} lac_mf_fold_call;
+
 /* Each backend's own state for one training (defined by the backend). */
 typedef struct lac_mf_state lac_mf_state;
 
@@ -109,6 +134,9 @@ typedef struct {
      * epoch's start, rule (5) per group at rates.g x learning_rate; keep,
      * get and put carry W and C with the factors. */
     int neighbourhood;
+    /* Online updates: solves rows of call->factors in closed form (below);
+     * NULL: the front end uses the CPU table's. */
+    lac_status (*fold_in)(lac_ctx_t ctx, const struct lac_mf_fold_call *call);
 } lac_mf_backend;
 
 /* The CPU backend (src/mf/cpu/), always built. */

@@ -80,6 +80,19 @@ float lac_mf_nbr_source(const lac_mf_nbr_params *params, int64_t user, int64_t c
 lac_status lac_mf_nbr_search(lac_ctx_t ctx, const lac_mf_nbr_params *params, const lac_nbr_data *d, int keep_codes,
                              lac_mf_nbr_t *out);
 
+/* Online updates of the LSH codes: psi(r) (the item's mean for the centred
+ * method), and a rating's contribution added to an item's row of codes
+ * (its weight times the user's sources; minHash: the minimum). */
+float lac_mf_nbr_weight(const lac_mf_nbr_params *params, float rating, double item_mean);
+void lac_mf_nbr_codes_add(const lac_mf_nbr_params *params, float *row, int64_t cols, int64_t user, float weight);
+/* Code columns of a method (0: GSM and random keep none). */
+int64_t lac_mf_nbr_code_columns(const lac_mf_nbr_params *params);
+/* The lists of items rows[0..num_rows) among all num_items from the codes
+ * (num_items x lac_mf_nbr_code_columns): bucket keys, then the backend's
+ * count over the tables (out: num_rows x K). */
+lac_status lac_mf_nbr_search_rows(lac_ctx_t ctx, const lac_mf_nbr_params *params, const float *codes,
+                                  int64_t num_items, const int32_t *rows, int64_t num_rows, int32_t *out);
+
 /* A model with zeroed arrays (rows aligned and padded). */
 lac_status lac_mf_model_alloc(lac_ctx_t ctx, int64_t num_users, int64_t num_items, int k, lac_mf_model_t *out);
 

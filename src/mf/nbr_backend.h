@@ -41,6 +41,10 @@ typedef struct {
     int max_bucket;        /* larger buckets are passed over */
     uint64_t seed;         /* the random fill */
     int64_t bytes;         /* out: the backend's peak working memory */
+    /* bucket methods: only these items' lists (out: num_rows x K, in this
+     * order), all items their candidates (online updates); NULL: every item */
+    const int32_t *rows;
+    int64_t num_rows;
 } lac_nbr_call;
 
 typedef struct {
@@ -48,9 +52,9 @@ typedef struct {
     /* Exact top-K by shrunk Pearson S (lac_nbr_shrunk_pearson), ties to the
      * lower index, items never rated together with j at S = 0. */
     lac_status (*gsm_topk)(lac_ctx_t ctx, lac_nbr_call *call, int32_t *out);
-    /* For each item j: the items sharing j's bucket in each table, counted
-     * over the tables; the K most frequent (ties: lower index), then
-     * lac_nbr_fill_item's sequence when fewer than K. */
+    /* For each item j (or each of call->rows): the items sharing j's bucket
+     * in each table, counted over the tables; the K most frequent (ties:
+     * lower index), then lac_nbr_fill_item's sequence when fewer than K. */
     lac_status (*bucket_topk)(lac_ctx_t ctx, lac_nbr_call *call, int32_t *out);
 } lac_nbr_backend;
 

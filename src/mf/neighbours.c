@@ -174,6 +174,30 @@ float lac_mf_nbr_source(const lac_mf_nbr_params *p, int64_t user, int64_t col)
     return (float)(user_word(p->seed, user, (uint64_t)col * 40503ull + 7) >> 40);
 }
 
+float lac_mf_nbr_weight(const lac_mf_nbr_params *p, float rating, double item_mean)
+{
+    double r = rating, rp = r;
+    for (int e = 1; e < p->psi_power; e++) rp *= r;
+    return (float)(p->method == LAC_MF_NBR_SIMLSH ? rp : p->method == LAC_MF_NBR_SIMLSH_CENTRED ? r - item_mean : r);
+}
+
+void lac_mf_nbr_codes_add(const lac_mf_nbr_params *p, float *row, int64_t cols, int64_t user, float weight)
+{
+    if (p->method == LAC_MF_NBR_MINHASH) {
+        for (int64_t c = 0; c < cols; c++) {
+            float h = lac_mf_nbr_source(p, user, c);
+            row[c] = h < row[c] ? h : row[c];
+        }
+    } else if (p->method == LAC_MF_NBR_RPCOS) {
+        for (int64_t c = 0; c < cols; c++) row[c] += weight * lac_mf_nbr_source(p, user, c);
+    } else {   /* simLSH: one hash a 64 columns, as user_rows */
+        for (int64_t c0 = 0; c0 < cols; c0 += CODE_COLS) {
+            uint64_t w = user_word(p->seed, user, c0 / CODE_COLS);
+            for (int64_t c = c0; c < cols && c < c0 + CODE_COLS; c++) row[c] += (w >> (c % CODE_COLS)) & 1 ? weight : -weight;
+        }
+    }
+}
+
 /* The users' source rows for columns [c0, c0 + cw) (lac_mf_nbr_source; one
  * hash gives simLSH's 64 bits of an aligned block). */
 static void user_rows(const lac_mf_nbr_params *p, int64_t num_users, int64_t c0, int cw, float *rows, int threads)
@@ -232,14 +256,7 @@ static lac_status code_sums(lac_ctx_t ctx, const lac_mf_nbr_params *p, const lac
         int64_t lo = d->item_start[j], hi = d->item_start[j + 1];
         for (int64_t a = lo; a < hi; a++) mean += d->item_val[a];
         mean = hi > lo ? mean / (double)(hi - lo) : 0.0;
-        for (int64_t a = lo; a < hi; a++) {
-            double r = d->item_val[a];
-            double rp = r;
-            for (int e = 1; e < p->psi_power; e++) rp *= r;
-            weight[a] = (float)(p->method == LAC_MF_NBR_SIMLSH ? rp
-                                : p->method == LAC_MF_NBR_SIMLSH_CENTRED ? r - mean
-                                                                         : r);
-        }
+        for (int64_t a = lo; a < hi; a++) weight[a] = lac_mf_nbr_weight(p, d->item_val[a], mean);
     }
     *peak = (int64_t)((size_t)ni * sizeof *units + (size_t)d->nnz * 4 + (size_t)d->num_users * CODE_COLS * 4 +
                       (size_t)threads * UNIT_RATINGS * (CODE_COLS + 2) * 4 * 2);
@@ -411,6 +428,35 @@ done:
     }
     *out = r;
     return LAC_SUCCESS;
+}
+
+lac_status lac_mf_nbr_search_rows(lac_ctx_t ctx, const lac_mf_nbr_params *p, const float *codes, int64_t ni,
+                                  const int32_t *rows, int64_t num_rows, int32_t *out)
+{
+    uint64_t *keys = lac_malloc(ctx, (size_t)(ni ? ni : 1) * (size_t)p->q * sizeof *keys);
+    if (!keys) return LAC_ERR_OUT_OF_MEMORY;
+    bucket_keys(p, ni, codes, code_columns(p), 0, p->q, keys);
+    lac_nbr_data d;
+    memset(&d, 0, sizeof d);
+    d.num_items = ni;
+    lac_nbr_call call;
+    memset(&call, 0, sizeof call);
+    call.data = &d;
+    call.k = p->k;
+    call.seed = p->seed;
+    call.max_bucket = LAC_MF_NBR_MAX_BUCKET;
+    call.tables = p->q;
+    call.keys = keys;
+    call.rows = rows;
+    call.num_rows = num_rows;
+    lac_status st = nbr_backend(ctx)->bucket_topk(ctx, &call, out);
+    free(keys);
+    return st;
+}
+
+int64_t lac_mf_nbr_code_columns(const lac_mf_nbr_params *p)
+{
+    return p->method == LAC_MF_NBR_GSM || p->method == LAC_MF_NBR_RANDOM ? 0 : code_columns(p);
 }
 
 lac_status lac_mf_neighbours(lac_ctx_t ctx, const lac_mf_nbr_params *params, lac_ratings_t ratings, lac_mf_nbr_t *out)

@@ -11,6 +11,7 @@ int cmd_mf_predict(int argc, char **argv);
 int cmd_mf_recommend(int argc, char **argv);
 int cmd_mf_neighbours(int argc, char **argv);
 int cmd_mf_evaluate(int argc, char **argv);
+int cmd_mf_update(int argc, char **argv);
 
 static void usage(FILE *out)
 {
@@ -27,6 +28,7 @@ static void usage(FILE *out)
             "  recommend [options] MODEL         top-N unrated items per user\n"
             "  evaluate [options] MODEL TEST     HR, NDCG, precision, recall, MAP at N\n"
             "  neighbours [options] TRAIN OUT    top-K similar items per item (simLSH, GSM, ...)\n"
+            "  update [options] MODEL NEW OUT    fold new ratings (users, items) into a model\n"
             "\n"
             "`lacuna mf <verb> --help` for a verb's options. Formats read: triples\n"
             "(user item rating), MovieLens u::i::r::t, u.data, CSV with header, Matrix\n"
@@ -185,6 +187,7 @@ int cmd_mf(int argc, char **argv)
     if (!strcmp(verb, "recommend")) return cmd_mf_recommend(argc - 1, argv + 1);
     if (!strcmp(verb, "evaluate")) return cmd_mf_evaluate(argc - 1, argv + 1);
     if (!strcmp(verb, "neighbours") || !strcmp(verb, "neighbors")) return cmd_mf_neighbours(argc - 1, argv + 1);
+    if (!strcmp(verb, "update")) return cmd_mf_update(argc - 1, argv + 1);
     fprintf(stderr, "lacuna mf: unknown verb '%s'\n\n", verb);
     usage(stderr);
     return CLI_USAGE;

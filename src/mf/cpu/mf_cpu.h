@@ -36,4 +36,7 @@ lac_status lac_mf_cpu_epoch(lac_ctx_t ctx, lac_mf_state *state, float learning_r
  * state->seen. */
 double lac_mf_cpu_nbr_range(const lac_mf_state *s, int64_t seg_lo, int64_t seg_hi, float scale, float *seen);
 
+/* Rows of an online update in closed form (foldin_cpu.c). */
+lac_status lac_mf_cpu_fold_in(lac_ctx_t ctx, const lac_mf_fold_call *call);
+
 #endif

@@ -263,10 +263,11 @@ static lac_status cpu_bucket_topk(lac_ctx_t ctx, lac_nbr_call *call, int32_t *ou
 #pragma omp atomic write
             st = LAC_ERR_OUT_OF_MEMORY;
         }
+        int64_t rows = call->rows ? call->num_rows : ni;
 #pragma omp for schedule(dynamic, 64)
-        for (int64_t j = 0; j < ni; j++) {
+        for (int64_t r = 0; r < rows; r++) {
             if (!count || !seen) continue;
-            int64_t n = 0;
+            int64_t j = call->rows ? call->rows[r] : r, n = 0;
             for (int64_t t = 0; t < T; t++) {
                 int32_t lo = start[t * ni + j], hi = end[t * ni + j];
                 if (hi - lo > call->max_bucket) continue;
@@ -279,7 +280,7 @@ static lac_status cpu_bucket_topk(lac_ctx_t ctx, lac_nbr_call *call, int32_t *ou
             }
             for (int64_t x = 0; x < n; x++) seen[x].count = count[seen[x].item];
             qsort(seen, (size_t)n, sizeof *seen, cmp_counted);
-            int32_t *o = out + j * k;
+            int32_t *o = out + r * k;
             int have = n < k ? (int)n : k;
             for (int x = 0; x < have; x++) o[x] = seen[x].item;
             for (int64_t x = 0; x < n; x++) count[seen[x].item] = 0;

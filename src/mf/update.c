@@ -1,0 +1,442 @@
+/* mf online updates (lac_mf_update, the paper's Algorithm 4): new ratings
+ * folded into a copy of a trained model. The id maps and arrays grow, each
+ * user's training items take the new ones, the neighbourhood model's LSH
+ * sums take the new ratings and new items get S^K(j) among all items; then
+ * the new rows are solved in closed form with the rest fixed (the backend's
+ * fold_in) and a few SGD epochs run over the touched rows (the backend's
+ * epochs). */
+#include "mf/mf_internal.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FOLD_MAX_DIM 512   /* an item's w_j, c_j are solved with v_j up to this size of system */
+
+static lac_mf_update_params update_defaults(void)
+{
+    lac_mf_update_params p;
+    memset(&p, 0, sizeof p);
+    p.struct_size = sizeof p;
+    p.rounds = 2;
+    p.sweeps = 2;
+    return p;
+}
+
+LAC_PARAMS_INIT(lac_mf_update_params, update_defaults())
+
+const char *lac_mf_update_params_check(const lac_mf_update_params *given)
+{
+    LAC_PARAMS_CHECK_BEGIN(lac_mf_update_params, given, update_defaults());
+    if (p->rounds < 1 || p->rounds > 100) return "rounds must be in [1, 100]";
+    if (p->sweeps < 0 || p->sweeps > 1000) return "sweeps must be in [0, 1000]";
+    return NULL;
+}
+
+/* Dense indices of from's ids in the updated model: the model's, or the
+ * next new index in order of first appearance (*added counts them). */
+static int32_t *extend_map(lac_ctx_t ctx, const lac_idmap *from, const lac_idmap *model, int64_t *added)
+{
+    int32_t *t = lac_malloc(ctx, (size_t)(from->count ? from->count : 1) * sizeof *t);
+    if (!t) return NULL;
+    *added = 0;
+    for (int64_t i = 0; i < from->count; i++) {
+        const char *name = lac_idmap_name(from, i);
+        int64_t at = lac_idmap_find(model, name, strlen(name));
+        t[i] = (int32_t)(at >= 0 ? at : model->count + (*added)++);
+    }
+    return t;
+}
+
+static lac_status add_ids(lac_ctx_t ctx, const lac_idmap *from, const int32_t *index, lac_idmap *to)
+{
+    for (int64_t i = 0; i < from->count; i++) {
+        if (index[i] < to->count) continue;
+        const char *name = lac_idmap_name(from, i);
+        int32_t got;
+        LAC_CHECK(lac_idmap_intern(ctx, to, name, strlen(name), &got));
+        if (got != index[i]) return lac_error(ctx, LAC_ERR_INTERNAL, "mf update: id '%s' got index %d, not %d", name, got, index[i]);
+    }
+    return LAC_SUCCESS;
+}
+
+/* The training rating of user u for item j in model m, NaN when none (or
+ * the model keeps no ratings). */
+static float old_rating(lac_mf_model_t m, int64_t u, int32_t j)
+{
+    if (u >= m->num_users || !m->rated_vals) return NAN;
+    const int32_t *items = m->rated_items + m->rated_start[u];
+    int64_t lo = 0, len = m->rated_start[u + 1] - m->rated_start[u], hi = len;
+    while (lo < hi) {
+        int64_t mid = (lo + hi) / 2;
+        if (items[mid] < j) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < len && items[lo] == j ? m->rated_vals[m->rated_start[u] + lo] : NAN;
+}
+
+/* Each user's training items (and ratings) merged with the new ones (nb's
+ * user-major rows, ascending): the new rating wins a pair both have. */
+static lac_status merge_rated(lac_ctx_t ctx, lac_mf_model_t old, lac_mf_model_t m, const lac_nbr_data *nb,
+                              int64_t *replaced)
+{
+    int64_t nu = old->num_users, total = 0;
+    *replaced = 0;
+    for (int64_t u = 0; u < m->num_users; u++) {
+        int64_t a = u < nu ? old->rated_start[u] : 0, ae = u < nu ? old->rated_start[u + 1] : 0;
+        int64_t b = nb->user_start[u], be = nb->user_start[u + 1], both = 0;
+        while (a < ae && b < be) {
+            int32_t x = old->rated_items[a], y = nb->user_item[b];
+            if (x == y) both++;
+            a += x <= y;
+            b += y <= x;
+        }
+        *replaced += both;
+        total += (u < nu ? old->rated_start[u + 1] - old->rated_start[u] : 0) + (be - nb->user_start[u]) - both;
+        m->rated_start[u + 1] = total;
+    }
+    m->rated_items = lac_malloc(ctx, (size_t)(total ? total : 1) * sizeof *m->rated_items);
+    if (old->rated_vals) m->rated_vals = lac_malloc(ctx, (size_t)(total ? total : 1) * sizeof *m->rated_vals);
+    if (!m->rated_items || (old->rated_vals && !m->rated_vals)) return LAC_ERR_OUT_OF_MEMORY;
+    for (int64_t u = 0; u < m->num_users; u++) {
+        int64_t a = u < nu ? old->rated_start[u] : 0, ae = u < nu ? old->rated_start[u + 1] : 0;
+        int64_t b = nb->user_start[u], be = nb->user_start[u + 1], w = m->rated_start[u];
+        while (a < ae || b < be) {
+            int32_t x = a < ae ? old->rated_items[a] : INT32_MAX, y = b < be ? nb->user_item[b] : INT32_MAX;
+            int from_new = y <= x;
+            m->rated_items[w] = from_new ? y : x;
+            if (m->rated_vals) m->rated_vals[w] = from_new ? nb->user_val[b] : old->rated_vals[a];
+            w++;
+            a += x <= y;
+            b += y <= x;
+        }
+    }
+    return LAC_SUCCESS;
+}
+
+/* The model's training ratings (merged) of the users flagged in `users` (all
+ * with NULL) as grouped data. */
+static lac_status rated_data(lac_ctx_t ctx, lac_mf_model_t m, const unsigned char *users, lac_mf_data *out)
+{
+    int64_t n = 0;
+    for (int64_t u = 0; u < m->num_users; u++)
+        if (!users || users[u]) n += m->rated_start[u + 1] - m->rated_start[u];
+    struct lac_ratings r;
+    memset(&r, 0, sizeof r);
+    r.user = lac_malloc(ctx, (size_t)(n ? n : 1) * sizeof *r.user);
+    r.item = lac_malloc(ctx, (size_t)(n ? n : 1) * sizeof *r.item);
+    r.value = lac_malloc(ctx, (size_t)(n ? n : 1) * sizeof *r.value);
+    lac_status st = r.user && r.item && r.value ? LAC_SUCCESS : LAC_ERR_OUT_OF_MEMORY;
+    for (int64_t u = 0; st == LAC_SUCCESS && u < m->num_users; u++) {
+        if (users && !users[u]) continue;
+        for (int64_t a = m->rated_start[u]; a < m->rated_start[u + 1]; a++) {
+            r.user[r.count] = (int32_t)u;
+            r.item[r.count] = m->rated_items[a];
+            r.value[r.count++] = m->rated_vals[a];
+        }
+    }
+    r.users.count = m->num_users;
+    r.items.count = m->num_items;
+    if (st == LAC_SUCCESS) st = lac_mf_data_build(ctx, &r, out);
+    free(r.user);
+    free(r.item);
+    free(r.value);
+    return st;
+}
+
+/* The neighbourhood model's item side: known items keep S^K, W and C; the
+ * LSH sums take the new ratings (nb item-major); new items get S^K(j) among
+ * all items. */
+static lac_status update_neighbours(lac_ctx_t ctx, lac_mf_model_t old, lac_mf_model_t m, const lac_nbr_data *nb)
+{
+    const lac_mf_nbr_params *np = &m->params.neighbours;
+    int K = old->nbr_k;
+    int64_t ni = old->num_items, ni2 = m->num_items, added = ni2 - ni;
+    LAC_CHECK(lac_mf_model_alloc_nbr(ctx, m, K));
+    memcpy(m->nbr, old->nbr, (size_t)ni * K * sizeof *m->nbr);
+    memcpy(m->W, old->W, (size_t)ni * K * sizeof *m->W);
+    memcpy(m->C, old->C, (size_t)ni * K * sizeof *m->C);
+    int64_t cols = old->codes ? old->code_cols : 0;
+    if (cols && cols != lac_mf_nbr_code_columns(np))
+        return lac_error(ctx, LAC_ERR_FORMAT, "the model's LSH sums have %lld columns where its parameters make %lld",
+                         (long long)cols, (long long)lac_mf_nbr_code_columns(np));
+    if (cols) {
+        int minhash = np->method == LAC_MF_NBR_MINHASH, centred = np->method == LAC_MF_NBR_SIMLSH_CENTRED;
+        m->codes = lac_malloc(ctx, (size_t)ni2 * (size_t)cols * sizeof *m->codes);
+        double *mean = centred ? lac_calloc(ctx, (size_t)ni2 + 1, sizeof *mean) : NULL;
+        int64_t *count = centred ? lac_calloc(ctx, (size_t)ni2 + 1, sizeof *count) : NULL;
+        if (!m->codes || (centred && (!mean || !count))) {
+            free(mean);
+            free(count);
+            return LAC_ERR_OUT_OF_MEMORY;
+        }
+        m->code_cols = cols;
+        memcpy(m->codes, old->codes, (size_t)ni * (size_t)cols * sizeof *m->codes);
+        for (size_t x = (size_t)ni * (size_t)cols; x < (size_t)ni2 * (size_t)cols; x++) m->codes[x] = minhash ? INFINITY : 0.0f;
+        if (centred) {   /* each item's mean over all its ratings, merged */
+            for (int64_t a = 0; a < m->rated_start[m->num_users]; a++) {
+                mean[m->rated_items[a]] += m->rated_vals[a];
+                count[m->rated_items[a]]++;
+            }
+            for (int64_t j = 0; j < ni2; j++) mean[j] = count[j] ? mean[j] / (double)count[j] : 0.0;
+        }
+#pragma omp parallel for num_threads(lac_threads(ctx)) schedule(dynamic, 4)
+        for (int64_t j = 0; j < ni2; j++) {
+            float *row = m->codes + j * cols;
+            double mj = centred ? mean[j] : 0.0;
+            for (int64_t a = nb->item_start[j]; a < nb->item_start[j + 1]; a++) {
+                int32_t u = nb->item_user[a];
+                float prev = j < ni ? old_rating(old, u, (int32_t)j) : NAN;
+                if (prev == prev && !minhash) lac_mf_nbr_codes_add(np, row, cols, u, -lac_mf_nbr_weight(np, prev, mj));
+                lac_mf_nbr_codes_add(np, row, cols, u, lac_mf_nbr_weight(np, nb->item_val[a], mj));
+            }
+        }
+        free(mean);
+        free(count);
+    }
+    if (!added) return LAC_SUCCESS;
+    lac_status st = LAC_SUCCESS;
+    if (cols) {
+        int32_t *rows = lac_malloc(ctx, (size_t)added * sizeof *rows);
+        if (!rows) return LAC_ERR_OUT_OF_MEMORY;
+        for (int64_t x = 0; x < added; x++) rows[x] = (int32_t)(ni + x);
+        st = lac_mf_nbr_search_rows(ctx, np, m->codes, ni2, rows, added, m->nbr + ni * K);
+        free(rows);
+        return st;
+    }
+    /* No sums kept (GSM, random, or a file without them): the search on the
+     * merged ratings, its lists of the new items taken (and its sums kept). */
+    lac_mf_data all;
+    lac_nbr_data d;
+    lac_mf_nbr_t found = NULL;
+    memset(&d, 0, sizeof d);
+    LAC_CHECK(rated_data(ctx, m, NULL, &all));
+    st = lac_mf_nbr_data_build(ctx, &all, 1, &d);
+    lac_mf_data_free(&all);
+    if (st == LAC_SUCCESS) st = lac_mf_nbr_search(ctx, np, &d, 1, &found);
+    if (st == LAC_SUCCESS) {
+        memcpy(m->nbr + ni * K, found->list + ni * K, (size_t)added * K * sizeof *m->nbr);
+        m->codes = found->codes;
+        m->code_cols = found->codes ? found->code_cols : 0;
+        found->codes = NULL;
+    }
+    lac_mf_nbr_destroy(&found);
+    lac_mf_nbr_data_free(&d);
+    return st;
+}
+
+/* The closed-form solves: new users (the neighbourhood model: every touched
+ * user, from its whole training row), then new items, `rounds` times; in the
+ * first round a user's ratings of new items (not solved yet) are left out. */
+static lac_status fold_in(lac_ctx_t ctx, lac_mf_model_t old, lac_mf_model_t m, const lac_nbr_data *nb, int rounds)
+{
+    const lac_mf_backend *be = &lac_mf_cpu_backend;
+    int64_t nu = old->num_users, ni = old->num_items, new_users = m->num_users - nu, new_items = m->num_items - ni;
+    int32_t *user_rows = lac_malloc(ctx, (size_t)(new_users ? new_users : 1) * sizeof *user_rows);
+    int32_t *item_rows = lac_malloc(ctx, (size_t)(new_items ? new_items : 1) * sizeof *item_rows);
+    unsigned char *unsolved = lac_calloc(ctx, (size_t)m->num_items + 1, 1);
+    if (!user_rows || !item_rows || !unsolved) {
+        free(user_rows);
+        free(item_rows);
+        free(unsolved);
+        return LAC_ERR_OUT_OF_MEMORY;
+    }
+    for (int64_t x = 0; x < new_users; x++) user_rows[x] = (int32_t)(nu + x);
+    if (m->nbr_k) {   /* every touched user, from its whole training row (this model keeps them) */
+        int64_t t = 0;
+        for (int64_t u = 0; u < m->num_users; u++)
+            if (nb->user_start[u + 1] > nb->user_start[u]) t++;
+        free(user_rows);
+        user_rows = lac_malloc(ctx, (size_t)(t ? t : 1) * sizeof *user_rows);
+        if (!user_rows) {
+            free(item_rows);
+            free(unsolved);
+            return LAC_ERR_OUT_OF_MEMORY;
+        }
+        t = 0;
+        for (int64_t u = 0; u < m->num_users; u++)
+            if (nb->user_start[u + 1] > nb->user_start[u]) user_rows[t++] = (int32_t)u;
+        new_users = t;
+    }
+    for (int64_t x = 0; x < new_items; x++) item_rows[x] = (int32_t)(ni + x), unsolved[ni + x] = 1;
+    lac_mf_fold_call c;
+    memset(&c, 0, sizeof c);
+    c.factors = lac_mf_model_factors(m);
+    c.user_start = nb->user_start;
+    c.user_item = nb->user_item;
+    c.user_val = nb->user_val;
+    if (m->nbr_k) {
+        c.user_start = m->rated_start;
+        c.user_item = m->rated_items;
+        c.user_val = m->rated_vals;
+    }
+    c.item_start = nb->item_start;
+    c.item_user = nb->item_user;
+    c.item_val = nb->item_val;
+    c.lambda = m->params.lambda;
+    c.lambda_bias = m->params.lambda_bias;
+    c.use_bias = m->params.use_bias;
+    c.lambdas = m->params.lambdas;
+    c.max_dim = FOLD_MAX_DIM;
+    lac_status st = LAC_SUCCESS;
+    for (int r = 0; r < rounds && st == LAC_SUCCESS; r++) {
+        c.items = 0;
+        c.rows = user_rows;
+        c.num_rows = new_users;
+        c.skip = r == 0 ? unsolved : NULL;
+        if (new_users) st = be->fold_in(ctx, &c);
+        c.items = 1;
+        c.rows = item_rows;
+        c.num_rows = new_items;
+        c.skip = NULL;
+        if (st == LAC_SUCCESS && new_items) st = be->fold_in(ctx, &c);
+    }
+    free(user_rows);
+    free(item_rows);
+    free(unsolved);
+    return st;
+}
+
+/* SGD epochs over the touched rows: the new ratings (plain model; it keeps
+ * no old ratings) or the touched users' whole training rows (neighbourhood:
+ * R(i) is part of every prediction). */
+static lac_status sweep(lac_ctx_t ctx, lac_mf_model_t m, const lac_mf_data *fresh, int sweeps)
+{
+    if (!sweeps) return LAC_SUCCESS;
+    const lac_mf_backend *be = &lac_mf_cpu_backend;
+    lac_mf_data rows;
+    memset(&rows, 0, sizeof rows);
+    const lac_mf_data *d = fresh;
+    lac_status st = LAC_SUCCESS;
+    if (m->nbr_k) {
+        unsigned char *touched = lac_calloc(ctx, (size_t)m->num_users + 1, 1);
+        if (!touched) return LAC_ERR_OUT_OF_MEMORY;
+        for (int64_t u = 0; u < m->num_users; u++) touched[u] = fresh->row_start[u + 1] > fresh->row_start[u];
+        st = rated_data(ctx, m, touched, &rows);
+        free(touched);
+        if (st < 0) return st;
+        d = &rows;
+    }
+    lac_mf_call call = lac_mf_model_call(m, d, NULL);
+    lac_mf_state *state = NULL;
+    st = be->begin(ctx, &call, &state);
+    for (int s = 0; s < sweeps && st == LAC_SUCCESS; s++) {
+        double sse = 0.0;
+        st = be->epoch(ctx, state, (float)lac_mf_learning_rate(&m->params, m->epochs + s), m->epochs + s, &sse);
+        if (st == LAC_SUCCESS && !isfinite(sse))
+            st = lac_error(ctx, LAC_ERR_VALUE, "mf update: the SGD sweeps diverged (training RMSE %g)",
+                           sqrt(sse / (double)(d->nnz ? d->nnz : 1)));
+    }
+    if (st == LAC_SUCCESS) st = be->download(ctx, state);
+    be->end(ctx, state);
+    lac_mf_data_free(&rows);
+    return st;
+}
+
+static lac_status rmse_on(lac_ctx_t ctx, lac_mf_model_t m, lac_ratings_t r, double *rmse)
+{
+    lac_mf_eval e;
+    LAC_CHECK(lac_mf_eval_map(ctx, m, r, &e));
+    lac_status st = lac_mf_eval_host(ctx, m, &e, NULL, rmse, NULL);
+    lac_mf_eval_free(&e);
+    return st;
+}
+
+lac_status lac_mf_update(lac_ctx_t ctx, const lac_mf_update_params *params, lac_mf_model_t model,
+                         lac_ratings_t ratings, lac_mf_model_t *out, lac_mf_update_report *report)
+{
+    LAC_ARG_NOT_NULL(ctx, ctx);
+    LAC_ARG_NOT_NULL(ctx, params);
+    LAC_ARG_NOT_NULL(ctx, model);
+    LAC_ARG_NOT_NULL(ctx, ratings);
+    LAC_ARG_NOT_NULL(ctx, out);
+    LAC_ADOPT_PARAMS(ctx, "mf update", lac_mf_update_params, params, update_defaults());
+    const char *why = lac_mf_update_params_check(params);
+    if (why) return lac_error(ctx, LAC_ERR_ARGUMENT, "mf update parameters: %s", why);
+    if (ratings->count == 0) return lac_error(ctx, LAC_ERR_VALUE, "the new ratings are empty");
+    for (int64_t i = 0; i < ratings->count; i++)
+        if (!isfinite(ratings->value[i]))
+            return lac_error(ctx, LAC_ERR_VALUE, "new rating %lld is %g: ratings must be finite", (long long)i,
+                             (double)ratings->value[i]);
+    if (model->nbr_k && !model->rated_vals)
+        return lac_error(ctx, LAC_ERR_INTERNAL, "mf update: a neighbourhood model without its training ratings");
+
+    double t0 = omp_get_wtime();
+    lac_mf_model_t m = NULL;
+    lac_mf_data fresh;
+    lac_nbr_data nb;
+    memset(&fresh, 0, sizeof fresh);
+    memset(&nb, 0, sizeof nb);
+    lac_mf_update_report rep;
+    memset(&rep, 0, sizeof rep);
+    struct lac_ratings mapped;
+    memset(&mapped, 0, sizeof mapped);
+    lac_status st = LAC_SUCCESS;
+    int32_t *tu = extend_map(ctx, &ratings->users, &model->users, &rep.new_users);
+    int32_t *ti = extend_map(ctx, &ratings->items, &model->items, &rep.new_items);
+    mapped.user = lac_malloc(ctx, (size_t)ratings->count * sizeof *mapped.user);
+    mapped.item = lac_malloc(ctx, (size_t)ratings->count * sizeof *mapped.item);
+    if (!tu || !ti || !mapped.user || !mapped.item) {
+        st = LAC_ERR_OUT_OF_MEMORY;
+        goto done;
+    }
+    int64_t nu = model->num_users, ni = model->num_items, nu2 = nu + rep.new_users, ni2 = ni + rep.new_items;
+    if (nu2 > INT32_MAX || ni2 > INT32_MAX) {
+        st = lac_error(ctx, LAC_ERR_RANGE, "mf update: more than 2^31 - 1 users or items");
+        goto done;
+    }
+    LAC_CHECK_GOTO(lac_mf_model_alloc(ctx, nu2, ni2, model->k, &m), st, done);
+    m->params = model->params;
+    m->mean = model->mean;
+    m->epochs = model->epochs;
+    m->rating_min = model->rating_min;
+    m->rating_max = model->rating_max;
+    for (int64_t i = 0; i < ratings->count; i++) {
+        m->rating_min = ratings->value[i] < m->rating_min ? ratings->value[i] : m->rating_min;
+        m->rating_max = ratings->value[i] > m->rating_max ? ratings->value[i] : m->rating_max;
+    }
+    memcpy(m->P, model->P, (size_t)nu * model->stride * sizeof *m->P);
+    memcpy(m->Q, model->Q, (size_t)ni * model->stride * sizeof *m->Q);
+    memcpy(m->user_bias, model->user_bias, (size_t)nu * sizeof *m->user_bias);
+    memcpy(m->item_bias, model->item_bias, (size_t)ni * sizeof *m->item_bias);
+    LAC_CHECK_GOTO(lac_idmap_copy(ctx, &model->users, &m->users), st, done);
+    LAC_CHECK_GOTO(lac_idmap_copy(ctx, &model->items, &m->items), st, done);
+    LAC_CHECK_GOTO(add_ids(ctx, &ratings->users, tu, &m->users), st, done);
+    LAC_CHECK_GOTO(add_ids(ctx, &ratings->items, ti, &m->items), st, done);
+
+    /* the new ratings in the updated model's indices, grouped (last of a pair wins) */
+    for (int64_t i = 0; i < ratings->count; i++) {
+        mapped.user[i] = tu[ratings->user[i]];
+        mapped.item[i] = ti[ratings->item[i]];
+    }
+    mapped.count = ratings->count;
+    mapped.value = ratings->value;
+    mapped.users.count = nu2;
+    mapped.items.count = ni2;
+    LAC_CHECK_GOTO(lac_mf_data_build(ctx, &mapped, &fresh), st, done);
+    LAC_CHECK_GOTO(lac_mf_nbr_data_build(ctx, &fresh, 1, &nb), st, done);
+    rep.ratings = fresh.nnz;
+    LAC_CHECK_GOTO(merge_rated(ctx, model, m, &nb, &rep.replaced), st, done);
+    if (model->nbr_k) LAC_CHECK_GOTO(update_neighbours(ctx, model, m, &nb), st, done);
+    LAC_CHECK_GOTO(fold_in(ctx, model, m, &nb, params->rounds), st, done);
+    LAC_CHECK_GOTO(sweep(ctx, m, &fresh, params->sweeps), st, done);
+    rep.seconds = omp_get_wtime() - t0;
+    LAC_CHECK_GOTO(rmse_on(ctx, model, ratings, &rep.rmse_before), st, done);
+    LAC_CHECK_GOTO(rmse_on(ctx, m, ratings, &rep.rmse_after), st, done);
+    lac_log(ctx, LAC_LOG_INFO, "mf update: %lld ratings, %lld new users, %lld new items in %.3f s; RMSE on them %.4f -> %.4f",
+            (long long)rep.ratings, (long long)rep.new_users, (long long)rep.new_items, rep.seconds, rep.rmse_before,
+            rep.rmse_after);
+    if (report) *report = rep;
+    *out = m;
+    m = NULL;
+done:
+    free(tu);
+    free(ti);
+    free(mapped.user);
+    free(mapped.item);
+    lac_mf_data_free(&fresh);
+    lac_mf_nbr_data_free(&nb);
+    lac_mf_model_destroy(&m);
+    return st;
+}

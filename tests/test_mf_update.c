@@ -1,0 +1,375 @@
+/* Online updates (lac_mf_update): a held-out slice of generated users folded
+ * in lands within 0.01 RMSE of a retrain (plain and neighbourhood models);
+ * the solved rows are the optimum of their ridge objective (central
+ * differences of the predictions); the neighbourhood model's LSH sums and
+ * the new items' neighbour lists equal a search from scratch on the merged
+ * ratings; replaced ratings; bad input; the given model untouched; the
+ * updated model's file round trip. */
+#include "harness.h"
+#include "lacuna/lacuna.h"
+#include "mf/mf_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static lac_ctx_t ctx;
+
+typedef struct {
+    int64_t n, cap;
+    int64_t *u, *i;
+    float *r;
+} triples;
+
+static void push(triples *t, int64_t u, int64_t i, float r)
+{
+    if (t->n == t->cap) {
+        t->cap = t->cap ? 2 * t->cap : 1024;
+        t->u = realloc(t->u, (size_t)t->cap * sizeof *t->u);
+        t->i = realloc(t->i, (size_t)t->cap * sizeof *t->i);
+        t->r = realloc(t->r, (size_t)t->cap * sizeof *t->r);
+    }
+    t->u[t->n] = u;
+    t->i[t->n] = i;
+    t->r[t->n++] = r;
+}
+
+static lac_ratings_t make(const triples *t)
+{
+    lac_ratings_t r = NULL;
+    CHECK_OK(ctx, lac_ratings_from_arrays(ctx, t->n, t->u, t->i, t->r, &r));
+    return r;
+}
+
+static void drop(triples *t)
+{
+    free(t->u);
+    free(t->i);
+    free(t->r);
+    memset(t, 0, sizeof *t);
+}
+
+static uint64_t mix(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    return x ^ (x >> 33);
+}
+
+/* Generated ratings cut four ways: test (a tenth of the ratings), and of
+ * the rest: base (known users and items), fresh (every rating of the new
+ * users and new items), all (base + fresh). Ids are 1-based integers. */
+typedef struct {
+    triples base, fresh, all, test, test_new;   /* test_new: the test ratings of new users */
+} slices;
+
+static void cut(slices *s, int64_t users, int64_t items, int64_t ratings, int clusters, double new_users,
+                double new_items, uint64_t seed)
+{
+    memset(s, 0, sizeof *s);
+    lac_mf_gen_params g = lac_mf_gen_params_default();
+    g.users = users;
+    g.items = items;
+    g.ratings = ratings;
+    g.item_clusters = clusters;
+    g.cluster_strength = clusters ? 1.0 : g.cluster_strength;
+    g.half_stars = 0;
+    g.seed = seed;
+    lac_ratings_t r = NULL;
+    CHECK_OK(ctx, lac_mf_generate(ctx, &g, &r));
+    for (int64_t x = 0; x < lac_ratings_count(r); x++) {
+        int64_t u, i;
+        float v;
+        CHECK_OK(ctx, lac_ratings_get(r, x, &u, &i, &v));
+        int64_t uid = atoll(lac_ratings_user_id(r, u)), iid = atoll(lac_ratings_item_id(r, i));
+        int is_new_user = (double)(mix((uint64_t)uid * 31 + seed) % 1000) < 1000 * new_users;
+        int is_new_item = (double)(mix((uint64_t)iid * 17 + seed + 5) % 1000) < 1000 * new_items;
+        if (mix((uint64_t)x + seed * 7919) % 10 == 0) {
+            push(&s->test, uid, iid, v);
+            if (is_new_user) push(&s->test_new, uid, iid, v);
+            continue;
+        }
+        push(is_new_user || is_new_item ? &s->fresh : &s->base, uid, iid, v);
+    }
+    for (int64_t x = 0; x < s->base.n; x++) push(&s->all, s->base.u[x], s->base.i[x], s->base.r[x]);
+    for (int64_t x = 0; x < s->fresh.n; x++) push(&s->all, s->fresh.u[x], s->fresh.i[x], s->fresh.r[x]);
+    lac_ratings_destroy(&r);
+}
+
+static void slices_free(slices *s)
+{
+    drop(&s->base);
+    drop(&s->fresh);
+    drop(&s->all);
+    drop(&s->test);
+    drop(&s->test_new);
+}
+
+static double rmse(lac_mf_model_t m, const triples *t)
+{
+    lac_ratings_t r = make(t);
+    double e = NAN;
+    CHECK_OK(ctx, lac_mf_predict(ctx, m, r, NULL, &e, NULL, NULL));
+    lac_ratings_destroy(&r);
+    return e;
+}
+
+static lac_mf_model_t train(const lac_mf_params *p, const triples *t)
+{
+    lac_ratings_t r = make(t);
+    lac_mf_model_t m = NULL;
+    CHECK_OK(ctx, lac_mf_train(ctx, p, r, NULL, NULL, NULL, &m, NULL));
+    lac_ratings_destroy(&r);
+    return m;
+}
+
+static lac_mf_model_t update(lac_mf_model_t m, const triples *t, int rounds, int sweeps, lac_mf_update_report *rep)
+{
+    lac_mf_update_params up = lac_mf_update_params_default();
+    up.rounds = rounds;
+    up.sweeps = sweeps;
+    lac_ratings_t r = make(t);
+    lac_mf_model_t out = NULL;
+    CHECK_OK(ctx, lac_mf_update(ctx, &up, m, r, &out, rep));
+    lac_ratings_destroy(&r);
+    return out;
+}
+
+static void within_retrain(int kind, int64_t users, int64_t items, int64_t ratings, int clusters)
+{
+    slices s;
+    cut(&s, users, items, ratings, clusters, 0.1, 0.0, 11);
+    lac_mf_params p = lac_mf_params_default();
+    p.model = kind;
+    p.k = 16;
+    p.epochs = kind == LAC_MF_MODEL_PLAIN ? 20 : 25;
+    p.lambda = 0.05;
+    p.neighbours.k = 16;
+    lac_mf_model_t base = train(&p, &s.base), full = train(&p, &s.all);
+    lac_mf_update_report rep;
+    lac_mf_model_t upd = update(base, &s.fresh, 2, 2, &rep);
+    CHECK(rep.new_users > 0 && rep.new_items == 0);
+    CHECK_INT(rep.ratings, s.fresh.n);
+    CHECK_INT(lac_mf_model_num_users(upd), lac_mf_model_num_users(full));
+    CHECK(rep.rmse_after < rep.rmse_before);
+    double e_full = rmse(full, &s.test), e_upd = rmse(upd, &s.test), e_base = rmse(base, &s.test);
+    double n_full = rmse(full, &s.test_new), n_upd = rmse(upd, &s.test_new), n_base = rmse(base, &s.test_new);
+    printf("  %s: test RMSE base %.4f, updated %.4f, retrained %.4f; new users %.4f, %.4f, %.4f\n",
+           kind ? "neighbourhood" : "plain", e_base, e_upd, e_full, n_base, n_upd, n_full);
+    CHECK(fabs(e_upd - e_full) <= 0.01);
+    CHECK(n_upd <= n_full + 0.02);   /* the new users themselves, a tenth of the test */
+    CHECK(n_upd < n_base - 0.05);    /* and the update taught the model something about them */
+    lac_mf_model_destroy(&base);
+    lac_mf_model_destroy(&full);
+    lac_mf_model_destroy(&upd);
+    slices_free(&s);
+}
+
+TEST(new_users_within_retrain_plain) { within_retrain(LAC_MF_MODEL_PLAIN, 1500, 400, 60000, 0); }
+TEST(new_users_within_retrain_neighbourhood) { within_retrain(LAC_MF_MODEL_NEIGHBOURHOOD, 800, 300, 32000, 8); }
+
+/* J(theta) of user u over its ratings in t: sum (r - r_hat)^2 + lambda n |theta|^2,
+ * from the model's own predictions. */
+static double user_objective(lac_mf_model_t m, int64_t u, const triples *t, const char *uid, double lb, double lu)
+{
+    double J = 0.0;
+    int64_t n = 0;
+    for (int64_t x = 0; x < t->n; x++) {
+        char id[32];
+        snprintf(id, sizeof id, "%lld", (long long)t->u[x]);
+        if (strcmp(id, uid)) continue;
+        snprintf(id, sizeof id, "%lld", (long long)t->i[x]);
+        int64_t j = lac_idmap_find(&m->items, id, strlen(id));
+        double e = t->r[x] - (double)lac_mf_score(m, u, j);
+        J += e * e;
+        n++;
+    }
+    double pp = 0.0;
+    for (int f = 0; f < m->k; f++) pp += (double)m->P[u * m->stride + f] * m->P[u * m->stride + f];
+    return J + lb * n * (double)m->user_bias[u] * m->user_bias[u] + lu * n * pp;
+}
+
+/* Central differences of J at the solved row: J is quadratic in the row, so
+ * they are its exact gradient up to rounding, which must vanish. */
+static void check_optimal_users(int kind)
+{
+    slices s;
+    cut(&s, 300, 120, 9000, kind ? 4 : 0, 0.1, 0.0, 5);
+    lac_mf_params p = lac_mf_params_default();
+    p.model = kind;
+    p.k = 6;
+    p.epochs = 10;
+    p.neighbours.k = 8;
+    lac_mf_model_t base = train(&p, &s.base);
+    lac_mf_model_t m = update(base, &s.fresh, 1, 0, NULL);
+    double lb = kind ? p.lambdas.b : p.lambda_bias, lu = kind ? p.lambdas.u : p.lambda, worst = 0.0;
+    for (int64_t u = lac_mf_model_num_users(base); u < m->num_users; u++) {
+        const char *uid = lac_mf_model_user_id(m, u);
+        float *params[1 + 16];
+        params[0] = &m->user_bias[u];
+        for (int f = 0; f < m->k; f++) params[1 + f] = &m->P[u * m->stride + f];
+        for (int x = 0; x <= m->k; x++) {
+            float keep = *params[x], h = 0.01f;
+            *params[x] = keep + h;
+            double up = user_objective(m, u, &s.fresh, uid, lb, lu);
+            *params[x] = keep - h;
+            double down = user_objective(m, u, &s.fresh, uid, lb, lu);
+            *params[x] = keep;
+            double g = (up - down) / (2.0 * h), at = user_objective(m, u, &s.fresh, uid, lb, lu);
+            double rel = fabs(g) / (1.0 + at);
+            worst = rel > worst ? rel : worst;
+        }
+    }
+    printf("  %s: largest |dJ/dtheta| / (1 + J) at the solved rows %.2e\n", kind ? "neighbourhood" : "plain", worst);
+    CHECK(worst < 2e-3);
+    lac_mf_model_destroy(&base);
+    lac_mf_model_destroy(&m);
+    slices_free(&s);
+}
+
+TEST(solved_rows_are_ridge_optima) { check_optimal_users(LAC_MF_MODEL_PLAIN); check_optimal_users(LAC_MF_MODEL_NEIGHBOURHOOD); }
+
+/* The LSH sums after an update equal those summed from scratch over the
+ * merged ratings (integer ratings: r^2 sums are exact in float), and the
+ * new items' S^K(j) equal a full search's. fresh also re-rates some known
+ * pairs (the old share is taken out). */
+static void lsh_from_scratch(lac_mf_nbr_method method)
+{
+    slices s;
+    cut(&s, 400, 200, 12000, 5, 0.1, 0.1, 9);
+    for (int64_t x = 0; x < s.base.n; x += 40) {   /* re-rated pairs */
+        float v = s.base.r[x] >= 3 ? 1.0f : 5.0f;
+        push(&s.fresh, s.base.u[x], s.base.i[x], v);
+        push(&s.all, s.base.u[x], s.base.i[x], v);
+    }
+    lac_mf_params p = lac_mf_params_default();
+    p.model = LAC_MF_MODEL_NEIGHBOURHOOD;
+    p.k = 4;
+    p.epochs = 3;
+    p.neighbours.method = method;
+    p.neighbours.k = 10;
+    p.neighbours.q = 20;
+    lac_mf_model_t base = train(&p, &s.base);
+    lac_mf_update_report rep;
+    lac_mf_model_t m = update(base, &s.fresh, 1, 1, &rep);
+    CHECK(rep.new_items > 0 && rep.replaced > 0);
+    /* from scratch: the merged ratings, ids in the same order as the model's */
+    lac_ratings_t all = make(&s.all);
+    lac_mf_data d;
+    lac_nbr_data nd;
+    lac_mf_nbr_t found = NULL;
+    CHECK_OK(ctx, lac_mf_data_build(ctx, all, &d));
+    CHECK_OK(ctx, lac_mf_nbr_data_build(ctx, &d, 1, &nd));
+    CHECK_OK(ctx, lac_mf_nbr_search(ctx, &p.neighbours, &nd, 1, &found));
+    CHECK_INT(found->num_items, m->num_items);
+    for (int64_t j = 0; j < m->num_items; j++) CHECK(!strcmp(lac_ratings_item_id(all, j), lac_mf_model_item_id(m, j)));
+    CHECK_INT(found->code_cols, m->code_cols);
+    int64_t diff = 0;
+    for (int64_t x = 0; x < m->num_items * m->code_cols; x++) diff += found->codes[x] != m->codes[x];
+    CHECK_INT(diff, 0);
+    int64_t ni = lac_mf_model_num_items(base), K = m->nbr_k, same = 0;
+    for (int64_t x = ni * K; x < m->num_items * K; x++) same += found->list[x] == m->nbr[x];
+    CHECK_INT(same, (m->num_items - ni) * K);
+    /* training lists: the merged ones */
+    CHECK_INT(m->rated_start[m->num_users], d.nnz);
+    /* the known items keep theirs */
+    CHECK(!memcmp(m->nbr, base->nbr, (size_t)(ni * K) * sizeof *m->nbr));
+    lac_mf_nbr_destroy(&found);
+    lac_mf_nbr_data_free(&nd);
+    lac_mf_data_free(&d);
+    lac_ratings_destroy(&all);
+    lac_mf_model_destroy(&base);
+    lac_mf_model_destroy(&m);
+    slices_free(&s);
+}
+
+TEST(lsh_sums_and_new_neighbours_match_a_fresh_search)
+{
+    lsh_from_scratch(LAC_MF_NBR_SIMLSH);
+    lsh_from_scratch(LAC_MF_NBR_MINHASH);
+}
+
+TEST(bad_input_model_untouched_and_file_round_trip)
+{
+    slices s;
+    cut(&s, 300, 120, 9000, 4, 0.1, 0.1, 3);
+    lac_mf_params p = lac_mf_params_default();
+    p.model = LAC_MF_MODEL_NEIGHBOURHOOD;
+    p.k = 6;
+    p.epochs = 5;
+    p.neighbours.k = 8;
+    lac_mf_model_t base = train(&p, &s.base);
+    int64_t nu = base->num_users;
+    size_t pbytes = (size_t)nu * base->stride * sizeof(float);
+    float *P0 = malloc(pbytes);
+    memcpy(P0, base->P, pbytes);
+    lac_mf_update_params up = lac_mf_update_params_default();
+    lac_mf_model_t out = NULL;
+    lac_ratings_t fresh = make(&s.fresh);
+    up.rounds = 0;
+    CHECK_STATUS(ctx, lac_mf_update(ctx, &up, base, fresh, &out, NULL), LAC_ERR_ARGUMENT);
+    up = lac_mf_update_params_default();
+    up.sweeps = -1;
+    CHECK_STATUS(ctx, lac_mf_update(ctx, &up, base, fresh, &out, NULL), LAC_ERR_ARGUMENT);
+    up = lac_mf_update_params_default();
+    CHECK_STATUS(ctx, lac_mf_update(ctx, &up, NULL, fresh, &out, NULL), LAC_ERR_ARGUMENT);
+    CHECK(out == NULL);
+    lac_ratings_t nan_rating = NULL;   /* the readers refuse one: made by hand */
+    CHECK_OK(ctx, lac_ratings_new(ctx, 1, &nan_rating));
+    int32_t at;
+    CHECK_OK(ctx, lac_idmap_intern(ctx, &nan_rating->users, "1", 1, &at));
+    CHECK_OK(ctx, lac_idmap_intern(ctx, &nan_rating->items, "1", 1, &at));
+    CHECK_OK(ctx, lac_ratings_push(ctx, nan_rating, 0, 0, NAN));
+    CHECK_STATUS(ctx, lac_mf_update(ctx, &up, base, nan_rating, &out, NULL), LAC_ERR_VALUE);
+    CHECK(out == NULL);
+    lac_ratings_destroy(&nan_rating);
+    lac_mf_update_report rep;
+    CHECK_OK(ctx, lac_mf_update(ctx, &up, base, fresh, &out, &rep));
+    CHECK(base->num_users == nu && !memcmp(P0, base->P, pbytes));   /* the given model is not changed */
+    CHECK_INT(out->num_users, nu + rep.new_users);
+    /* the updated model saves and loads with the same predictions */
+    char path[4096];
+    snprintf(path, sizeof path, "%s/test_mf_update.model", getenv("LACUNA_TEST_TMPDIR") ? getenv("LACUNA_TEST_TMPDIR") : ".");
+    CHECK_OK(ctx, lac_mf_model_save(ctx, path, out));
+    lac_mf_model_t back = NULL;
+    CHECK_OK(ctx, lac_mf_model_load(ctx, path, &back));
+    lac_ratings_t test = make(&s.test);
+    float *a = malloc((size_t)s.test.n * sizeof *a), *b = malloc((size_t)s.test.n * sizeof *b);
+    CHECK_OK(ctx, lac_mf_predict(ctx, out, test, a, NULL, NULL, NULL));
+    CHECK_OK(ctx, lac_mf_predict(ctx, back, test, b, NULL, NULL, NULL));
+    CHECK(!memcmp(a, b, (size_t)s.test.n * sizeof *a));
+    /* an update of the updated model (another round of the same ratings) works too */
+    lac_mf_model_t again = NULL;
+    CHECK_OK(ctx, lac_mf_update(ctx, &up, back, fresh, &again, &rep));
+    CHECK_INT(rep.new_users, 0);
+    CHECK_INT(rep.new_items, 0);
+    CHECK_INT(rep.replaced, rep.ratings);
+    remove(path);
+    free(a);
+    free(b);
+    free(P0);
+    lac_ratings_destroy(&test);
+    lac_ratings_destroy(&fresh);
+    lac_mf_model_destroy(&again);
+    lac_mf_model_destroy(&back);
+    lac_mf_model_destroy(&out);
+    lac_mf_model_destroy(&base);
+    slices_free(&s);
+}
+
+int main(void)
+{
+    lac_ctx_params p = lac_ctx_params_default();
+    p.backend = LAC_BACKEND_CPU;
+    p.threads = 2;
+    if (lac_ctx_create(&p, &ctx) != 0) return 1;
+    RUN(new_users_within_retrain_plain);
+    RUN(new_users_within_retrain_neighbourhood);
+    RUN(solved_rows_are_ridge_optima);
+    RUN(lsh_sums_and_new_neighbours_match_a_fresh_search);
+    RUN(bad_input_model_untouched_and_file_round_trip);
+    lac_ctx_destroy(&ctx);
+    return harness_finish();
+}
