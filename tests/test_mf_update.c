@@ -65,8 +65,8 @@ typedef struct {
     triples base, fresh, all, test, test_new;   /* test_new: the test ratings of new users */
 } slices;
 
-static void cut(slices *s, int64_t users, int64_t items, int64_t ratings, int clusters, double new_users,
-                double new_items, uint64_t seed)
+static void cut_scaled(slices *s, int64_t users, int64_t items, int64_t ratings, int clusters, double new_users,
+                       double new_items, uint64_t seed, float scale)
 {
     memset(s, 0, sizeof *s);
     lac_mf_gen_params g = lac_mf_gen_params_default();
@@ -83,6 +83,7 @@ static void cut(slices *s, int64_t users, int64_t items, int64_t ratings, int cl
         int64_t u, i;
         float v;
         CHECK_OK(ctx, lac_ratings_get(r, x, &u, &i, &v));
+        v *= scale;
         int64_t uid = atoll(lac_ratings_user_id(r, u)), iid = atoll(lac_ratings_item_id(r, i));
         int is_new_user = (double)(mix((uint64_t)uid * 31 + seed) % 1000) < 1000 * new_users;
         int is_new_item = (double)(mix((uint64_t)iid * 17 + seed + 5) % 1000) < 1000 * new_items;
@@ -96,6 +97,12 @@ static void cut(slices *s, int64_t users, int64_t items, int64_t ratings, int cl
     for (int64_t x = 0; x < s->base.n; x++) push(&s->all, s->base.u[x], s->base.i[x], s->base.r[x]);
     for (int64_t x = 0; x < s->fresh.n; x++) push(&s->all, s->fresh.u[x], s->fresh.i[x], s->fresh.r[x]);
     lac_ratings_destroy(&r);
+}
+
+static void cut(slices *s, int64_t users, int64_t items, int64_t ratings, int clusters, double new_users,
+                double new_items, uint64_t seed)
+{
+    cut_scaled(s, users, items, ratings, clusters, new_users, new_items, seed, 1.0f);
 }
 
 static void slices_free(slices *s)
@@ -137,10 +144,11 @@ static lac_mf_model_t update(lac_mf_model_t m, const triples *t, int rounds, int
     return out;
 }
 
-static void within_retrain(int kind, int64_t users, int64_t items, int64_t ratings, int clusters)
+/* scale: the ratings times it (2: a 2-10 scale, trained in units) */
+static void within_retrain(int kind, int64_t users, int64_t items, int64_t ratings, int clusters, float scale)
 {
     slices s;
-    cut(&s, users, items, ratings, clusters, 0.1, 0.0, 11);
+    cut_scaled(&s, users, items, ratings, clusters, 0.1, 0.0, 11, scale);
     lac_mf_params p = lac_mf_params_default();
     p.model = kind;
     p.k = 16;
@@ -156,19 +164,23 @@ static void within_retrain(int kind, int64_t users, int64_t items, int64_t ratin
     CHECK(rep.rmse_after < rep.rmse_before);
     double e_full = rmse(full, &s.test), e_upd = rmse(upd, &s.test), e_base = rmse(base, &s.test);
     double n_full = rmse(full, &s.test_new), n_upd = rmse(upd, &s.test_new), n_base = rmse(base, &s.test_new);
-    printf("  %s: test RMSE base %.4f, updated %.4f, retrained %.4f; new users %.4f, %.4f, %.4f\n",
-           kind ? "neighbourhood" : "plain", e_base, e_upd, e_full, n_base, n_upd, n_full);
-    CHECK(fabs(e_upd - e_full) <= 0.01);
-    CHECK(n_upd <= n_full + 0.02);   /* the new users themselves, a tenth of the test */
-    CHECK(n_upd < n_base - 0.05);    /* and the update taught the model something about them */
+    printf("  %s x %g: test RMSE base %.4f, updated %.4f, retrained %.4f; new users %.4f, %.4f, %.4f\n",
+           kind ? "neighbourhood" : "plain", scale, e_base, e_upd, e_full, n_base, n_upd, n_full);
+    CHECK(fabs(e_upd - e_full) <= 0.01 * scale);
+    CHECK(n_upd <= n_full + 0.02 * scale);   /* the new users themselves, a tenth of the test */
+    CHECK(n_upd < n_base - 0.05 * scale);    /* and the update taught the model something about them */
     lac_mf_model_destroy(&base);
     lac_mf_model_destroy(&full);
     lac_mf_model_destroy(&upd);
     slices_free(&s);
 }
 
-TEST(new_users_within_retrain_plain) { within_retrain(LAC_MF_MODEL_PLAIN, 1500, 400, 60000, 0); }
-TEST(new_users_within_retrain_neighbourhood) { within_retrain(LAC_MF_MODEL_NEIGHBOURHOOD, 800, 300, 32000, 8); }
+TEST(new_users_within_retrain_plain)
+{
+    within_retrain(LAC_MF_MODEL_PLAIN, 1500, 400, 60000, 0, 1.0f);
+    within_retrain(LAC_MF_MODEL_PLAIN, 1500, 400, 60000, 0, 2.0f);
+}
+TEST(new_users_within_retrain_neighbourhood) { within_retrain(LAC_MF_MODEL_NEIGHBOURHOOD, 800, 300, 32000, 8, 1.0f); }
 
 /* J(theta) of user u over its ratings in t: sum (r - r_hat)^2 + lambda n |theta|^2,
  * from the model's own predictions. */

@@ -908,7 +908,24 @@ typedef struct {
     lac_mf_groups rates;              /* initial learning rates; default Table 5 (MovieLens) of the paper */
     lac_mf_groups lambdas;            /* regularisers; default Table 5 (MovieLens) */
     double beta_groups;               /* decay of eq. (7) for the groups; default 0.3 */
+    /* Implicit feedback (the paper's section 5), either model: every
+     * training rating is an interaction ("seen"; with weighted, its rating
+     * is the interaction's weight, > 0), the items a user has not seen are
+     * negatives, sampled uniformly afresh every epoch. r_hat above is a
+     * logit (mu = 0). loss LAC_MF_LOSS_XENT: cross-entropy of
+     * sigmoid(r_hat), each interaction weighted, `negatives` sampled
+     * negatives per interaction; LAC_MF_LOSS_BPR: -log sigmoid(r_hat(i, j)
+     * - r_hat(i, j')) with one sampled j' per interaction. Update rule (5)
+     * with e the loss's gradient in r_hat. No validation set (rank with
+     * held-out interactions instead); the epoch callback's train_rmse is
+     * the mean loss. CPU only: LAC_ERR_UNSUPPORTED on a CUDA context. */
+    int implicit;                     /* default 0 */
+    int loss;                         /* lac_mf_loss; default LAC_MF_LOSS_XENT */
+    int negatives;                    /* per interaction (cross-entropy); default 4 */
+    int weighted;                     /* default 0: every interaction weighs 1 */
 } lac_mf_params;
+
+typedef enum { LAC_MF_LOSS_XENT = 0, LAC_MF_LOSS_BPR = 1 } lac_mf_loss;
 
 LAC_API void lac_mf_params_init(lac_mf_params *params, size_t struct_size);
 static inline lac_mf_params lac_mf_params_default(void)

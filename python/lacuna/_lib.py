@@ -92,6 +92,8 @@ LAC_MF_NBR_MAX_BUCKET = 4096
 
 LAC_MF_MODEL_PLAIN = 0
 LAC_MF_MODEL_NEIGHBOURHOOD = 1
+LAC_MF_LOSS_XENT = 0
+LAC_MF_LOSS_BPR = 1
 
 # Every constant above, by its C name (for the header check).
 CONSTANTS = {k: v for k, v in dict(globals()).items() if k.startswith("LAC_")}
@@ -320,6 +322,10 @@ class lac_mf_params(Structure):
         ("rates", lac_mf_groups),
         ("lambdas", lac_mf_groups),
         ("beta_groups", c_double),
+        ("implicit", c_int),
+        ("loss", c_int),
+        ("negatives", c_int),
+        ("weighted", c_int),
     ]
 
 

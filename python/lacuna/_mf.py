@@ -184,6 +184,7 @@ _PARAM_NAMES = ("k", "lambda", "lambda_bias", "alpha", "beta", "epochs", "use_bi
                 "deterministic", "seed")
 _NBR_METHODS = ("simlsh", "gsm", "rpcos", "minhash", "random", "simlsh-centred")
 _GROUPS = ("b", "bhat", "u", "v", "w", "c")
+_LOSSES = ("xent", "bpr")   # lac_mf_loss order
 
 
 class MF(_core.Closeable):
@@ -205,12 +206,15 @@ class MF(_core.Closeable):
     on 10% of the training ratings held out (plain model; as `lacuna mf
     train` without them) and trains on all of them with the winner; search_
     says what was chosen. Ids may be any integers or strings.
+    Implicit feedback (docs/mf.md): implicit=True reads every rating as an
+    interaction (weighted=True: its weight), loss 'xent' (cross-entropy with
+    `negatives` sampled negatives each) or 'bpr'; no validation set.
     """
 
     def __init__(self, k=None, model="plain", threads=0, deterministic=False, seed=None, device="auto", *,
                  epochs=None, lambda_=None, lambda_bias=None, alpha=None, beta=None, use_bias=None, patience=None,
                  min_gain=None, callback=None, neighbours=None, K=None, p=None, q=None, rates=None, lambdas=None,
-                 beta_groups=None, search=False):
+                 beta_groups=None, search=False, implicit=False, loss="xent", negatives=None, weighted=False):
         if model not in _MODELS:
             raise input_error("model must be 'plain' or 'neighbourhood', not %r" % (model,))
         if model == "plain" and any(v is not None for v in (neighbours, K, p, q, rates, lambdas, beta_groups)):
@@ -250,6 +254,7 @@ class MF(_core.Closeable):
             setattr(self._params, name, value)
         if model != "plain":
             self._set_neighbourhood(neighbours, K, p, q, rates, lambdas, beta_groups)
+        self._set_implicit(implicit, loss, negatives, weighted, beta is None, rates is None, beta_groups is None)
         why = lib.lac_mf_params_check(ctypes.byref(self._params))
         if why:
             raise input_error("mf parameters: " + _lib.text(why))
@@ -288,6 +293,31 @@ class MF(_core.Closeable):
             par.beta_groups = float(beta_groups)
         nb.seed = par.seed
 
+    def _set_implicit(self, implicit, loss, negatives, weighted, default_beta, default_rates, default_beta_groups):
+        par = self._params
+        if not implicit:
+            if loss != "xent" or negatives is not None or weighted:
+                raise input_error("loss, negatives and weighted go with implicit=True")
+            return
+        if loss not in _LOSSES:
+            raise input_error("loss must be 'xent' or 'bpr', not %r" % (loss,))
+        par.implicit = 1
+        par.loss = _LOSSES.index(loss)
+        par.weighted = 1 if weighted else 0
+        if negatives is not None:
+            if isinstance(negatives, bool) or not isinstance(negatives, (int, np.integer)) or \
+                    not 0 < negatives < (1 << 31):
+                raise input_error("negatives must be a positive integer, not %r" % (negatives,))
+            par.negatives = int(negatives)
+        # the command line's implicit defaults (docs/mf.md): a slower decay, larger rates for eq. (1)
+        if default_beta:
+            par.beta = 0.1
+        if default_rates:
+            for g in _GROUPS:
+                setattr(par.rates, g, 0.02 if g in ("w", "c") else 0.2)
+        if default_beta_groups:
+            par.beta_groups = 0.1
+
     # -- parameters -----------------------------------------------------------
     def get_params(self):
         """The training parameters (the model's after fit or load)."""
@@ -297,6 +327,8 @@ class MF(_core.Closeable):
         out["use_bias"] = bool(out["use_bias"])
         out["deterministic"] = bool(out["deterministic"])
         out.update(model=self.model, threads=self.threads, device=self.device)
+        if p.implicit:
+            out.update(implicit=True, loss=_LOSSES[p.loss], negatives=p.negatives, weighted=bool(p.weighted))
         if p.model == _lib.LAC_MF_MODEL_NEIGHBOURHOOD:
             nb = p.neighbours
             out.update(neighbours=_NBR_METHODS[nb.method], K=nb.k, p=nb.p, q=nb.q,

@@ -748,14 +748,32 @@ class TestMF(unittest.TestCase):
         who = u[keep][0]
         rows = np.flatnonzero(keep & (u == who))
         js = np.array([iidx[x] for x in i[rows]])
-        X = np.hstack([np.ones((len(js), 1)), m.item_factors[js].astype(np.float64)])
-        y = r[rows] - m.global_mean - m.item_bias[js]
+        # in the units the model trained in (a range wider than 4.5: range / 4.5)
+        lo, hi = m.rating_range
+        unit = (hi - lo) / 4.5 if hi - lo > 4.5 else 1.0
+        X = np.hstack([np.ones((len(js), 1)), m.item_factors[js].astype(np.float64) / np.sqrt(unit)])
+        y = (r[rows] - m.global_mean - m.item_bias[js]) / unit
         reg = np.diag([p["lambda_bias"] * len(js)] + [p["lambda_"] * len(js)] * 8)
         theta = np.linalg.solve(X.T @ X + reg, X.T @ y)
-        np.testing.assert_allclose(m.user_bias[uidx[who]], theta[0], atol=2e-3)
-        np.testing.assert_allclose(m.user_factors[uidx[who]], theta[1:], atol=2e-3)
+        np.testing.assert_allclose(m.user_bias[uidx[who]], unit * theta[0], atol=2e-3)
+        np.testing.assert_allclose(m.user_factors[uidx[who]], np.sqrt(unit) * theta[1:], atol=2e-3)
         with self.assertRaises(lacuna.LacunaInputError):
             m.update(u[keep], i[keep], r[keep], rounds=0)
+
+    def test_implicit_feedback(self):
+        u, i, r = self.u, self.i, self.r
+        m = lacuna.MF(k=8, seed=3, threads=2, epochs=5, implicit=True, loss="bpr").fit(u, i, r)
+        p = m.get_params()
+        self.assertTrue(p["implicit"])
+        self.assertEqual(p["loss"], "bpr")
+        self.assertEqual(p["beta"], 0.1)   # the implicit default
+        self.assertEqual(m.recommend(u[0], n=3).shape, (3,))
+        with self.assertRaises(lacuna.LacunaInputError):
+            lacuna.MF(k=8, implicit=True).fit(u, i, r, valid=(u, i, r))
+        with self.assertRaises(lacuna.LacunaInputError):
+            lacuna.MF(k=8, loss="bpr")
+        with self.assertRaises(lacuna.LacunaUnsupportedError):
+            m.update(u[:5], i[:5], r[:5])
 
     def test_factors_explain_the_predictions(self):
         m = self.model

@@ -76,6 +76,11 @@ typedef struct {
      * rates.g x the learning_rate the epoch is given (the front end passes
      * 1 / (1 + beta t^1.5) there), its regulariser lambdas.g. */
     lac_mf_groups rates, lambdas;
+    /* Implicit feedback: data's ratings are the interactions' weights, the
+     * error of rule (5) the gradient of the loss (lac_mf_loss) in r_hat,
+     * `negatives` uniform negatives per interaction (one for BPR), drawn
+     * from seed, epoch and user; epoch's *train_sse is the summed loss. */
+    int implicit, loss, negatives;
 } lac_mf_call;
 
 /* Online updates (src/mf/update.c): some users' or items' parameters solved

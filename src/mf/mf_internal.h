@@ -93,6 +93,19 @@ int64_t lac_mf_nbr_code_columns(const lac_mf_nbr_params *params);
 lac_status lac_mf_nbr_search_rows(lac_ctx_t ctx, const lac_mf_nbr_params *params, const float *codes,
                                   int64_t num_items, const int32_t *rows, int64_t num_rows, int32_t *out);
 
+/* Ratings spread wider than LAC_MF_UNIT_RANGE train in units of range /
+ * LAC_MF_UNIT_RANGE (0-100 in units of 22.2), where the defaults (tuned on
+ * 1-5 stars) hold: the same learning rates, initialisation and lambdas on
+ * any scale. lac_mf_rating_unit gives the unit of a range (1 when narrow). */
+#define LAC_MF_UNIT_RANGE 4.5
+double lac_mf_rating_unit(double min, double max);
+void lac_mf_scale_floats(float *x, int64_t n, double by);
+/* The model in units of `unit` (by = 1 / unit) or back in rating units (by
+ * = unit): mu, b, bhat, the range, R(i)'s ratings and C scale by it, P and Q
+ * by its square root (u . v by it); W is a ratio. factors 0: only mu, the
+ * range and R(i)'s ratings (the factors drawn in units already). */
+void lac_mf_model_scale(lac_mf_model_t m, double by, int factors);
+
 /* A model with zeroed arrays (rows aligned and padded). */
 lac_status lac_mf_model_alloc(lac_ctx_t ctx, int64_t num_users, int64_t num_items, int k, lac_mf_model_t *out);
 
@@ -116,6 +129,11 @@ static inline float lac_mf_score(lac_mf_model_t m, int64_t u, int64_t j)
     }
     return s;
 }
+
+/* Implicit feedback (src/mf/implicit.c): the training data's ratings
+ * become the interactions' weights (1, or the ratings with params->weighted,
+ * which must be > 0), mu 0 and the range unbounded (r_hat is a logit). */
+lac_status lac_mf_implicit_data(lac_ctx_t ctx, const lac_mf_params *params, lac_mf_data *data);
 
 /* The call that trains model m on data (valid may be NULL). */
 lac_mf_call lac_mf_model_call(lac_mf_model_t m, const lac_mf_data *data, const lac_mf_eval *valid);

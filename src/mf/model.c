@@ -28,6 +28,10 @@ static lac_mf_params mf_defaults(void)
     p.rates = (lac_mf_groups){0.035, 0.035, 0.035, 0.035, 0.002, 0.002};
     p.lambdas = (lac_mf_groups){0.02, 0.02, 0.02, 0.02, 0.002, 0.002};
     p.beta_groups = 0.3;
+    p.implicit = 0;
+    p.loss = LAC_MF_LOSS_XENT;
+    p.negatives = 4;
+    p.weighted = 0;
     return p;
 }
 
@@ -46,6 +50,10 @@ const char *lac_mf_params_check(const lac_mf_params *given)
     if (!(p->min_gain >= 0) || !isfinite(p->min_gain)) return "min_gain must be finite and >= 0";
     if (p->model != LAC_MF_MODEL_PLAIN && p->model != LAC_MF_MODEL_NEIGHBOURHOOD)
         return "model must be plain or neighbourhood";
+    if (p->implicit != 0 && p->implicit != 1) return "implicit must be 0 or 1";
+    if (p->loss != LAC_MF_LOSS_XENT && p->loss != LAC_MF_LOSS_BPR) return "loss must be xent or bpr";
+    if (p->negatives < 1 || p->negatives > 1000) return "negatives must be in [1, 1000]";
+    if (p->weighted != 0 && p->weighted != 1) return "weighted must be 0 or 1";
     if (p->model == LAC_MF_MODEL_NEIGHBOURHOOD) {
         const char *why = lac_mf_nbr_params_check(&p->neighbours);
         if (why) return why;
@@ -106,6 +114,9 @@ lac_mf_call lac_mf_model_call(lac_mf_model_t m, const lac_mf_data *data, const l
     c.seed = m->params.seed;
     c.rates = m->params.rates;
     c.lambdas = m->params.lambdas;
+    c.implicit = m->params.implicit;
+    c.loss = m->params.loss;
+    c.negatives = m->params.negatives;
     return c;
 }
 
@@ -202,4 +213,29 @@ int64_t lac_mf_model_user_index(lac_mf_model_t m, const char *id)
 {
     if (!m || !id) return -1;
     return lac_idmap_find(&m->users, id, strlen(id));
+}
+
+double lac_mf_rating_unit(double min, double max)
+{
+    double range = max - min;
+    return range > LAC_MF_UNIT_RANGE ? range / LAC_MF_UNIT_RANGE : 1.0;
+}
+
+void lac_mf_scale_floats(float *x, int64_t n, double by)
+{
+    for (int64_t i = 0; x && i < n; i++) x[i] = (float)(x[i] * by);
+}
+
+void lac_mf_model_scale(lac_mf_model_t m, double by, int factors)
+{
+    m->mean *= by;
+    m->rating_min = (float)(m->rating_min * by);
+    m->rating_max = (float)(m->rating_max * by);
+    lac_mf_scale_floats(m->rated_vals, m->rated_vals ? m->rated_start[m->num_users] : 0, by);
+    if (!factors) return;
+    lac_mf_scale_floats(m->user_bias, m->num_users, by);
+    lac_mf_scale_floats(m->item_bias, m->num_items, by);
+    lac_mf_scale_floats(m->P, m->num_users * m->stride, sqrt(by));
+    lac_mf_scale_floats(m->Q, m->num_items * m->stride, sqrt(by));
+    lac_mf_scale_floats(m->C, m->C ? m->num_items * m->nbr_k : 0, by);
 }

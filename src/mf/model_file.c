@@ -11,7 +11,8 @@
  * the neighbourhood model's parameters; a neighbourhood model then holds
  * rated_vals (rated_count floats), S^K (items x K int32), W, C (items x K
  * floats each) and the search's per-item sums (items x code_cols floats).
- * Version 1 files (plain models) still load. */
+ * The header's implicit word (0 in older files) records implicit-feedback
+ * training. Version 1 files (plain models) still load. */
 #include "io/io_internal.h"
 #include "mf/mf_internal.h"
 
@@ -38,7 +39,8 @@ typedef struct {
 /* Version 2's addition to the header. */
 typedef struct {
     int32_t kind, nbr_k;
-    int32_t method, p, q, bits, psi_power, reserved;
+    int32_t method, p, q, bits, psi_power;
+    int32_t implicit;   /* implicit feedback: bit 0 on, bit 1 BPR, bit 2 weighted, bits 8-23 negatives; 0: explicit */
     double shrink;
     uint64_t nbr_seed;
     double rates[6], lambdas[6], beta_groups;
@@ -103,6 +105,7 @@ lac_status lac_mf_model_save(lac_ctx_t ctx, const char *path, lac_mf_model_t m)
     memcpy(h2.lambdas, &mp->lambdas, sizeof h2.lambdas);
     h2.beta_groups = mp->beta_groups;
     h2.code_cols = m->codes ? m->code_cols : 0;
+    h2.implicit = mp->implicit ? 1 | (mp->loss == LAC_MF_LOSS_BPR) << 1 | mp->weighted << 2 | mp->negatives << 8 : 0;
 
     lac_atomic_file af;
     LAC_CHECK(lac_atomic_open(ctx, path, &af));
@@ -217,7 +220,8 @@ lac_status lac_mf_model_load(lac_ctx_t ctx, const char *path, lac_mf_model_t *ou
     if (version == 2) memcpy(&h2, buf + 16 + sizeof h, sizeof h2);
     int nbr = h2.kind == LAC_MF_MODEL_NEIGHBOURHOOD;
     if ((h2.kind != LAC_MF_MODEL_PLAIN && !nbr) || (nbr && (h2.nbr_k < 1 || h2.nbr_k > 1024)) ||
-        (!nbr && h2.nbr_k != 0) || h2.code_cols < 0 || h2.code_cols > ((int64_t)1 << 32)) {
+        (!nbr && h2.nbr_k != 0) || h2.code_cols < 0 || h2.code_cols > ((int64_t)1 << 32) ||
+        (h2.implicit & 1 && ((h2.implicit >> 8) < 1 || (h2.implicit >> 8) > 1000))) {
         st = lac_error(ctx, LAC_ERR_FORMAT, "%s: impossible header values (model kind)", path);
         goto done;
     }
@@ -263,6 +267,12 @@ lac_status lac_mf_model_load(lac_ctx_t ctx, const char *path, lac_mf_model_t *ou
         memcpy(&m->params.rates, h2.rates, sizeof h2.rates);
         memcpy(&m->params.lambdas, h2.lambdas, sizeof h2.lambdas);
         m->params.beta_groups = h2.beta_groups;
+        m->params.implicit = h2.implicit & 1;
+        if (m->params.implicit) {
+            m->params.loss = h2.implicit & 2 ? LAC_MF_LOSS_BPR : LAC_MF_LOSS_XENT;
+            m->params.weighted = (h2.implicit >> 2) & 1;
+            m->params.negatives = (h2.implicit >> 8) & 0xFFFF;
+        }
     }
     {
         const unsigned char *p = buf + 16 + header_bytes;

@@ -12,10 +12,6 @@
 #include <string.h>
 
 #define LAC_MF_CUDA_MIN_AUTO_RATINGS 250000   /* below it, --device auto trains on the CPU */
-/* Ratings spread wider than this train in units of range / LAC_MF_UNIT_RANGE
- * (0-100 in units of 22.2), where the defaults (tuned on 1-5 stars) hold:
- * the same learning rates, initialisation and lambdas on any scale. */
-#define LAC_MF_UNIT_RANGE 4.5
 
 static float uniform01(uint64_t *s) { return (float)(lac_splitmix64(s) >> 40) * (1.0f / 16777216.0f); }
 
@@ -113,9 +109,10 @@ static lac_status model_from_data(lac_ctx_t ctx, const lac_mf_params *p, lac_rat
         goto fail;
     }
     for (int64_t u = 0; u < d->num_users; u++) user_count[u] = d->row_start[u + 1] - d->row_start[u];
-    init_rows(m->P, m->num_users, m->k, m->stride, p->seed, 0x1234567ull, p->use_bias, d->mean / unit, user_count,
+    int centred = p->use_bias || p->implicit;   /* implicit: logits start near 0 */
+    init_rows(m->P, m->num_users, m->k, m->stride, p->seed, 0x1234567ull, centred, d->mean / unit, user_count,
               lac_threads(ctx));
-    init_rows(m->Q, m->num_items, m->k, m->stride, p->seed, 0x7654321ull << 20, p->use_bias, d->mean / unit,
+    init_rows(m->Q, m->num_items, m->k, m->stride, p->seed, 0x7654321ull << 20, centred, d->mean / unit,
               item_count, lac_threads(ctx));
     free(user_count);
     free(item_count);
@@ -160,35 +157,6 @@ static lac_status find_neighbours(lac_ctx_t ctx, lac_mf_model_t m, const lac_nbr
     return st;
 }
 
-static double rating_unit(const lac_mf_data *d)
-{
-    double range = (double)d->max - (double)d->min;
-    return range > LAC_MF_UNIT_RANGE ? range / LAC_MF_UNIT_RANGE : 1.0;
-}
-
-static void scale_floats(float *x, int64_t n, double by)
-{
-    for (int64_t i = 0; x && i < n; i++) x[i] = (float)(x[i] * by);
-}
-
-/* Ratings in units of `unit` (by = 1 / unit) or the model back in rating
- * units (by = unit): mu, b, bhat, the range, R(i)'s ratings and C scale by
- * it, P and Q by its square root (u . v by it); W is a ratio. The initial
- * factors are drawn in units already (model_from_data). */
-static void scale_model(lac_mf_model_t m, double by, int factors)
-{
-    m->mean *= by;
-    m->rating_min = (float)(m->rating_min * by);
-    m->rating_max = (float)(m->rating_max * by);
-    scale_floats(m->rated_vals, m->rated_vals ? m->rated_start[m->num_users] : 0, by);
-    if (!factors) return;
-    scale_floats(m->user_bias, m->num_users, by);
-    scale_floats(m->item_bias, m->num_items, by);
-    scale_floats(m->P, m->num_users * m->stride, sqrt(by));
-    scale_floats(m->Q, m->num_items * m->stride, sqrt(by));
-    scale_floats(m->C, m->C ? m->num_items * m->nbr_k : 0, by);
-}
-
 /* The backend that trains this call, picked once: the context's, except that
  * the automatic choice keeps small problems on the CPU, where a GPU's start-up
  * and per-epoch launches are not repaid. Measured on an H100: CUSGD++ reaches
@@ -198,6 +166,12 @@ static void scale_model(lac_mf_model_t m, double by, int factors)
 static const lac_mf_backend *pick_backend(lac_ctx_t ctx, const lac_mf_params *p, int64_t ratings, lac_status *st)
 {
     if (ctx->backend != LAC_BACKEND_CUDA) return &lac_mf_cpu_backend;
+    if (p->implicit) {   /* no CUDA kernel for the ranking losses yet */
+        if (ctx->params.backend == LAC_BACKEND_AUTO) return &lac_mf_cpu_backend;
+        *st = lac_error(ctx, LAC_ERR_UNSUPPORTED, "implicit feedback trains on the CPU only in this build "
+                                                  "(--device cpu or auto)");
+        return NULL;
+    }
     const lac_mf_backend *cuda = lac_mf_backend_cuda();
     if (!cuda) {
         *st = lac_error(ctx, LAC_ERR_NOT_COMPILED, "this build has no CUDA backend for mf");
@@ -259,6 +233,9 @@ lac_status lac_mf_train_checkpointed(lac_ctx_t ctx, const lac_mf_params *params,
     params = &eff;
     if (train->count == 0) return lac_error(ctx, LAC_ERR_VALUE, "the training ratings are empty");
     if (valid && valid->count == 0) return lac_error(ctx, LAC_ERR_VALUE, "the validation ratings are empty");
+    if (params->implicit && valid)
+        return lac_error(ctx, LAC_ERR_ARGUMENT, "implicit feedback takes no validation ratings (rank held-out "
+                                                "interactions instead)");
     lac_status st = LAC_SUCCESS;
     const lac_mf_backend *be = pick_backend(ctx, params, train->count, &st);
     if (!be) return st;
@@ -279,13 +256,14 @@ lac_status lac_mf_train_checkpointed(lac_ctx_t ctx, const lac_mf_params *params,
     lac_mf_progress pr = {0, 0, 0, INFINITY, NAN, NAN, 0.0};
     lac_nbr_data both;
     memset(&both, 0, sizeof both);
-    double unit = 1.0;   /* rating_unit */
+    double unit = 1.0;   /* lac_mf_rating_unit */
 
     LAC_CHECK(lac_mf_data_build(ctx, train, &data));
     if (data.duplicates)
         lac_log(ctx, LAC_LOG_INFO, "mf: %lld repeated (user, item) pairs: the last rating of each kept",
                 (long long)data.duplicates);
-    unit = rating_unit(&data);
+    if (params->implicit) LAC_CHECK_GOTO(lac_mf_implicit_data(ctx, params, &data), st, done);
+    unit = params->implicit ? 1.0 : lac_mf_rating_unit(data.min, data.max);
     LAC_CHECK_GOTO(model_from_data(ctx, params, train, &data, unit, &m), st, done);
     LAC_CHECK_GOTO(sort_rated_items(ctx, m, &data, &both), st, done);
     if (params->model == LAC_MF_MODEL_NEIGHBOURHOOD) LAC_CHECK_GOTO(find_neighbours(ctx, m, &both), st, done);
@@ -293,12 +271,12 @@ lac_status lac_mf_train_checkpointed(lac_ctx_t ctx, const lac_mf_params *params,
     if (valid) LAC_CHECK_GOTO(lac_mf_eval_map(ctx, m, valid, &veval), st, done);
     if (unit != 1.0) {   /* the neighbour search above saw the ratings as given */
         lac_log(ctx, LAC_LOG_INFO, "mf: ratings from %g to %g trained in units of %g", data.min, data.max, unit);
-        scale_floats(data.val, data.nnz, 1.0 / unit);
+        lac_mf_scale_floats(data.val, data.nnz, 1.0 / unit);
         data.mean /= unit;
         data.min = (float)(data.min / unit);
         data.max = (float)(data.max / unit);
-        scale_floats(veval.val, veval.count, 1.0 / unit);
-        scale_model(m, 1.0 / unit, 0);
+        lac_mf_scale_floats(veval.val, veval.count, 1.0 / unit);
+        lac_mf_model_scale(m, 1.0 / unit, 0);
     }
     run = (lac_mf_run){params, &data, valid ? &veval : NULL, m, lac_threads(ctx)};
     if (checkpoint->resume) {
@@ -319,7 +297,7 @@ lac_status lac_mf_train_checkpointed(lac_ctx_t ctx, const lac_mf_params *params,
         double sse = 0.0, vr = NAN;
         LAC_CHECK_GOTO(be->epoch(ctx, state, lr, epoch, &sse), st, done);
         if (valid) LAC_CHECK_GOTO(be->valid_rmse(ctx, state, &vr), st, done);
-        pr.last_train = sqrt(sse / (double)data.nnz);
+        pr.last_train = params->implicit ? sse / (double)data.nnz : sqrt(sse / (double)data.nnz);
         pr.last_valid = vr;
         if (!isfinite(pr.last_train)) {
             st = lac_error(ctx, LAC_ERR_VALUE,
@@ -355,9 +333,9 @@ lac_status lac_mf_train_checkpointed(lac_ctx_t ctx, const lac_mf_params *params,
     memset(&rep, 0, sizeof rep);
     rep.epochs = epochs_run;
     rep.best_epoch = best_epoch;
-    rep.train_rmse = train_rmse(ctx, m, &data) * unit;
+    rep.train_rmse = params->implicit ? NAN : train_rmse(ctx, m, &data) * unit;
     rep.valid_rmse = valid ? last_valid * unit : NAN;
-    scale_model(m, unit, 1);
+    lac_mf_model_scale(m, unit, 1);
     rep.duplicates = data.duplicates;
     rep.seconds = omp_get_wtime() - t0;
     if (report) *report = rep;

@@ -123,6 +123,7 @@ lac_status lac_mf_tune(lac_ctx_t ctx, const lac_mf_tune_params *tune, lac_mf_par
     rep.start_rmse = rep.rmse = NAN;
     int what = tune->search & (LAC_MF_TUNE_K | LAC_MF_TUNE_LAMBDA | LAC_MF_TUNE_ALPHA);
     if (params->model != LAC_MF_MODEL_PLAIN) what &= LAC_MF_TUNE_K;   /* its rates and lambdas are per group */
+    if (params->implicit) what = 0;   /* the search ranks by held-out RMSE */
     if (train->count < TUNE_MIN_RATINGS || !what) {
         rep.seconds = omp_get_wtime() - t0;
         if (report) *report = rep;

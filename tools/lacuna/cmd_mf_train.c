@@ -14,6 +14,8 @@ typedef struct {
     int quiet;
     cli_curve curve;   /* for --plot */
     FILE *log;         /* --log, written as training goes */
+    int implicit;      /* train_rmse is the mean loss */
+    double last_loss;
 } progress_state;
 
 static int on_epoch(int epoch, double train_rmse, double valid_rmse, double seconds, void *user)
@@ -24,8 +26,11 @@ static int on_epoch(int epoch, double train_rmse, double valid_rmse, double seco
         fprintf(s->log, "%d %.9g %.9g %.9g\n", epoch, train_rmse, valid_rmse, seconds);
         fflush(s->log);
     }
+    s->last_loss = train_rmse;
     if (s->quiet) return 0;
-    if (isnan(valid_rmse))
+    if (s->implicit)
+        cli_progress("epoch %d/%d  loss %.4f  %.2f s", epoch, s->epochs_max, train_rmse, seconds);
+    else if (isnan(valid_rmse))
         cli_progress("epoch %d/%d  train RMSE %.4f  %.2f s", epoch, s->epochs_max, train_rmse, seconds);
     else
         cli_progress("epoch %d/%d  train RMSE %.4f  valid RMSE %.4f  %.2f s", epoch, s->epochs_max, train_rmse,
@@ -88,6 +93,7 @@ static void json_search(cli_json *j, const lac_mf_params *p, const lac_mf_tune_r
 
 static const char *const models[] = {"plain", "neighbourhood", NULL};
 static const char *const methods[] = {"simlsh", "gsm", "rpcos", "minhash", "random", "simlsh-centred", NULL};
+static const char *const losses[] = {"xent", "bpr", NULL};   /* lac_mf_loss order */
 
 int cmd_mf_train(int argc, char **argv)
 {
@@ -125,6 +131,16 @@ int cmd_mf_train(int argc, char **argv)
          .show_default = 1},
         {"-q", NULL, CLI_INT, &p.neighbours.q, "Q", .help = "LSH bucket keys per item", CLI_IN(1, 100000),
          .show_default = 1},
+        {"--implicit", NULL, CLI_FLAG, &p.implicit, NULL,
+         .help = "implicit feedback: every rating is an interaction (seen), unseen items are sampled negatives; "
+                 "r_hat is a logit (CPU)"},
+        {"--loss", NULL, CLI_ENUM, &p.loss, NULL,
+         .help = "--implicit: cross-entropy with sampled negatives, or BPR (one negative per interaction)",
+         .choices = losses, .show_default = 1},
+        {"--negatives", NULL, CLI_INT, &p.negatives, "N", .help = "--implicit, xent: negatives per interaction",
+         CLI_IN(1, 1000), .show_default = 1},
+        {"--weighted", NULL, CLI_FLAG, &p.weighted, NULL,
+         .help = "--implicit: the rating column is the interaction's weight (> 0), not just seen"},
         {"--deterministic", NULL, CLI_FLAG, &p.deterministic, NULL,
          .help = "identical models for a seed and thread count (CPU)"},
         {"--seed", NULL, CLI_INT64, &seed, "S", .help = "random seed", .show_default = 1},
@@ -172,6 +188,18 @@ int cmd_mf_train(int argc, char **argv)
         files[1] = default_model;
     }
     if (ck.resume && !ck.path) return cli_usage_error(cmd, "--resume needs --checkpoint FILE");
+    if (p.implicit && valid_path)
+        return cli_usage_error(cmd, "--implicit takes no --valid (hold interactions out and rank them instead)");
+    if (!p.implicit && (cli_find(&command, "--loss")->seen || cli_find(&command, "--negatives")->seen ||
+                        cli_find(&command, "--weighted")->seen))
+        return cli_usage_error(cmd, "--loss, --negatives and --weighted go with --implicit");
+    if (p.implicit && !strncmp(device, "cuda", 4))
+        return cli_usage_error(cmd, "--implicit is not supported on CUDA yet: use --device cpu or auto");
+    if (p.implicit) {   /* the logistic losses want a slower decay and, for eq. (1), larger rates (docs/mf.md) */
+        if (!cli_find(&command, "--beta")->seen) p.beta = 0.1;
+        p.rates = (lac_mf_groups){0.2, 0.2, 0.2, 0.2, 0.02, 0.02};
+        p.beta_groups = 0.1;
+    }
     if (ck.path && !strcmp(ck.path, "-")) return cli_usage_error(cmd, "--checkpoint must name a file, not -");
     const cli_file inputs[] = {{"TRAIN", files[0]}, {"--valid", valid_path}},
                    outputs[] = {{"MODEL", files[1]}, {"--log", log_path}, {"--plot", plot_path}, {"--checkpoint", ck.path}};
@@ -196,7 +224,7 @@ int cmd_mf_train(int argc, char **argv)
     lac_mf_tune_report tuned;
     memset(&tuned, 0, sizeof tuned);
     lac_mf_tune_params tp = lac_mf_tune_params_default();
-    tp.search = search_bits(&command, kind, no_search || ck.path);
+    tp.search = search_bits(&command, kind, no_search || ck.path || p.implicit);   /* the search ranks by RMSE */
     tp.seed = (uint64_t)seed;
     lac_status st = lac_ratings_read(ctx, files[0], &rp, &train);
     if (st == LAC_SUCCESS && valid_path) st = lac_ratings_read(ctx, valid_path, &rp, &valid);
@@ -205,7 +233,7 @@ int cmd_mf_train(int argc, char **argv)
         st = lac_mf_tune(ctx, &tp, &p, train, &tuned);
         cli_progress_done();
     }
-    progress_state ps = {p.epochs, quiet, {.width = CLI_MF_CURVE_WIDTH}, NULL};
+    progress_state ps = {p.epochs, quiet, {.width = CLI_MF_CURVE_WIDTH}, NULL, p.implicit, NAN};
     if (st == LAC_SUCCESS && log_path && !(ps.log = !strcmp(log_path, "-") ? stdout : fopen(log_path, "w"))) {
         fprintf(stderr, "lacuna %s: cannot write --log %s: %s\n", cmd, log_path, strerror(errno));
         rc = CLI_RUNTIME;
@@ -215,7 +243,7 @@ int cmd_mf_train(int argc, char **argv)
         if (tp.search)
             fprintf(ps.log, "# chose k %d, l2 %g, alpha %g, %d epochs (held-out RMSE %.6g, %.6g with the defaults)\n",
                     p.k, p.lambda, p.alpha, p.epochs, tuned.rmse, tuned.start_rmse);
-        fprintf(ps.log, "# epoch train_rmse valid_rmse seconds\n");
+        fprintf(ps.log, p.implicit ? "# epoch mean_loss valid_rmse seconds\n" : "# epoch train_rmse valid_rmse seconds\n");
         fflush(ps.log);
     }
     if (st == LAC_SUCCESS) st = lac_mf_train_checkpointed(ctx, &p, &ck, train, valid, on_epoch, &ps, &model, &rep);
@@ -241,6 +269,11 @@ int cmd_mf_train(int argc, char **argv)
             cli_json_string(&j, "neighbours", methods[method]);
             cli_json_int(&j, "K", p.neighbours.k);
         }
+        if (p.implicit) {
+            cli_json_string(&j, "loss", losses[p.loss]);
+            if (p.loss == LAC_MF_LOSS_XENT) cli_json_int(&j, "negatives", p.negatives);
+            cli_json_real(&j, "train_loss", ps.last_loss, "%.6g");
+        }
         cli_json_int(&j, "ratings", lac_ratings_count(train));
         cli_json_int(&j, "users", lac_ratings_num_users(train));
         cli_json_int(&j, "items", lac_ratings_num_items(train));
@@ -251,8 +284,12 @@ int cmd_mf_train(int argc, char **argv)
         cli_json_end(&j);
     } else if (!quiet) {
         if (tp.search) print_search(&p, &tuned);
-        printf("trained %d epochs (kept epoch %d) in %.2f s on %s: train RMSE %.4f", rep.epochs, rep.best_epoch,
-               rep.seconds, cli_backend_name(ctx), rep.train_rmse);
+        if (p.implicit)
+            printf("trained %d epochs in %.2f s on %s (implicit, %s): mean loss %.4f", rep.epochs, rep.seconds,
+                   cli_backend_name(ctx), losses[p.loss], ps.last_loss);
+        else
+            printf("trained %d epochs (kept epoch %d) in %.2f s on %s: train RMSE %.4f", rep.epochs, rep.best_epoch,
+                   rep.seconds, cli_backend_name(ctx), rep.train_rmse);
         if (valid) printf(", valid RMSE %.4f", rep.valid_rmse);
         printf("\n");
         if (rep.duplicates) printf("%lld repeated (user, item) pairs: the last rating kept\n", (long long)rep.duplicates);

@@ -125,12 +125,14 @@ static lac_status cpu_begin(lac_ctx_t ctx, const lac_mf_call *call, lac_mf_state
         place_rows(s, d, row_block, col_block, cnt, segs, row_cnt, write_at, 1);
         s->seg_start[total_segs] = d->nnz;
     }
-    s->chunk_sse = lac_calloc(ctx, (size_t)(total_segs / LAC_MF_HOGWILD_CHUNK + 1), sizeof *s->chunk_sse);
+    /* per chunk of segments (Hogwild) or of users (implicit feedback) */
+    s->chunk_sse = lac_calloc(ctx, (size_t)((total_segs > nu ? total_segs : nu) / LAC_MF_HOGWILD_CHUNK + 1),
+                              sizeof *s->chunk_sse);
     if (!s->chunk_sse) {
         st = LAC_ERR_OUT_OF_MEMORY;
         goto done;
     }
-    if (call->factors.nbr_k) {
+    if (call->factors.nbr_k || call->implicit) {
         const lac_mf_factors *f = &call->factors;
         size_t cells = (size_t)s->threads * (size_t)f->num_items;
         s->bhat_epoch = lac_malloc(ctx, (size_t)(f->num_items ? f->num_items : 1) * sizeof *s->bhat_epoch);
@@ -140,6 +142,9 @@ static lac_status cpu_begin(lac_ctx_t ctx, const lac_mf_call *call, lac_mf_state
             goto done;
         }
         for (size_t x = 0; x < cells; x++) s->seen[x] = NAN;
+    }
+    if (call->factors.nbr_k) {
+        const lac_mf_factors *f = &call->factors;
         if (call->valid) {   /* the validation entries grouped by user (counting sort) */
             const lac_mf_eval *v = call->valid;
             int64_t nu = f->num_users;

@@ -22,7 +22,8 @@ struct lac_mf_state {
     float *kept[6];           /* P, Q, b, bhat (, W, C) of the kept epoch (with validation) */
     /* the neighbourhood model */
     float *bhat_epoch;        /* bhat at the epoch's start: the baselines of R^K's residuals */
-    float *seen;              /* threads x num_items: the current user's ratings, NaN elsewhere */
+    float *seen;              /* threads x num_items: the current user's ratings, NaN elsewhere
+                               * (the neighbourhood model and implicit feedback) */
     int64_t *valid_start;     /* num_users + 2: validation entries by user (unknown users last) */
     int64_t *valid_order;     /* the entries in that order */
     float *valid_pred;        /* their predictions, in the set's order */
@@ -35,6 +36,11 @@ lac_status lac_mf_cpu_epoch(lac_ctx_t ctx, lac_mf_state *state, float learning_r
  * and update rule (5) for every group; seen is the calling thread's row of
  * state->seen. */
 double lac_mf_cpu_nbr_range(const lac_mf_state *s, int64_t seg_lo, int64_t seg_hi, float scale, float *seen);
+
+/* One epoch of implicit-feedback training (implicit_cpu.c); *loss_sum: the
+ * summed loss. */
+lac_status lac_mf_cpu_implicit_epoch(lac_ctx_t ctx, lac_mf_state *state, float learning_rate, int epoch,
+                                     double *loss_sum);
 
 /* Rows of an online update in closed form (foldin_cpu.c). */
 lac_status lac_mf_cpu_fold_in(lac_ctx_t ctx, const lac_mf_fold_call *call);

@@ -153,6 +153,7 @@ lac_status lac_mf_cpu_epoch(lac_ctx_t ctx, lac_mf_state *s, float lr, int epoch,
     int B = s->blocks;
     if (s->call.factors.nbr_k)   /* the residuals' baselines for this epoch */
         memcpy(s->bhat_epoch, s->call.factors.item_bias, (size_t)s->call.factors.num_items * sizeof(float));
+    if (s->call.implicit) return lac_mf_cpu_implicit_epoch(ctx, s, lr, epoch, train_sse);
     lac_mf_stratum_order(s->call.seed, epoch, B, s->stratum_order);
     int64_t steps = (int64_t)B * B;
     if (s->call.deterministic) {

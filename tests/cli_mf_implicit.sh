@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# lacuna mf train --implicit end to end: both losses and both models train,
+# --json has the implicit keys, recommend works on the model; the refusals
+# (--valid, --loss without --implicit, CUDA, a weight that is not > 0) exit 2
+# and write no model.
+set -u
+tool=$1
+work=$(mktemp -d "${LACUNA_TEST_TMPDIR:-/tmp}/cli_mf_implicit.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+fails=0; passes=0
+check() { if eval "$2"; then passes=$((passes+1)); else echo "FAIL: $1"; fails=$((fails+1)); fi; }
+cd "$work"
+
+"$tool" mf gen --users 300 --items 120 --ratings 9000 --seed 3 all.txt 2>/dev/null
+awk '$3 >= 4' all.txt > seen.txt
+for model in plain neighbourhood; do
+    for loss in xent bpr; do
+        out=$("$tool" mf train --implicit --loss $loss --model $model -K 8 -k 8 -t 5 --threads 2 --json seen.txt $model-$loss.model); rc=$?
+        check "$model $loss exits 0" "[ $rc -eq 0 ] && [ -s $model-$loss.model ]"
+        check "$model $loss --json has the loss" "grep -q '\"loss\":\"$loss\".*\"train_loss\":[0-9]' <<<\"\$out\""
+        rec=$("$tool" mf recommend $model-$loss.model --users 1 -n 3)
+        check "$model $loss recommends" "[ \$(grep -c '^1	' <<<\"\$rec\") -eq 3 ]"
+    done
+done
+"$tool" mf train --implicit --weighted -k 8 -t 3 --quiet all.txt weighted.model; rc=$?
+check "--weighted takes the ratings as weights" "[ $rc -eq 0 ]"
+"$tool" mf train --implicit --valid seen.txt -t 2 seen.txt no1.model >/dev/null 2>&1; rc=$?
+check "--implicit --valid exits 2" "[ $rc -eq 2 ] && [ ! -e no1.model ]"
+"$tool" mf train --loss bpr -t 2 seen.txt no2.model >/dev/null 2>&1; rc=$?
+check "--loss without --implicit exits 2" "[ $rc -eq 2 ] && [ ! -e no2.model ]"
+err=$("$tool" mf train --implicit --device cuda -t 2 seen.txt no3.model 2>&1); rc=$?
+check "--implicit --device cuda exits 2, says so" "[ $rc -eq 2 ] && grep -q 'not supported on CUDA' <<<\"\$err\" && [ ! -e no3.model ]"
+printf '1 1 1\n1 2 0\n2 1 3\n' > zero.txt
+"$tool" mf train --implicit --weighted -k 2 -t 2 zero.txt no4.model >/dev/null 2>&1; rc=$?
+check "a weight of 0 exits 2" "[ $rc -eq 2 ] && [ ! -e no4.model ]"
+"$tool" mf update plain-xent.model seen.txt no5.model >/dev/null 2>&1; rc=$?
+check "update of an implicit model exits 2" "[ $rc -eq 2 ] && [ ! -e no5.model ]"
+
+echo "$passes passed, $fails failed"
+[ $fails -eq 0 ]

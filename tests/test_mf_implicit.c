@@ -1,0 +1,366 @@
+/* Implicit feedback (lac_mf_params.implicit): on generated interactions with
+ * planted preferences (a user "sees" the items it rates 4 or more, ratings
+ * from a low-rank signal with planted item clusters), leave-one-out HR@10
+ * over full ranking of cross-entropy and BPR training, plain and
+ * neighbourhood models, against most-popular (counted here); one epoch of
+ * the plain cross-entropy kernel against a float64 reference; the checks
+ * (validation, CUDA, weights); the model file keeps the setting. */
+#include "harness.h"
+#include "lacuna/lacuna.h"
+#include "mf/mf_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static lac_ctx_t ctx;
+
+typedef struct {
+    int64_t n, cap, *u, *i;
+    float *r;
+} triples;
+
+static void push(triples *t, int64_t u, int64_t i, float r)
+{
+    if (t->n == t->cap) {
+        t->cap = t->cap ? 2 * t->cap : 1024;
+        t->u = realloc(t->u, (size_t)t->cap * sizeof *t->u);
+        t->i = realloc(t->i, (size_t)t->cap * sizeof *t->i);
+        t->r = realloc(t->r, (size_t)t->cap * sizeof *t->r);
+    }
+    t->u[t->n] = u;
+    t->i[t->n] = i;
+    t->r[t->n++] = r;
+}
+
+static void drop(triples *t)
+{
+    free(t->u);
+    free(t->i);
+    free(t->r);
+    memset(t, 0, sizeof *t);
+}
+
+/* Interactions (ids 1-based integers) split leave-one-out: each user's
+ * last one is held out. */
+typedef struct {
+    triples train;
+    int64_t users, items;
+    int64_t *held;            /* per user id: the held-out item id, 0 none */
+} loo;
+
+/* Planted preferences: items fall in `groups` clusters (item i in cluster
+ * i mod groups) with a popularity within each (weight 1 / (1 + rank)); every
+ * user likes two clusters and takes `per_user` distinct items, 85 % from its
+ * clusters and the rest from all items, each by popularity. */
+static uint64_t next(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static double unit01(uint64_t *s) { return (double)(next(s) >> 11) * (1.0 / 9007199254740992.0); }
+
+/* An item of cluster c (or of all, c < 0) by popularity 1 / (1 + its rank). */
+static int64_t draw_item(uint64_t *s, int64_t items, int groups, int c)
+{
+    int64_t n = c < 0 ? items : (items - c + groups - 1) / groups;
+    double total = 0.0;
+    for (int64_t r = 0; r < n; r++) total += 1.0 / (1.0 + r);
+    double x = unit01(s) * total;
+    int64_t r = 0;
+    for (; r < n - 1; r++) {
+        x -= 1.0 / (1.0 + r);
+        if (x <= 0) break;
+    }
+    return c < 0 ? r + 1 : r * groups + c + 1;   /* ids from 1 */
+}
+
+static void make_loo(loo *d, int64_t users, int64_t items, int per_user, int groups, uint64_t seed)
+{
+    memset(d, 0, sizeof *d);
+    d->users = users;
+    d->items = items;
+    d->held = calloc((size_t)users + 1, sizeof *d->held);
+    unsigned char *taken = calloc((size_t)items + 1, 1);
+    uint64_t s = seed;
+    for (int64_t uid = 1; uid <= users; uid++) {
+        int like[2] = {(int)(next(&s) % (uint64_t)groups), (int)(next(&s) % (uint64_t)groups)};
+        int64_t got[256];
+        int n = 0;
+        for (int tries = 0; n < per_user && tries < 50 * per_user; tries++) {
+            int64_t i = unit01(&s) < 0.85 ? draw_item(&s, items, groups, like[next(&s) & 1]) : draw_item(&s, items, groups, -1);
+            if (taken[i]) continue;
+            taken[i] = 1;
+            got[n++] = i;
+        }
+        for (int x = 0; x < n; x++) {
+            taken[got[x]] = 0;
+            if (x == n - 1) d->held[uid] = got[x];   /* the last taken is held out */
+            else push(&d->train, uid, got[x], 1.0f);
+        }
+    }
+    free(taken);
+}
+
+/* HR@10 of a model over the users with a held-out item: its top 10 leave
+ * the training items out (lac_mf_recommend). */
+static double hr_model(lac_mf_model_t m, const loo *d)
+{
+    int64_t n = 0, hits = 0, *users = malloc((size_t)d->users * sizeof *users), *held = malloc((size_t)d->users * sizeof *held);
+    for (int64_t uid = 1; uid <= d->users; uid++) {
+        char id[32];
+        snprintf(id, sizeof id, "%lld", (long long)uid);
+        int64_t u = lac_mf_model_user_index(m, id);
+        if (!d->held[uid] || u < 0) continue;
+        users[n] = u;
+        held[n++] = d->held[uid];
+    }
+    int64_t *top = malloc((size_t)(n ? n : 1) * 10 * sizeof *top);
+    CHECK_OK(ctx, lac_mf_recommend(ctx, m, n, users, 10, top, NULL));
+    for (int64_t x = 0; x < n * 10; x++)
+        if (top[x] >= 0 && atoll(lac_mf_model_item_id(m, top[x])) == held[x / 10]) hits++;
+    free(users);
+    free(held);
+    free(top);
+    return n ? (double)hits / (double)n : NAN;
+}
+
+/* HR@10 of most-popular: items by training count (ties: lower id), the
+ * user's own training items left out. */
+static double hr_popular(const loo *d)
+{
+    int64_t *pop = calloc((size_t)d->items + 1, sizeof *pop);
+    for (int64_t x = 0; x < d->train.n; x++) pop[d->train.i[x]]++;
+    int64_t hits = 0, n = 0;
+    unsigned char *mine = calloc((size_t)d->items + 1, 1);
+    for (int64_t uid = 1; uid <= d->users; uid++) {
+        if (!d->held[uid]) continue;
+        for (int64_t x = 0; x < d->train.n; x++)
+            if (d->train.u[x] == uid) mine[d->train.i[x]] = 1;
+        int64_t better = 0, h = d->held[uid];
+        for (int64_t i = 1; i <= d->items; i++)
+            if (!mine[i] && i != h && (pop[i] > pop[h] || (pop[i] == pop[h] && i < h))) better++;
+        hits += better < 10;
+        n++;
+        memset(mine, 0, (size_t)d->items + 1);
+    }
+    free(pop);
+    free(mine);
+    return (double)hits / (double)n;
+}
+
+static lac_mf_model_t train(const lac_mf_params *p, const triples *t)
+{
+    lac_ratings_t r = NULL;
+    CHECK_OK(ctx, lac_ratings_from_arrays(ctx, t->n, t->u, t->i, t->r, &r));
+    lac_mf_model_t m = NULL;
+    CHECK_OK(ctx, lac_mf_train(ctx, p, r, NULL, NULL, NULL, &m, NULL));
+    lac_ratings_destroy(&r);
+    return m;
+}
+
+/* The learning rates the command-line tool and Python take for implicit
+ * feedback when none are given (docs/mf.md). */
+static void implicit_rates(lac_mf_params *p)
+{
+    p->beta = 0.1;
+    p->rates = (lac_mf_groups){0.2, 0.2, 0.2, 0.2, 0.02, 0.02};
+    p->beta_groups = 0.1;
+}
+
+TEST(implicit_beats_most_popular)
+{
+    loo d;
+    make_loo(&d, 1000, 300, 20, 8, 7);
+    double pop = hr_popular(&d);
+    printf("  most-popular HR@10 %.3f over %lld interactions\n", pop, (long long)d.train.n);
+    struct {
+        const char *name;
+        int model, loss;
+    } cases[] = {{"plain xent", LAC_MF_MODEL_PLAIN, LAC_MF_LOSS_XENT},
+                 {"plain bpr", LAC_MF_MODEL_PLAIN, LAC_MF_LOSS_BPR},
+                 {"neighbourhood xent", LAC_MF_MODEL_NEIGHBOURHOOD, LAC_MF_LOSS_XENT},
+                 {"neighbourhood bpr", LAC_MF_MODEL_NEIGHBOURHOOD, LAC_MF_LOSS_BPR}};
+    for (int c = 0; c < 4; c++) {
+        lac_mf_params p = lac_mf_params_default();
+        p.implicit = 1;
+        p.model = cases[c].model;
+        p.loss = cases[c].loss;
+        p.k = 16;
+        p.epochs = 20;
+        p.neighbours.k = 16;
+        implicit_rates(&p);
+        lac_mf_model_t m = train(&p, &d.train);
+        double hr = hr_model(m, &d);
+        printf("  %s HR@10 %.3f\n", cases[c].name, hr);
+        CHECK(hr > 2.0 * pop);   /* measured: 2.1-2.5 x */
+        lac_mf_model_destroy(&m);
+    }
+    drop(&d.train);
+    free(d.held);
+}
+
+static double sig(double x) { return 1.0 / (1.0 + exp(-x)); }
+
+/* One epoch of the plain kernel on 3 users x 2 items, each user with one
+ * interaction, so that its one negative is the other item; users in count
+ * order (ties: index). Against rule (5) in float64 with e the loss gradient. */
+static void one_epoch(int loss)
+{
+    lac_ctx_params cp = lac_ctx_params_default();
+    cp.backend = LAC_BACKEND_CPU;
+    cp.threads = 1;
+    lac_ctx_t one;
+    CHECK_OK(NULL, lac_ctx_create(&cp, &one));
+    int64_t us[3] = {1, 2, 3}, is[3] = {1, 2, 1};
+    float w[3] = {1.0f, 2.0f, 0.5f};
+    lac_ratings_t r = NULL;
+    CHECK_OK(one, lac_ratings_from_arrays(one, 3, us, is, w, &r));
+    lac_mf_data d;
+    CHECK_OK(one, lac_mf_data_build(one, r, &d));
+    lac_mf_params p = lac_mf_params_default();
+    p.implicit = 1;
+    p.weighted = 1;
+    p.loss = loss;
+    p.negatives = 1;
+    p.deterministic = 1;
+    p.k = 3;
+    CHECK_OK(one, lac_mf_implicit_data(one, &p, &d));
+    lac_mf_model_t m = NULL;
+    CHECK_OK(one, lac_mf_model_alloc(one, 3, 2, 3, &m));
+    m->params = p;
+    double P[3][3], Q[2][3], bu[3], bi[2];
+    unsigned long long s = 5;
+    for (int u = 0; u < 3; u++) {
+        bu[u] = m->user_bias[u] = (float)(0.2 * harness_rand_uniform(&s) - 0.1);
+        for (int f = 0; f < 3; f++) P[u][f] = m->P[u * m->stride + f] = (float)(harness_rand_uniform(&s) - 0.5);
+    }
+    for (int j = 0; j < 2; j++) {
+        bi[j] = m->item_bias[j] = (float)(0.2 * harness_rand_uniform(&s) - 0.1);
+        for (int f = 0; f < 3; f++) Q[j][f] = m->Q[j * m->stride + f] = (float)(harness_rand_uniform(&s) - 0.5);
+    }
+    lac_mf_call call = lac_mf_model_call(m, &d, NULL);
+    lac_mf_state *st = NULL;
+    CHECK_OK(one, lac_mf_cpu_backend.begin(one, &call, &st));
+    double lr = 0.3, sum = 0.0, ref_loss = 0.0;
+    CHECK_OK(one, lac_mf_cpu_backend.epoch(one, st, (float)lr, 0, &sum));
+    lac_mf_cpu_backend.end(one, st);
+    /* the reference: users 0, 1, 2 (one interaction each: index order) */
+    const int pos[3] = {0, 1, 0};
+    const double weight[3] = {1.0, 2.0, 0.5};
+    for (int u = 0; u < 3; u++) {
+        int jp = pos[u], jn = 1 - pos[u];
+        double e_at[2], x[2];
+        for (int t = 0; t < 2; t++) {
+            int j = t ? jn : jp;
+            x[t] = bu[u] + bi[j];
+            for (int f = 0; f < 3; f++) x[t] += P[u][f] * Q[j][f];
+        }
+        for (int t = 0; t < 2; t++) {
+            int j = t ? jn : jp;
+            if (loss == LAC_MF_LOSS_XENT) {   /* the positive's step comes before the negative is scored */
+                if (t == 1) {
+                    x[1] = bu[u] + bi[j];
+                    for (int f = 0; f < 3; f++) x[1] += P[u][f] * Q[j][f];
+                }
+                e_at[t] = t ? -sig(x[1]) : weight[u] * (1.0 - sig(x[0]));
+                ref_loss += t ? log1p(exp(x[1])) : weight[u] * log1p(exp(-x[0]));
+            } else {
+                double g = sig(-(x[0] - x[1]));
+                e_at[t] = t ? -weight[u] * g : weight[u] * g;
+                if (!t) ref_loss += weight[u] * log1p(exp(-(x[0] - x[1])));
+            }
+            double step = lr * e_at[t];
+            bu[u] = (1 - lr * p.lambda_bias) * bu[u] + step;
+            bi[j] = (1 - lr * p.lambda_bias) * bi[j] + step;
+            for (int f = 0; f < 3; f++) {
+                double pf = P[u][f], qf = Q[j][f];
+                P[u][f] = (1 - lr * p.lambda) * pf + step * qf;
+                Q[j][f] = (1 - lr * p.lambda) * qf + step * pf;
+            }
+        }
+    }
+    double worst = 0.0;
+    for (int u = 0; u < 3; u++) {
+        worst = fmax(worst, fabs(bu[u] - m->user_bias[u]));
+        for (int f = 0; f < 3; f++) worst = fmax(worst, fabs(P[u][f] - m->P[u * m->stride + f]));
+    }
+    for (int j = 0; j < 2; j++) {
+        worst = fmax(worst, fabs(bi[j] - m->item_bias[j]));
+        for (int f = 0; f < 3; f++) worst = fmax(worst, fabs(Q[j][f] - m->Q[j * m->stride + f]));
+    }
+    printf("  %s: largest difference from float64 %.2e, loss %.6f vs %.6f\n", loss ? "bpr" : "xent", worst, sum,
+           ref_loss);
+    CHECK(worst < 1e-5);
+    CHECK_NEAR(sum, ref_loss, 1e-5);
+    lac_mf_model_destroy(&m);
+    lac_mf_data_free(&d);
+    lac_ratings_destroy(&r);
+    lac_ctx_destroy(&one);
+}
+
+TEST(one_epoch_matches_float64_reference)
+{
+    one_epoch(LAC_MF_LOSS_XENT);
+    one_epoch(LAC_MF_LOSS_BPR);
+}
+
+TEST(checks_and_model_file)
+{
+    triples t;
+    memset(&t, 0, sizeof t);
+    for (int64_t u = 1; u <= 30; u++)
+        for (int64_t i = 1; i <= 10; i += 1 + (u % 3)) push(&t, u, i, (float)(1 + (u + i) % 4));
+    lac_ratings_t r = NULL;
+    CHECK_OK(ctx, lac_ratings_from_arrays(ctx, t.n, t.u, t.i, t.r, &r));
+    lac_mf_params p = lac_mf_params_default();
+    p.implicit = 1;
+    p.k = 4;
+    p.epochs = 3;
+    lac_mf_model_t m = NULL;
+    CHECK_STATUS(ctx, lac_mf_train(ctx, &p, r, r, NULL, NULL, &m, NULL), LAC_ERR_ARGUMENT);   /* no validation */
+    p.negatives = 0;
+    CHECK_STATUS(ctx, lac_mf_train(ctx, &p, r, NULL, NULL, NULL, &m, NULL), LAC_ERR_ARGUMENT);
+    p.negatives = 7;
+    p.loss = LAC_MF_LOSS_BPR;
+    p.weighted = 1;
+    CHECK_OK(ctx, lac_mf_train(ctx, &p, r, NULL, NULL, NULL, &m, NULL));
+    char path[4096];
+    snprintf(path, sizeof path, "%s/test_mf_implicit.model", getenv("LACUNA_TEST_TMPDIR") ? getenv("LACUNA_TEST_TMPDIR") : ".");
+    CHECK_OK(ctx, lac_mf_model_save(ctx, path, m));
+    lac_mf_model_t back = NULL;
+    CHECK_OK(ctx, lac_mf_model_load(ctx, path, &back));
+    lac_mf_params q = lac_mf_model_params(back);
+    CHECK(q.implicit == 1 && q.loss == LAC_MF_LOSS_BPR && q.weighted == 1 && q.negatives == 7);
+    lac_mf_update_params up = lac_mf_update_params_default();
+    lac_mf_model_t upd = NULL;
+    CHECK_STATUS(ctx, lac_mf_update(ctx, &up, back, r, &upd, NULL), LAC_ERR_UNSUPPORTED);
+    remove(path);
+    lac_mf_model_destroy(&back);
+    lac_mf_model_destroy(&m);
+    lac_ratings_destroy(&r);
+    t.r[3] = 0.0f;   /* a weight that is not > 0 */
+    CHECK_OK(ctx, lac_ratings_from_arrays(ctx, t.n, t.u, t.i, t.r, &r));
+    CHECK_STATUS(ctx, lac_mf_train(ctx, &p, r, NULL, NULL, NULL, &m, NULL), LAC_ERR_VALUE);
+    p.weighted = 0;   /* seen: the value does not matter */
+    CHECK_OK(ctx, lac_mf_train(ctx, &p, r, NULL, NULL, NULL, &m, NULL));
+    lac_mf_model_destroy(&m);
+    lac_ratings_destroy(&r);
+    drop(&t);
+}
+
+int main(void)
+{
+    lac_ctx_params p = lac_ctx_params_default();
+    p.backend = LAC_BACKEND_CPU;
+    p.threads = 2;
+    if (lac_ctx_create(&p, &ctx) != 0) return 1;
+    RUN(implicit_beats_most_popular);
+    RUN(one_epoch_matches_float64_reference);
+    RUN(checks_and_model_file);
+    lac_ctx_destroy(&ctx);
+    return harness_finish();
+}
