@@ -447,17 +447,36 @@ TEST(deterministic_with_few_targets)
 }
 
 /* The CPU plan's layout (map/cpu/map_cpu.h): a host copy of the bridge, equal to R
- * entry by entry, narrowed to int32 (n fits) whatever R's index type, for 1
- * and 2 threads. Its executes equal the deterministic one-shot call bit for
- * bit, also under nan policy "error" (which the plan runs as a NaN scan then
- * a "propagate" pass). */
+ * entry by entry, in the narrowest encoding that holds n (2 bytes up to 65536
+ * targets, 3 up to 2^24, then int32) whatever R's index type, for 1 and 2
+ * threads. Its executes equal the deterministic one-shot call bit for bit,
+ * also under nan policy "error" (which the plan runs as a NaN scan then a
+ * "propagate" pass). */
+static int64_t kept_entry(const lac_map_cpu_plan *kept, int64_t i)
+{
+    const uint8_t *e = (const uint8_t *)kept->bridge + 3 * i;
+    if (kept->bridge_dtype == LAC_MAP_INDEX_U16) return ((const uint16_t *)kept->bridge)[i];
+    if (kept->bridge_dtype == LAC_MAP_INDEX_U24) return (int64_t)e[0] | (int64_t)e[1] << 8 | (int64_t)e[2] << 16;
+    if (kept->bridge_dtype == LAC_INT32) return ((const int32_t *)kept->bridge)[i];
+    return ((const int64_t *)kept->bridge)[i];
+}
+
 TEST(plan_keeps_a_narrow_copy_of_the_bridge)
 {
-    static const int64_t ns[] = {700, 100000};
+    static const struct {
+        int64_t n;
+        lac_dtype kept;
+        bool execute;   /* the last one only builds (16M targets) */
+    } cases[] = {{700, LAC_MAP_INDEX_U16, true},
+                 {65536, LAC_MAP_INDEX_U16, true},
+                 {100000, LAC_MAP_INDEX_U24, true},
+                 {(1 << 24) + 1, LAC_INT32, false}};
     lac_ctx_t cs[2] = {ctx_one, ctx};
-    for (int in = 0; in < 2; in++)
+    for (size_t in = 0; in < sizeof cases / sizeof cases[0]; in++)
         for (int ic = 0; ic < 2; ic++) {
-            map_data d = data_make(50000, ns[in], 1, LAC_FLOAT32, ic ? LAC_INT64 : LAC_INT32, false, 606 + (uint64_t)in);
+            map_data d = data_make(50000, cases[in].n, 1, LAC_FLOAT32, ic ? LAC_INT64 : LAC_INT32, false, 606 + (uint64_t)in);
+            /* The largest target in the bridge, so that every byte is used. */
+            set_bridge(&d, 4321, d.n - 1);
             lac_array S = source_array(&d), R = lac_array_vector(d.R, d.it, d.m);
             lac_map_plan_t plan = NULL;
             CHECK_OK(cs[ic], lac_map_plan_create(cs[ic], &R, d.n, &plan));
@@ -468,14 +487,19 @@ TEST(plan_keeps_a_narrow_copy_of_the_bridge)
             const lac_map_cpu_plan *kept = plan->state;
             CHECK(plan->table == &lac_map_cpu_backend);
             CHECK(kept != NULL && kept->bridge != NULL);
-            CHECK_INT(kept ? (int)kept->bridge_dtype : -1, (int)LAC_INT32);
+            CHECK_INT(kept ? (int)kept->bridge_dtype : -1, (int)cases[in].kept);
             int bad = 0;
-            for (int64_t i = 0; i < d.m && kept && kept->bridge && kept->bridge_dtype == LAC_INT32; i++) {
-                int64_t got = ((const int32_t *)kept->bridge)[i];
+            for (int64_t i = 0; i < d.m && kept && kept->bridge && kept->bridge_dtype == cases[in].kept; i++) {
+                int64_t got = kept_entry(kept, i);
                 if (got != d.Rd[i] && bad++ < 3)
                     HARNESS_FAIL("n=%lld %s bridge, threads=%d: copy[%lld] = %lld, bridge %lld", (long long)d.n,
                                  lac_dtype_name(d.it), lac_ctx_threads(cs[ic]), (long long)i, (long long)got,
                                  (long long)d.Rd[i]);
+            }
+            if (!cases[in].execute) {
+                lac_map_plan_destroy(&plan);
+                data_free(&d);
+                continue;
             }
             size_t bytes = (size_t)d.n * sizeof(float);
             for (int policy = LAC_NAN_PROPAGATE; policy <= LAC_NAN_ERROR; policy += LAC_NAN_ERROR) {

@@ -8,6 +8,8 @@
 
 #include "core/internal.h"
 
+#include <string.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -45,11 +47,26 @@ struct lac_map_plan {
     int deterministic;              /* executes are deterministic (the default) */
 };
 
+/* Index encodings a CPU plan may keep besides LAC_INT32 / LAC_INT64 (never in
+ * a caller's array): uint16, and 24-bit little-endian entries packed 3 bytes
+ * apart (with one byte of padding after the last). */
+#define LAC_MAP_INDEX_U16 ((lac_dtype)0x7001)
+#define LAC_MAP_INDEX_U24 ((lac_dtype)0x7002)
+
+static inline int64_t lac_map_load_u24(const void *bridge, int64_t i)
+{
+    uint32_t v;
+    memcpy(&v, (const uint8_t *)bridge + 3 * i, sizeof v);
+    return (int64_t)(v & 0xFFFFFFu);
+}
+
 /* Reads bridge[i] as int64 whatever the index dtype. */
 static inline int64_t lac_map_bridge_at(const lac_map_call *c, int64_t i)
 {
-    return c->index_dtype == LAC_INT32 ? (int64_t)((const int32_t *)c->bridge)[i]
-                                       : ((const int64_t *)c->bridge)[i];
+    if (c->index_dtype == LAC_INT32) return (int64_t)((const int32_t *)c->bridge)[i];
+    if (c->index_dtype == LAC_INT64) return ((const int64_t *)c->bridge)[i];
+    if (c->index_dtype == LAC_MAP_INDEX_U16) return (int64_t)((const uint16_t *)c->bridge)[i];
+    return lac_map_load_u24(c->bridge, i);
 }
 
 /* Fault reporting, one wording for every backend (src/map/map_fault.c). */

@@ -93,49 +93,80 @@ static inline void atomic_fold(lac_map_op op, double *p, double x)
  * (500k targets: 4 MB instead of 2 MB, past a core's L2) and run about 2.5x
  * slower. Up to FLOAT64_ACC_MAX_BYTES of float64 accumulators cost nothing
  * extra, and keep sums onto hot targets (Zipf) accurate. */
-#define DEFINE_SUM_ROWS(name, VT, IT, AT, UPDATE)                                                      \
-    static int64_t name(const VT *S, const IT *R, int64_t lo, int64_t hi, int64_t n, bool checked, AT *acc) \
-    {                                                                                                  \
-        for (int64_t i = lo; i < hi; i++) {                                                            \
-            uint64_t r = (uint64_t)(int64_t)R[i];                                                      \
-            if (!checked && r >= (uint64_t)n) return i;                                                \
-            UPDATE;                                                                                    \
-        }                                                                                              \
-        return -1;                                                                                     \
+#define DEFINE_SUM_ROWS(name, VT, LOAD, AT, UPDATE)                                                           \
+    static int64_t name(const VT *S, const void *R, int64_t lo, int64_t hi, int64_t n, bool checked, AT *acc) \
+    {                                                                                                       \
+        for (int64_t i = lo; i < hi; i++) {                                                                 \
+            uint64_t r = (uint64_t)LOAD(R, i);                                                              \
+            if (!checked && r >= (uint64_t)n) return i;                                                     \
+            UPDATE(i, r);                                                                                   \
+        }                                                                                                   \
+        return -1;                                                                                          \
     }
-/* sum_rows_<source>_<accumulator>_<index>[_atomic] */
-DEFINE_SUM_ROWS(sum_rows_f32_f32_i32, float, int32_t, float, acc[r] += S[i])
-DEFINE_SUM_ROWS(sum_rows_f32_f32_i64, float, int64_t, float, acc[r] += S[i])
-DEFINE_SUM_ROWS(sum_rows_f32_f64_i32, float, int32_t, double, acc[r] += (double)S[i])
-DEFINE_SUM_ROWS(sum_rows_f32_f64_i64, float, int64_t, double, acc[r] += (double)S[i])
-DEFINE_SUM_ROWS(sum_rows_f64_f64_i32, double, int32_t, double, acc[r] += S[i])
-DEFINE_SUM_ROWS(sum_rows_f64_f64_i64, double, int64_t, double, acc[r] += S[i])
-DEFINE_SUM_ROWS(sum_rows_f32_f32_i32_atomic, float, int32_t, float, atomic_add_f32(&acc[r], S[i]))
-DEFINE_SUM_ROWS(sum_rows_f32_f32_i64_atomic, float, int64_t, float, atomic_add_f32(&acc[r], S[i]))
-DEFINE_SUM_ROWS(sum_rows_f32_f64_i32_atomic, float, int32_t, double, atomic_add(&acc[r], (double)S[i]))
-DEFINE_SUM_ROWS(sum_rows_f32_f64_i64_atomic, float, int64_t, double, atomic_add(&acc[r], (double)S[i]))
-DEFINE_SUM_ROWS(sum_rows_f64_f64_i32_atomic, double, int32_t, double, atomic_add(&acc[r], S[i]))
-DEFINE_SUM_ROWS(sum_rows_f64_f64_i64_atomic, double, int64_t, double, atomic_add(&acc[r], S[i]))
+/* A plan's packed 24-bit copy (always checked), 4 entries from 3 aligned
+ * words: a 4-byte load at 3 * i would split a cache line every 16 rows and
+ * cost 10% onto Zipf-skewed targets. */
+#define DEFINE_SUM_ROWS_U24(name, VT, AT, UPDATE)                                                             \
+    static int64_t name(const VT *S, const void *R, int64_t lo, int64_t hi, int64_t n, bool checked, AT *acc) \
+    {                                                                                                       \
+        (void)n, (void)checked;                                                                             \
+        int64_t i = lo;                                                                                     \
+        for (; i < hi && (i & 3); i++) UPDATE(i, (uint64_t)lac_map_load_u24(R, i));                         \
+        const uint32_t *w = (const uint32_t *)((const uint8_t *)R + 3 * i);                                 \
+        for (; i + 4 <= hi; i += 4, w += 3) {                                                               \
+            const uint32_t w0 = w[0], w1 = w[1], w2 = w[2];                                                 \
+            UPDATE(i, w0 & 0xFFFFFFu);                                                                      \
+            UPDATE(i + 1, (w0 >> 24) | ((w1 & 0xFFFFu) << 8));                                              \
+            UPDATE(i + 2, (w1 >> 16) | ((w2 & 0xFFu) << 16));                                               \
+            UPDATE(i + 3, w2 >> 8);                                                                         \
+        }                                                                                                   \
+        for (; i < hi; i++) UPDATE(i, (uint64_t)lac_map_load_u24(R, i));                                    \
+        return -1;                                                                                          \
+    }
+/* Bridge loaders: a caller's int32 / int64, or a plan's narrower copy. */
+#define LOAD_I32(R, i) ((int64_t)((const int32_t *)(R))[i])
+#define LOAD_I64(R, i) (((const int64_t *)(R))[i])
+#define LOAD_U16(R, i) ((int64_t)((const uint16_t *)(R))[i])
+#define LOAD_U24(R, i) lac_map_load_u24(R, i)
+/* The updates: acc[r] += S[k], into float32 or float64, plain or atomic. */
+#define ADD_SAME(k, r) (acc[r] += S[k])
+#define ADD_F64(k, r) (acc[r] += (double)S[k])
+#define ADD_F32_ATOMIC(k, r) atomic_add_f32(&acc[r], S[k])
+#define ADD_F64_ATOMIC(k, r) atomic_add(&acc[r], (double)S[k])
+/* sum_rows_<source>_<accumulator>_<index>[_atomic], for every index encoding */
+#define DEFINE_SUM_ROWS_ALL(IDX, DEFINE, ...)                                       \
+    DEFINE(sum_rows_f32_f32_##IDX, float, __VA_ARGS__ float, ADD_SAME)              \
+    DEFINE(sum_rows_f32_f64_##IDX, float, __VA_ARGS__ double, ADD_F64)              \
+    DEFINE(sum_rows_f64_f64_##IDX, double, __VA_ARGS__ double, ADD_SAME)            \
+    DEFINE(sum_rows_f32_f32_##IDX##_atomic, float, __VA_ARGS__ float, ADD_F32_ATOMIC) \
+    DEFINE(sum_rows_f32_f64_##IDX##_atomic, float, __VA_ARGS__ double, ADD_F64_ATOMIC) \
+    DEFINE(sum_rows_f64_f64_##IDX##_atomic, double, __VA_ARGS__ double, ADD_F64_ATOMIC)
+DEFINE_SUM_ROWS_ALL(i32, DEFINE_SUM_ROWS, LOAD_I32,)
+DEFINE_SUM_ROWS_ALL(i64, DEFINE_SUM_ROWS, LOAD_I64,)
+DEFINE_SUM_ROWS_ALL(u16, DEFINE_SUM_ROWS, LOAD_U16,)
+DEFINE_SUM_ROWS_ALL(u24, DEFINE_SUM_ROWS_U24)
+
+/* Which of the four index encodings a call's bridge has. */
+static int index_kind(const lac_map_call *c)
+{
+    return c->index_dtype == LAC_INT32 ? 0 : c->index_dtype == LAC_INT64 ? 1 : c->index_dtype == LAC_MAP_INDEX_U16 ? 2 : 3;
+}
+
+typedef int64_t (*sum_f32_f32_fn)(const float *, const void *, int64_t, int64_t, int64_t, bool, float *);
+typedef int64_t (*sum_f32_f64_fn)(const float *, const void *, int64_t, int64_t, int64_t, bool, double *);
+typedef int64_t (*sum_f64_f64_fn)(const double *, const void *, int64_t, int64_t, int64_t, bool, double *);
+#define BY_INDEX(prefix, suffix) {prefix##i32##suffix, prefix##i64##suffix, prefix##u16##suffix, prefix##u24##suffix}
 
 static int64_t sum_rows(const lac_map_call *c, int64_t lo, int64_t hi, const accumulators *a, bool atomic)
 {
-    const bool i32 = c->index_dtype == LAC_INT32;
-    const void *S = c->source, *R = c->bridge;
-    const int64_t n = c->n;
+    static const sum_f32_f32_fn f32_f32[2][4] = {BY_INDEX(sum_rows_f32_f32_, ), BY_INDEX(sum_rows_f32_f32_, _atomic)};
+    static const sum_f32_f64_fn f32_f64[2][4] = {BY_INDEX(sum_rows_f32_f64_, ), BY_INDEX(sum_rows_f32_f64_, _atomic)};
+    static const sum_f64_f64_fn f64_f64[2][4] = {BY_INDEX(sum_rows_f64_f64_, ), BY_INDEX(sum_rows_f64_f64_, _atomic)};
+    const int k = index_kind(c), at = atomic ? 1 : 0;
     const bool ok = c->bridge_checked;   /* a plan's copy: no range checks */
-    if (a->acc32) {   /* float32 source */
-        if (atomic) return i32 ? sum_rows_f32_f32_i32_atomic(S, R, lo, hi, n, ok, a->acc32)
-                               : sum_rows_f32_f32_i64_atomic(S, R, lo, hi, n, ok, a->acc32);
-        return i32 ? sum_rows_f32_f32_i32(S, R, lo, hi, n, ok, a->acc32) : sum_rows_f32_f32_i64(S, R, lo, hi, n, ok, a->acc32);
-    }
-    if (c->value_dtype == LAC_FLOAT32) {
-        if (atomic) return i32 ? sum_rows_f32_f64_i32_atomic(S, R, lo, hi, n, ok, a->acc)
-                               : sum_rows_f32_f64_i64_atomic(S, R, lo, hi, n, ok, a->acc);
-        return i32 ? sum_rows_f32_f64_i32(S, R, lo, hi, n, ok, a->acc) : sum_rows_f32_f64_i64(S, R, lo, hi, n, ok, a->acc);
-    }
-    if (atomic) return i32 ? sum_rows_f64_f64_i32_atomic(S, R, lo, hi, n, ok, a->acc)
-                           : sum_rows_f64_f64_i64_atomic(S, R, lo, hi, n, ok, a->acc);
-    return i32 ? sum_rows_f64_f64_i32(S, R, lo, hi, n, ok, a->acc) : sum_rows_f64_f64_i64(S, R, lo, hi, n, ok, a->acc);
+    if (a->acc32) return f32_f32[at][k](c->source, c->bridge, lo, hi, c->n, ok, a->acc32);   /* float32 source */
+    if (c->value_dtype == LAC_FLOAT32) return f32_f64[at][k](c->source, c->bridge, lo, hi, c->n, ok, a->acc);
+    return f64_f64[at][k](c->source, c->bridge, lo, hi, c->n, ok, a->acc);
 }
 
 /* float32 rows of b > 1 columns summed (weighted or not, NaN propagated)
@@ -163,11 +194,11 @@ static int64_t sum_rows_wide_f32(const lac_map_call *c, int64_t lo, int64_t hi, 
  * count without), into private accumulators: typed loads and the same
  * arithmetic as map_rows (so the same bits), without its per-element
  * dispatch, prefetching the targets ahead as sum_rows_wide_f32 does. */
-#define DEFINE_WEIGHTED_ROWS(name, VT, IT)                                                                    \
+#define DEFINE_WEIGHTED_ROWS(name, VT, LOAD)                                                                  \
     static int64_t name(const lac_map_call *c, int64_t lo, int64_t hi, const accumulators *a)                 \
     {                                                                                                         \
         const VT *S = c->source, *w = c->weights;                                                             \
-        const IT *R = c->bridge;                                                                              \
+        const void *R = c->bridge;                                                                            \
         const int64_t n = c->n;                                                                               \
         const bool checked = c->bridge_checked, count = c->params.op == LAC_MAP_COUNT;                        \
         double *acc = a->acc, *wsum = a->wsum;                                                                \
@@ -176,10 +207,10 @@ static int64_t sum_rows_wide_f32(const lac_map_call *c, int64_t lo, int64_t hi, 
         const bool prefetch = (double)n * (double)st * sizeof(double) > PREFETCH_MIN_BYTES;                  \
         for (int64_t i = lo; i < hi; i++) {                                                                   \
             if (prefetch && i + PREFETCH_ROWS < hi) {                                                         \
-                int64_t ahead = (int64_t)R[i + PREFETCH_ROWS];                                                \
+                int64_t ahead = LOAD(R, i + PREFETCH_ROWS);                                                   \
                 lac_map_prefetch_target(acc, ahead * st, n * st);                                             \
             }                                                                                                 \
-            uint64_t r = (uint64_t)(int64_t)R[i];                                                             \
+            uint64_t r = (uint64_t)LOAD(R, i);                                                                \
             if (!checked && r >= (uint64_t)n) return i;                                                       \
             const double wi = w ? (double)w[i] : 1.0;                                                         \
             acc[r * st] += count ? wi : wi * (double)S[i];                                                    \
@@ -188,16 +219,20 @@ static int64_t sum_rows_wide_f32(const lac_map_call *c, int64_t lo, int64_t hi, 
         }                                                                                                     \
         return -1;                                                                                            \
     }
-DEFINE_WEIGHTED_ROWS(weighted_rows_f32_i32, float, int32_t)
-DEFINE_WEIGHTED_ROWS(weighted_rows_f32_i64, float, int64_t)
-DEFINE_WEIGHTED_ROWS(weighted_rows_f64_i32, double, int32_t)
-DEFINE_WEIGHTED_ROWS(weighted_rows_f64_i64, double, int64_t)
+DEFINE_WEIGHTED_ROWS(weighted_rows_f32_i32, float, LOAD_I32)
+DEFINE_WEIGHTED_ROWS(weighted_rows_f32_i64, float, LOAD_I64)
+DEFINE_WEIGHTED_ROWS(weighted_rows_f32_u16, float, LOAD_U16)
+DEFINE_WEIGHTED_ROWS(weighted_rows_f32_u24, float, LOAD_U24)
+DEFINE_WEIGHTED_ROWS(weighted_rows_f64_i32, double, LOAD_I32)
+DEFINE_WEIGHTED_ROWS(weighted_rows_f64_i64, double, LOAD_I64)
+DEFINE_WEIGHTED_ROWS(weighted_rows_f64_u16, double, LOAD_U16)
+DEFINE_WEIGHTED_ROWS(weighted_rows_f64_u24, double, LOAD_U24)
 
 static int64_t weighted_rows(const lac_map_call *c, int64_t lo, int64_t hi, const accumulators *a)
 {
-    const bool i32 = c->index_dtype == LAC_INT32;
-    if (c->value_dtype == LAC_FLOAT32) return i32 ? weighted_rows_f32_i32(c, lo, hi, a) : weighted_rows_f32_i64(c, lo, hi, a);
-    return i32 ? weighted_rows_f64_i32(c, lo, hi, a) : weighted_rows_f64_i64(c, lo, hi, a);
+    typedef int64_t (*fn)(const lac_map_call *, int64_t, int64_t, const accumulators *);
+    static const fn by[2][4] = {BY_INDEX(weighted_rows_f32_, ), BY_INDEX(weighted_rows_f64_, )};
+    return by[c->value_dtype == LAC_FLOAT32 ? 0 : 1][index_kind(c)](c, lo, hi, a);
 }
 
 /* Every op, weights, b columns and NaN policy. */

@@ -131,12 +131,13 @@ static inline int lac_map_cpu_det_blocks(int64_t m, int64_t b)
 lac_status lac_map_cpu_deterministic(lac_ctx_t ctx, const lac_map_call *c);
 
 /* The CPU backend's plan (plan->state): the bridge checked once and copied in
- * the narrowest index type that holds every target (int32 when n <= INT32_MAX),
- * every entry known to be in [0, n). An execute is a deterministic one-shot
- * call over that copy without range checks (map_plan_cpu.c). */
+ * the narrowest encoding that holds every target (map_backend.h: uint16 up to
+ * 65536 targets, packed 24-bit up to 2^24, then int32, int64), every entry
+ * known to be in [0, n). An execute is a one-shot call over that copy without
+ * range checks (map_plan_cpu.c). */
 typedef struct {
     void *bridge;             /* m entries of bridge_dtype */
-    lac_dtype bridge_dtype;   /* LAC_INT32 or LAC_INT64 */
+    lac_dtype bridge_dtype;   /* LAC_MAP_INDEX_U16, LAC_MAP_INDEX_U24, LAC_INT32 or LAC_INT64 */
 } lac_map_cpu_plan;
 
 /* The table's entries (map_cpu.c, map_plan_cpu.c). */

@@ -91,7 +91,11 @@ lac_status lac_map_cpu_deterministic(lac_ctx_t ctx, const lac_map_call *c)
     const lac_map_params *p = &c->params;
     const int64_t m = c->m, n = c->n, nt = n * c->b;
     const bool flags = lac_map_needs_flags(c);
-    const bool fast = p->op == LAC_MAP_SUM && c->b == 1 && !c->weights && p->nan_policy == LAC_NAN_PROPAGATE && !flags;
+    /* The branch-free loop reads caller-typed bridges; a plan's narrower
+     * copy goes through owned_rows (same order, same bits). */
+    const bool typed = c->index_dtype == LAC_INT32 || c->index_dtype == LAC_INT64;
+    const bool fast = typed && p->op == LAC_MAP_SUM && c->b == 1 && !c->weights && p->nan_policy == LAC_NAN_PROPAGATE &&
+                      !flags;
     int threads = lac_threads(ctx);
     if ((double)m * (double)c->b < LAC_MAP_CPU_SERIAL_BELOW) threads = 1;
     if (threads > n) threads = n > 0 ? (int)n : 1;

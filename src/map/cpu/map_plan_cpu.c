@@ -2,8 +2,10 @@
  * narrowed copy) and execute (the deterministic one-shot pass over that copy).
  *
  * Build: one parallel pass over the bridge that range-checks every entry and
- * copies it into the narrowest index type that holds every target (int32 when
- * n <= INT32_MAX, halving an int64 bridge and the bytes each execute streams).
+ * copies it into the narrowest encoding that holds every target: 2 bytes an
+ * entry up to 65536 targets, 3 up to 2^24, 4 up to 2^31, else 8 (an int32
+ * bridge onto 500k targets streams 25% fewer bytes an execute, an int64 one
+ * 62% fewer).
  *
  * Execute: the deterministic one-shot call (map_cpu.c: fixed row blocks,
  * merged in block order) on the checked copy, with no range checks: the same
@@ -16,6 +18,7 @@
 
 #include <omp.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* ------------------------------------------------------------------------ */
 /* NaN scan (LAC_NAN_ERROR)                                                   */
@@ -51,34 +54,51 @@ lac_status lac_map_cpu_report_first_nan(lac_ctx_t ctx, const lac_map_call *c)
 /* ------------------------------------------------------------------------ */
 /* Build                                                                     */
 /* ------------------------------------------------------------------------ */
-/* Copies rows [lo, hi) of the bridge into copy (narrowed to int32 when
- * narrow); returns the first row outside [0, n), or -1. */
-static int64_t copy_checked(const lac_map_call *c, int64_t lo, int64_t hi, void *copy, bool narrow)
+/* Copies rows [lo, hi) of the bridge into copy in the encoding `kept`;
+ * returns the first row outside [0, n), or -1. */
+static int64_t copy_checked(const lac_map_call *c, int64_t lo, int64_t hi, void *copy, lac_dtype kept)
 {
     const int64_t n = c->n;
     for (int64_t i = lo; i < hi; i++) {
         int64_t r = lac_map_bridge_at(c, i);
         if ((uint64_t)r >= (uint64_t)n) return i;
-        if (narrow) ((int32_t *)copy)[i] = (int32_t)r;
+        if (kept == LAC_MAP_INDEX_U16) ((uint16_t *)copy)[i] = (uint16_t)r;
+        else if (kept == LAC_MAP_INDEX_U24) {
+            uint8_t *e = (uint8_t *)copy + 3 * i;
+            e[0] = (uint8_t)r, e[1] = (uint8_t)(r >> 8), e[2] = (uint8_t)(r >> 16);
+        } else if (kept == LAC_INT32) ((int32_t *)copy)[i] = (int32_t)r;
         else ((int64_t *)copy)[i] = r;
     }
     return -1;
 }
 
+/* The narrowest encoding that holds every target, and its bytes per entry.
+ * Each execute streams the copy once: at 40M rows onto 500k targets a 3-byte
+ * entry instead of 4 saves 40 MB a call. */
+static lac_dtype narrowest(int64_t n, size_t *entry)
+{
+    if (n <= 1 << 16) return *entry = 2, LAC_MAP_INDEX_U16;
+    if (n <= 1 << 24) return *entry = 3, LAC_MAP_INDEX_U24;
+    if (n <= INT32_MAX) return *entry = 4, LAC_INT32;
+    return *entry = 8, LAC_INT64;
+}
+
 lac_status lac_map_cpu_plan_build(lac_ctx_t ctx, lac_map_plan_t plan, const lac_map_call *c)
 {
     const int64_t m = c->m;
-    const bool narrow = c->n <= INT32_MAX;
-    size_t entry = narrow ? sizeof(int32_t) : sizeof(int64_t);
-    void *copy = lac_malloc(ctx, (size_t)(m > 0 ? m : 1) * entry);
+    size_t entry;
+    const lac_dtype kept_dtype = narrowest(c->n, &entry);
+    /* 4 spare bytes: a 3-byte entry is read as 4 */
+    void *copy = lac_malloc(ctx, (size_t)m * entry + 4);
     if (!copy) return LAC_ERR_OUT_OF_MEMORY;
+    memset((uint8_t *)copy + (size_t)m * entry, 0, 4);
 
     int threads = m < LAC_MAP_CPU_SERIAL_BELOW ? 1 : lac_threads(ctx);
     int64_t first_bad = -1;
 #pragma omp parallel num_threads(threads)
     {
         int t = omp_get_thread_num(), nth = omp_get_num_threads();
-        int64_t bad = copy_checked(c, lac_range_start(m, t, nth), lac_range_start(m, t + 1, nth), copy, narrow);
+        int64_t bad = copy_checked(c, lac_range_start(m, t, nth), lac_range_start(m, t + 1, nth), copy, kept_dtype);
         if (bad >= 0) {
             lac_map_cpu_lower_first(&first_bad, bad);
         }
@@ -94,7 +114,7 @@ lac_status lac_map_cpu_plan_build(lac_ctx_t ctx, lac_map_plan_t plan, const lac_
         return LAC_ERR_OUT_OF_MEMORY;
     }
     kept->bridge = copy;
-    kept->bridge_dtype = narrow ? LAC_INT32 : LAC_INT64;
+    kept->bridge_dtype = kept_dtype;
     plan->state = kept;
     return LAC_SUCCESS;
 }
