@@ -220,6 +220,18 @@ static double compare(const double *got, const double *ref, int64_t count, int64
     return err;
 }
 
+/* The SUM/COUNT cases of the one-launch paths, o = 0..3: sum, weighted sum
+ * accumulated, count with empty targets -2, weighted count. */
+static lac_map_params sum_count_case(int o, case_data *d)
+{
+    lac_map_params p = lac_map_params_default();
+    p.op = o < 2 ? LAC_MAP_SUM : LAC_MAP_COUNT;
+    d->weighted = o % 2;
+    p.accumulate = o == 1;
+    p.empty_value = o == 2 ? -2.0 : 0.0;
+    return p;
+}
+
 static const char *strategies[] = {"auto", "global", "cluster1", "cluster4"};
 
 static void set_strategy(const char *s)
@@ -605,11 +617,7 @@ TEST(few_targets_single_launch_full_grid_and_alternating_faults)
                       LAC_INT32, 0, skew);
             double *ref = malloc(sizeof(double) * (size_t)n), *got = malloc(sizeof(double) * (size_t)n);
             for (int o = 0; o < 4; o++) {
-                lac_map_params p = lac_map_params_default();
-                p.op = o < 2 ? LAC_MAP_SUM : LAC_MAP_COUNT;
-                d.weighted = o % 2;
-                p.accumulate = o == 1;
-                p.empty_value = o == 2 ? -2.0 : 0.0;
+                lac_map_params p = sum_count_case(o, &d);
                 reference(&d, &p, ref);
                 for (int path = 0; path < 3; path++) {
                     static const char *const paths[] = {"few-target", "general", "few-target (hot registers)"};
@@ -819,11 +827,7 @@ TEST(many_targets_partitioned_by_range)
                     case_make(&d, m, n, 1, vtype, it ? LAC_INT64 : LAC_INT32, 0, skew);
                     double *ref = malloc(sizeof(double) * (size_t)n), *got = malloc(sizeof(double) * (size_t)n);
                     for (int o = 0; o < 4; o++) {
-                        lac_map_params p = lac_map_params_default();
-                        p.op = o < 2 ? LAC_MAP_SUM : LAC_MAP_COUNT;
-                        d.weighted = o % 2;
-                        p.accumulate = o == 1;
-                        p.empty_value = o == 2 ? -2.0 : 0.0;
+                        lac_map_params p = sum_count_case(o, &d);
                         reference(&d, &p, ref);
                         int st = run_case(gpu, &d, &p, LAC_MEM_DEVICE, RUN_MAP, got, NULL);
                         int64_t worst = -1;

@@ -104,6 +104,9 @@ typedef struct {
     unsigned long long *report; /* mapped host word that gets the fault flag, or NULL */
 } map_finalize_args;
 
+/* 16-byte vector loads need 16-byte aligned arrays. */
+static inline int lac_map_aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
+
 /* Offsets into device buffers carved from one workspace block: 256-byte steps. */
 static inline size_t lac_map_align256(size_t x) { return (x + 255) & ~(size_t)255; }
 
@@ -268,7 +271,16 @@ const void *lac_map_pick_sum_kernel(lac_dtype value, lac_dtype index, int mode);
  * dedicated kernel's case (SUM/COUNT, NaN propagated, one column); the shared
  * memory that kernel needs besides the private copies. */
 lac_status lac_map_prepare_kernel(lac_ctx_t ctx, const void *kernel);
+/* A cooperative kernel's dynamic shared-memory limit (raised to the device's
+ * whole shared memory) and, for smem > 0, how many blocks of `block` threads
+ * and smem bytes fit one SM: asked once per context, kept as facts of `kind`. */
+lac_status lac_map_coop_limits(lac_ctx_t ctx, const void *kernel, map_fact_kind kind, int block, size_t smem,
+                               size_t *smem_max, int *per_sm);
 bool lac_map_simple_sum(const map_layout *L, lac_map_op op, lac_nan_policy nan_policy, int64_t b);
+/* The calls the one-launch paths (map_few.cu, map_part.cu) serve: device
+ * arrays, 16-byte aligned, one column, SUM/COUNT with NaN propagated, at
+ * least one row, n <= INT32_MAX / 4. */
+bool lac_map_one_launch_call(const lac_map_call *call, const map_layout *L);
 size_t lac_map_hot_bytes(size_t value_size, int block);
 
 /* The table's entries (map_dispatch.cu, map_plan.cu). */

@@ -436,31 +436,6 @@ static const void *pick_few_kernel(lac_dtype value, lac_dtype index, int mode)
     return index == LAC_INT32 ? few_kernel_for<double, int32_t>(mode) : few_kernel_for<double, int64_t>(mode);
 }
 
-/* Per kernel: the dynamic shared memory it may take and how many of its blocks
- * fit on one SM, asked once per context (each query costs microseconds). */
-static lac_status few_kernel_limits(lac_ctx_t ctx, const void *kernel, size_t smem, size_t *smem_max, int *per_sm)
-{
-    int64_t known[2];
-    if (lac_map_fact_find(ctx, kernel, MAP_FACT_FEW, smem > 0, smem, known)) {
-        *smem_max = (size_t)known[0];
-        *per_sm = (int)known[1];
-        return LAC_SUCCESS;
-    }
-    cudaFuncAttributes attr;
-    LAC_CUDA_CHECK(ctx, cudaFuncGetAttributes(&attr, kernel));
-    size_t max_dyn = ctx->cuda->prop.sharedMemPerBlockOptin - attr.sharedSizeBytes;
-    LAC_CUDA_CHECK(ctx, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)max_dyn));
-    int count = 0;
-    if (smem > 0) LAC_CUDA_CHECK(ctx, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&count, kernel, FEW_BLOCK, smem));
-    const int64_t fact[2] = {(int64_t)max_dyn, count};
-    lac_map_fact_put(ctx, kernel, MAP_FACT_FEW, smem > 0, smem, fact);
-    *smem_max = max_dyn;
-    *per_sm = count;
-    return LAC_SUCCESS;
-}
-
-static int aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
-
 /* Values between two private copies: a multiple of 32 plus one, so that a
  * target's copies fall in different banks. */
 static int64_t few_pitch(int64_t n) { return (n + 31) / 32 * 32 + 1; }
@@ -472,11 +447,7 @@ extern "C" lac_status lac_map_few_try(lac_ctx_t ctx, const lac_map_call *call, c
 {
     *taken = 0;
     const lac_map_params *p = &call->params;
-    if (call->memory != LAC_MEM_DEVICE || call->b != 1 || L->kind != MAP_KIND_ADD || L->arrays != 1) return LAC_SUCCESS;
-    if ((p->op != LAC_MAP_SUM && p->op != LAC_MAP_COUNT) || p->nan_policy != LAC_NAN_PROPAGATE) return LAC_SUCCESS;
-    if (call->m < 1 || call->n < 1 || call->n > INT32_MAX / 4) return LAC_SUCCESS;
-    if (!aligned16(call->source) || !aligned16(call->bridge) || (call->weights && !aligned16(call->weights)))
-        return LAC_SUCCESS;
+    if (!lac_map_one_launch_call(call, L)) return LAC_SUCCESS;
     /* Knobs for benchmarks and tests: a forced strategy, or LACUNA_MAP_CUDA_FEW=0,
      * runs the general path instead. */
     const char *force = lac_knob_string(ctx, LAC_KNOB_MAP_CUDA_STRATEGY);
@@ -486,7 +457,7 @@ extern "C" lac_status lac_map_few_try(lac_ctx_t ctx, const lac_map_call *call, c
     const void *kernel = pick_few_kernel(call->value_dtype, call->index_dtype, mode_of(call));
     size_t smem_max = 0;
     int per_sm = 0;
-    LAC_CHECK(few_kernel_limits(ctx, kernel, 0, &smem_max, &per_sm));
+    LAC_CHECK(lac_map_coop_limits(ctx, kernel, MAP_FACT_FEW, FEW_BLOCK, 0, &smem_max, &per_sm));
     const size_t vs = lac_dtype_size(call->value_dtype);
     const int64_t pitch = few_pitch(call->n);
     if ((size_t)pitch * vs > smem_max) return LAC_SUCCESS;   /* many targets: not this path */
@@ -517,7 +488,7 @@ extern "C" lac_status lac_map_few_try(lac_ctx_t ctx, const lac_map_call *call, c
     while (copies * 2 <= copies_max && (size_t)(copies * 2) * pitch * vs + warm_bytes <= smem_max) copies *= 2;
     const size_t warm_offset = ((size_t)copies * pitch * vs + 15) / 16 * 16;
     const size_t smem = warm_offset + warm_bytes;
-    LAC_CHECK(few_kernel_limits(ctx, kernel, smem, &smem_max, &per_sm));
+    LAC_CHECK(lac_map_coop_limits(ctx, kernel, MAP_FACT_FEW, FEW_BLOCK, smem, &smem_max, &per_sm));
     if (per_sm < 1) return LAC_SUCCESS;
 
     /* Enough rows per block to pay for its private copies' zeroing and its

@@ -421,42 +421,13 @@ static const void *pick_part_kernel(lac_dtype value, lac_dtype index, int mode)
     return index == LAC_INT32 ? part_kernel_for<double, int32_t>(mode) : part_kernel_for<double, int64_t>(mode);
 }
 
-/* The kernel's dynamic shared-memory limit and whether one block of `smem`
- * fits an SM, asked once per context. */
-static lac_status part_limits(lac_ctx_t ctx, const void *kernel, size_t smem, size_t *smem_max, int *per_sm)
-{
-    int64_t known[2];
-    if (lac_map_fact_find(ctx, kernel, MAP_FACT_PART, smem > 0, smem, known)) {
-        *smem_max = (size_t)known[0];
-        *per_sm = (int)known[1];
-        return LAC_SUCCESS;
-    }
-    cudaFuncAttributes attr;
-    LAC_CUDA_CHECK(ctx, cudaFuncGetAttributes(&attr, kernel));
-    size_t max_dyn = ctx->cuda->prop.sharedMemPerBlockOptin - attr.sharedSizeBytes;
-    LAC_CUDA_CHECK(ctx, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)max_dyn));
-    int count = 0;
-    if (smem > 0) LAC_CUDA_CHECK(ctx, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&count, kernel, PART_BLOCK, smem));
-    const int64_t fact[2] = {(int64_t)max_dyn, count};
-    lac_map_fact_put(ctx, kernel, MAP_FACT_PART, smem > 0, smem, fact);
-    *smem_max = max_dyn;
-    *per_sm = count;
-    return LAC_SUCCESS;
-}
-
-static int aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
-
 extern "C" lac_status lac_map_part_try(lac_ctx_t ctx, const lac_map_call *call, const map_layout *L,
                                        const map_deferred *defer, int *taken)
 {
     cudaStream_t st = ctx->cuda->stream;
     *taken = 0;
     const lac_map_params *p = &call->params;
-    if (call->memory != LAC_MEM_DEVICE || call->b != 1 || L->kind != MAP_KIND_ADD || L->arrays != 1) return LAC_SUCCESS;
-    if ((p->op != LAC_MAP_SUM && p->op != LAC_MAP_COUNT) || p->nan_policy != LAC_NAN_PROPAGATE) return LAC_SUCCESS;
-    if (call->m < 1 || call->n < 1 || call->n > INT32_MAX / 4) return LAC_SUCCESS;
-    if (!aligned16(call->source) || !aligned16(call->bridge) || (call->weights && !aligned16(call->weights)))
-        return LAC_SUCCESS;
+    if (!lac_map_one_launch_call(call, L)) return LAC_SUCCESS;
     /* Opt-in while it is slower than the general kernel (bench/RESULTS.md):
      * LACUNA_MAP_CUDA_PART=1 takes it for every call it serves. */
     const char *knob = lac_knob_string(ctx, LAC_KNOB_MAP_CUDA_PART);
@@ -468,7 +439,7 @@ extern "C" lac_status lac_map_part_try(lac_ctx_t ctx, const lac_map_call *call, 
     const void *kernel = pick_part_kernel(call->value_dtype, call->index_dtype, mode);
     size_t smem_max = 0;
     int per_sm = 0;
-    LAC_CHECK(part_limits(ctx, kernel, 0, &smem_max, &per_sm));
+    LAC_CHECK(lac_map_coop_limits(ctx, kernel, MAP_FACT_PART, PART_BLOCK, 0, &smem_max, &per_sm));
     const size_t vs = lac_dtype_size(call->value_dtype);
     const size_t stage = (size_t)PART_TILE * (vs + sizeof(unsigned short));
     if (smem_max < stage + 4096) return LAC_SUCCESS;
@@ -480,7 +451,7 @@ extern "C" lac_status lac_map_part_try(lac_ctx_t ctx, const lac_map_call *call, 
     const int g = (int)(G / P);
     const int64_t W = ((call->n + P - 1) / P + 31) / 32 * 32;
     const size_t smem = ((size_t)W * vs + 15) / 16 * 16 + stage;
-    LAC_CHECK(part_limits(ctx, kernel, smem, &smem_max, &per_sm));
+    LAC_CHECK(lac_map_coop_limits(ctx, kernel, MAP_FACT_PART, PART_BLOCK, smem, &smem_max, &per_sm));
     if (per_sm < 1) return LAC_SUCCESS;
 
     /* Tiles a block scatters per chunk: PART_BUFFERS chunks of partitioned

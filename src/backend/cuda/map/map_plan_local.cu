@@ -545,7 +545,6 @@ static lac_status local_narrow(lac_ctx_t ctx, map_local_plan *p)
     return st;
 }
 
-static int aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
 
 extern "C" lac_status lac_map_local_plan_execute(lac_ctx_t ctx, const map_local_plan *p, const lac_map_call *call,
                                              int *taken)
@@ -554,7 +553,7 @@ extern "C" lac_status lac_map_local_plan_execute(lac_ctx_t ctx, const map_local_
     const lac_map_params *prm = &call->params;
     if (call->memory != LAC_MEM_DEVICE || call->b != 1 || prm->nan_policy != LAC_NAN_PROPAGATE) return LAC_SUCCESS;
     if (prm->op != LAC_MAP_SUM && prm->op != LAC_MAP_COUNT) return LAC_SUCCESS;
-    if (!aligned16(call->source) || (call->weights && !aligned16(call->weights))) return LAC_SUCCESS;
+    if (!lac_map_aligned16(call->source) || (call->weights && !lac_map_aligned16(call->weights))) return LAC_SUCCESS;
     const size_t vs = lac_dtype_size(call->value_dtype);
     const int weighted = call->weights != NULL;
     const int acc32 = p->acc32 && call->value_dtype == LAC_FLOAT32;

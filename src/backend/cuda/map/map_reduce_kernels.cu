@@ -590,7 +590,6 @@ extern "C" lac_status lac_map_scratch_init(lac_ctx_t ctx, const map_layout *L, v
     return LAC_SUCCESS;
 }
 
-static int aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
 
 extern "C" lac_status lac_map_reduce_launch(lac_ctx_t ctx, const map_strategy *s, const map_reduce_args *args)
 {
@@ -604,8 +603,8 @@ extern "C" lac_status lac_map_reduce_launch(lac_ctx_t ctx, const map_strategy *s
     g.slice = (unsigned int)s->slice;
     g.pitch = (unsigned int)s->pitch;
     g.inv_slice = s->slice > 0 ? 1.0f / (float)s->slice : 0.0f;
-    int vectorised = args->b == 1 && aligned16(args->source) && aligned16(args->bridge) &&
-                     (!args->weights || aligned16(args->weights));
+    int vectorised = args->b == 1 && lac_map_aligned16(args->source) && lac_map_aligned16(args->bridge) &&
+                     (!args->weights || lac_map_aligned16(args->weights));
 
     const map_layout *L = &args->layout;
     bool simple = lac_map_simple_sum(L, args->op, args->nan_policy, args->b) && vectorised && s->cluster_size == 1 &&

@@ -62,6 +62,28 @@ lac_status lac_map_prepare_kernel(lac_ctx_t ctx, const void *kernel)
     return LAC_SUCCESS;
 }
 
+extern "C" lac_status lac_map_coop_limits(lac_ctx_t ctx, const void *kernel, map_fact_kind kind, int block, size_t smem,
+                                          size_t *smem_max, int *per_sm)
+{
+    int64_t known[2];
+    if (lac_map_fact_find(ctx, kernel, kind, smem > 0, smem, known)) {
+        *smem_max = (size_t)known[0];
+        *per_sm = (int)known[1];
+        return LAC_SUCCESS;
+    }
+    cudaFuncAttributes attr;
+    LAC_CUDA_CHECK(ctx, cudaFuncGetAttributes(&attr, kernel));
+    size_t max_dyn = ctx->cuda->prop.sharedMemPerBlockOptin - attr.sharedSizeBytes;
+    LAC_CUDA_CHECK(ctx, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)max_dyn));
+    int count = 0;
+    if (smem > 0) LAC_CUDA_CHECK(ctx, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&count, kernel, block, smem));
+    const int64_t fact[2] = {(int64_t)max_dyn, count};
+    lac_map_fact_put(ctx, kernel, kind, smem > 0, smem, fact);
+    *smem_max = max_dyn;
+    *per_sm = count;
+    return LAC_SUCCESS;
+}
+
 /* How many clusters of this shape can be resident at once (0: none). */
 static lac_status max_clusters(lac_ctx_t ctx, const void *kernel, int cluster_size, int block, size_t smem, int *out)
 {
@@ -95,6 +117,14 @@ bool lac_map_simple_sum(const map_layout *L, lac_map_op op, lac_nan_policy nan_p
 {
     return L->kind == MAP_KIND_ADD && L->arrays == 1 && (op == LAC_MAP_SUM || op == LAC_MAP_COUNT) &&
            nan_policy == LAC_NAN_PROPAGATE && b == 1;
+}
+
+bool lac_map_one_launch_call(const lac_map_call *call, const map_layout *L)
+{
+    const lac_map_params *p = &call->params;
+    return call->memory == LAC_MEM_DEVICE && lac_map_simple_sum(L, p->op, p->nan_policy, call->b) && call->m >= 1 &&
+           call->n >= 1 && call->n <= INT32_MAX / 4 && lac_map_aligned16(call->source) &&
+           lac_map_aligned16(call->bridge) && (!call->weights || lac_map_aligned16(call->weights));
 }
 
 /* Shared memory the dedicated kernel needs besides the private copies. */
