@@ -28,8 +28,9 @@ FUZZ_JOBS ?= $(JOBS)
 # libomp-14-dev (clang's OpenMP) build the fuzzers.
 # chromium (headless) renders the --plot pictures and the report page in
 # tests/render_pictures.sh, which is skipped without it. zlib1g-dev: gzip inputs.
+# openmpi-bin + libopenmpi-dev: MPI ranks (src/dist, tests/cli_mpi.sh, skipped without).
 DEB_PACKAGES := build-essential cmake pkg-config libopenblas-dev liblapacke-dev zlib1g-dev python3-numpy \
-                clang-14 libclang-rt-14-dev libomp-14-dev chromium
+                clang-14 libclang-rt-14-dev libomp-14-dev chromium openmpi-bin libopenmpi-dev
 
 .PHONY: all deps build build-asan build-fuzz demo test test-cpu test-asan test-fuzz fuzz bench install python clean
 
@@ -67,7 +68,7 @@ test-asan: build-asan
 # The fuzzers' build: the library with coverage, ASan and UBSan, one
 # libFuzzer binary per reader (fuzz/CMakeLists.txt); nothing else is built.
 $(BUILD_FUZZ)/CMakeCache.txt:
-	cmake -S . -B $(BUILD_FUZZ) -DCMAKE_C_COMPILER=$(FUZZ_CC) -DCMAKE_BUILD_TYPE=Debug -DLACUNA_CUDA=OFF -DLACUNA_FUZZ=ON
+	cmake -S . -B $(BUILD_FUZZ) -DCMAKE_C_COMPILER=$(FUZZ_CC) -DCMAKE_BUILD_TYPE=Debug -DLACUNA_CUDA=OFF -DLACUNA_MPI=OFF -DLACUNA_FUZZ=ON
 
 build-fuzz: deps $(BUILD_FUZZ)/CMakeCache.txt
 	cmake --build $(BUILD_FUZZ) -j $(JOBS) --target lacuna_fuzzers

@@ -39,7 +39,7 @@ def allowed(src, inc):
     if top == "io":
         return ttop in ("core", "data", "io")
     if top == "dist":
-        return ttop in ("core", "dist") or inc.endswith("_backend.h")
+        return ttop in ("core", "dist") or any(below_front_end(cap, inc) for cap in CAPS)
     if top in CAPS:
         contract = "%s/%s_backend.h" % (top, top)
         if len(parts) > 2 and parts[1] == "cpu":   # the CPU backend

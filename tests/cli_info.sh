@@ -18,6 +18,13 @@ check "info exits 0" "[ $rc -eq 0 ]"
 check "info prints the version" "grep -q '^lacuna [0-9]*\.[0-9]*\.[0-9]*' <<<\"\$out\""
 check "info prints the cuda line" "grep -q '^cuda: ' <<<\"\$out\""
 check "info prints the device count" "grep -q '^cuda devices: [0-9]' <<<\"\$out\""
+check "info prints the mpi line" "grep -q '^mpi: ' <<<\"\$out\""
+json=$("$tool" info --json); rc=$?
+check "info --json exits 0" "[ $rc -eq 0 ]"
+check "info --json says whether MPI is built in" "grep -Eq '\"mpi\":(true|false)' <<<\"\$json\""
+check "info --json agrees with the mpi line" \
+    "[ \"\$(grep -q '^mpi: yes' <<<\"\$out\" && echo true || echo false)\" = \"\$(grep -o '\"mpi\":[a-z]*' <<<\"\$json\" | cut -d: -f2)\" ]"
+check "info --json has one rank outside mpirun" "grep -q '\"ranks\":1' <<<\"\$json\""
 "$tool" info --bogus >/dev/null 2>&1; rc=$?
 check "info with a bad option exits 2" "[ $rc -eq 2 ]"
 v=$("$tool" --version)

@@ -65,6 +65,7 @@ enum {
     LAC_ERR_CUDA = -102,          /* a CUDA, cuBLAS or cuSOLVER call failed */
     LAC_ERR_NOT_COMPILED = -103,  /* the backend asked for is not in this build */
     LAC_ERR_NO_DEVICE = -104,     /* CUDA is built in but no usable device */
+    LAC_ERR_MPI = -105,           /* an MPI call failed */
     LAC_ERR_INTERNAL = -199       /* a bug in Lacuna: please report it */
 };
 
@@ -137,6 +138,13 @@ LAC_API void lac_ctx_destroy(lac_ctx_t *ctx);
 LAC_API lac_backend lac_ctx_backend(lac_ctx_t ctx);
 /* CPU threads this context uses. */
 LAC_API int lac_ctx_threads(lac_ctx_t ctx);
+/* This process's rank among the context's MPI ranks, and how many there are
+ * (0 and 1 for one process). In an MPI build a context joins the job when the
+ * process was started by mpirun (knob LACUNA_DIST); map then splits the rows
+ * of S and R by ranges across the ranks and every rank gets the whole T
+ * (docs/scaling.md). */
+LAC_API int lac_ctx_rank(lac_ctx_t ctx);
+LAC_API int lac_ctx_ranks(lac_ctx_t ctx);
 /* Detail of the last failure on this context ("" when none); with a NULL ctx,
  * the calling thread's last failure outside any context (e.g. in create). */
 LAC_API const char *lac_last_error(lac_ctx_t ctx);

@@ -1,6 +1,7 @@
 /* Context: resolves the backend, owns the thread count, the log sink, the
  * knobs and the device backend's state (made once and reused). */
 #include "core/internal.h"
+#include "core/comm.h"
 #include "core/device.h"
 
 #include <omp.h>
@@ -53,6 +54,7 @@ lac_status lac_ctx_create(const lac_ctx_params *params, lac_ctx_t *out)
     if (!ctx) return lac_error(NULL, LAC_ERR_OUT_OF_MEMORY, "could not allocate a context");
     ctx->params = p;
     ctx->params.knobs = NULL;   /* the caller's string may not outlive the call: see ctx->knob_text */
+    ctx->ranks = 1;
     ctx->threads = p.threads > 0 ? p.threads : omp_get_max_threads();
     ctx->log = p.log;
     ctx->log_user = p.log_user;
@@ -69,6 +71,14 @@ lac_status lac_ctx_create(const lac_ctx_params *params, lac_ctx_t *out)
         return lac_error(NULL, LAC_ERR_ARGUMENT, "context parameters: %s", why);
     }
 
+    lac_status joined = lac_comm_open(ctx);
+    if (joined < 0) {
+        lac_error(NULL, joined, "%s", ctx->last_error);
+        lac_knobs_free(ctx);
+        free(ctx);
+        return joined;
+    }
+
     const lac_device_backend *cuda = lac_device_backend_cuda();
     lac_backend want = p.backend;
     if (want == LAC_BACKEND_AUTO) want = cuda && cuda->device_count() > 0 ? LAC_BACKEND_CUDA : LAC_BACKEND_CPU;
@@ -78,6 +88,7 @@ lac_status lac_ctx_create(const lac_ctx_params *params, lac_ctx_t *out)
                              : lac_error(ctx, LAC_ERR_NOT_COMPILED, "this build has no CUDA backend");
         if (st < 0) {
             lac_error(NULL, st, "%s", ctx->last_error);
+            lac_comm_close(ctx);
             lac_knobs_free(ctx);
             free(ctx);
             return st;
@@ -95,6 +106,7 @@ void lac_ctx_destroy(lac_ctx_t *ctx)
     if ((*ctx)->outputs && (*ctx)->outputs_abort) (*ctx)->outputs_abort(*ctx);   /* staged outputs are dropped */
     const lac_device_backend *device = lac_ctx_device(*ctx);
     if (device) device->ctx_fini(*ctx);
+    lac_comm_close(*ctx);
     lac_knobs_free(*ctx);
     free(*ctx);
     *ctx = NULL;
@@ -103,6 +115,10 @@ void lac_ctx_destroy(lac_ctx_t *ctx)
 lac_backend lac_ctx_backend(lac_ctx_t ctx) { return ctx ? ctx->backend : LAC_BACKEND_CPU; }
 
 int lac_ctx_threads(lac_ctx_t ctx) { return lac_threads(ctx); }
+
+int lac_ctx_rank(lac_ctx_t ctx) { return ctx ? ctx->rank : 0; }
+
+int lac_ctx_ranks(lac_ctx_t ctx) { return ctx ? ctx->ranks : 1; }
 
 lac_status lac_ctx_synchronize(lac_ctx_t ctx)
 {

@@ -17,6 +17,7 @@ extern "C" {
 
 struct lac_cuda_state;   /* owned by src/backend/cuda */
 struct lac_output_set;   /* owned by src/io (output_set.c) */
+struct lac_comm;         /* owned by src/dist (MPI builds) */
 
 struct lac_ctx {
     lac_ctx_params params;
@@ -31,6 +32,8 @@ struct lac_ctx {
     struct lac_cuda_state *cuda;  /* the device backend's state (streams, handles, caches); NULL on CPU */
     struct lac_output_set *outputs;       /* the open output set (lac_outputs_begin), or NULL */
     void (*outputs_abort)(lac_ctx_t ctx); /* set by src/io with it: drops it at lac_ctx_destroy */
+    struct lac_comm *comm;        /* the ranks this context works with (src/dist), or NULL: one process */
+    int rank, ranks;              /* this process's rank and the number of ranks (0 and 1 without MPI) */
 };
 
 /* Records "detail" as the last error of ctx (or of the thread when ctx is NULL),

@@ -37,6 +37,7 @@ static const struct {
     [LAC_KNOB_MF_CUDA_HOT] = {"LACUNA_MF_CUDA_HOT", "ratings that make an item hot (replicated rows)"},
     [LAC_KNOB_MF_CUDA_RUN_MAX] = {"LACUNA_MF_CUDA_RUN_MAX", "most ratings in one run of the work deal"},
     [LAC_KNOB_IMPUTE_CUDA_WARM] = {"LACUNA_IMPUTE_CUDA_WARM", "0: the GPU SVT starts every pass cold (no warm start)"},
+    [LAC_KNOB_DIST] = {"LACUNA_DIST", "auto|on|off: join the MPI job (auto: only when started by mpirun; on: always, MPI builds)"},
     [LAC_KNOB_IMPUTE_CUDA_SVT] = {"LACUNA_IMPUTE_CUDA_SVT", "jacobi|gram: force the GPU SVT's path (Jacobi only where it fits)"},
 };
 
@@ -50,6 +51,16 @@ static void read_environment(void)
         const char *v = getenv(knob_table[k].name);
         environment[k] = v ? strdup(v) : NULL;
     }
+}
+
+int lac_launcher_ranks(void)
+{
+    static const char *const sizes[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS"};
+    for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+        const char *v = getenv(sizes[k]);
+        if (v && *v) return atoi(v) > 0 ? atoi(v) : 1;
+    }
+    return getenv("PMIX_RANK") ? 1 : 0;
 }
 
 const char *lac_knob_name(lac_knob knob)

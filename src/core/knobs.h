@@ -38,6 +38,7 @@ typedef enum {
     LAC_KNOB_MF_CUDA_RUN_MAX,    /* ratings a run */
     LAC_KNOB_IMPUTE_CUDA_WARM,   /* 0: every Jacobi SVT pass starts cold */
     LAC_KNOB_IMPUTE_CUDA_SVT,    /* jacobi|gram: force the GPU SVT's path */
+    LAC_KNOB_DIST,               /* auto|on|off: join MPI ranks (auto: when started by mpirun) */
     LAC_KNOB_COUNT
 } lac_knob;
 
@@ -55,6 +56,10 @@ int64_t lac_knob_int(const struct lac_ctx *ctx, lac_knob knob, int64_t fallback)
 /* Context plumbing (src/core/context.c): parses "NAME=VALUE,..." overrides
  * into the context (NULL or "" is none); returns a constant message for an
  * unknown name or a missing '=', else NULL. Logs every knob that is set. */
+/* The ranks the process launcher says this job has (Open MPI's mpirun,
+ * MPICH's Hydra, PMIx), 0 when no launcher started the process. */
+int lac_launcher_ranks(void);
+
 const char *lac_knobs_load(struct lac_ctx *ctx, const char *overrides);
 void lac_knobs_free(struct lac_ctx *ctx);
 

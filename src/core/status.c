@@ -26,6 +26,7 @@ const char *lac_status_string(lac_status status)
     case LAC_ERR_CUDA: return "CUDA error";
     case LAC_ERR_NOT_COMPILED: return "backend not compiled into this build";
     case LAC_ERR_NO_DEVICE: return "no usable CUDA device";
+    case LAC_ERR_MPI: return "an MPI call failed";
     case LAC_ERR_INTERNAL: return "internal error";
     default: return status > 0 ? "information" : "unknown status";
     }

@@ -33,7 +33,7 @@ const char *lac_build_info(void)
              LACUNA_VERSION_STRING, LACUNA_BUILD_TYPE, LACUNA_C_COMPILER, _OPENMP,
              OPENBLAS_VERSION, lac_device_backend_cuda() ? lac_device_backend_cuda()->runtime_info() : "not built",
 #ifdef LACUNA_HAVE_MPI
-             "found at build time, not used yet (src/dist)"
+             "yes, " LACUNA_MPI_LIBRARY
 #else
              "no"
 #endif

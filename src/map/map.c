@@ -147,7 +147,7 @@ lac_status lac_map(lac_ctx_t ctx, const lac_map_params *params, const lac_array 
     LAC_CHECK(lac_map_check_call(ctx, params, source, bridge, weights, target, 0, 0, &call));
     const lac_map_backend *backend;
     LAC_CHECK(backend_for(ctx, &backend));
-    return backend->map(ctx, &call);
+    return ctx->ranks > 1 ? lac_map_dist(ctx, backend, &call) : backend->map(ctx, &call);
 }
 
 lac_status lac_map_plan_create(lac_ctx_t ctx, const lac_array *bridge, int64_t num_targets, lac_map_plan_t *out)

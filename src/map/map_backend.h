@@ -101,6 +101,20 @@ typedef struct {
     lac_status (*synchronize)(lac_ctx_t ctx, void *stream);
 } lac_map_async_backend;
 
+/* map over the context's MPI ranks (src/dist/map_dist.c): each rank maps its
+ * range of the rows through `table` into partial targets, the partials are
+ * reduced in rank order and every rank finishes the whole T. Host arrays;
+ * the same T as one process within float64 rounding. Without MPI a context
+ * has one rank and this is the table's own call. */
+#ifdef LACUNA_HAVE_MPI
+lac_status lac_map_dist(lac_ctx_t ctx, const lac_map_backend *table, const lac_map_call *call);
+#else
+static inline lac_status lac_map_dist(lac_ctx_t ctx, const lac_map_backend *table, const lac_map_call *call)
+{
+    return table->map(ctx, call);
+}
+#endif
+
 /* The CPU backend (src/map/cpu/), always there. */
 extern const lac_map_backend lac_map_cpu_backend;
 /* The CUDA backend's table (src/backend/cuda/gateway.cu); NULL without CUDA. */

@@ -332,8 +332,10 @@ static void note_done(const map_options *o, lac_ctx_t ctx, int64_t m, int64_t n,
                       double ms)
 {
     if (o->quiet) return;
-    fprintf(stderr, "lacuna map: %s: %lld rows -> %lld targets, %s on %s, %.3f ms%s%s%s\n", source,
-            (long long)m, (long long)n, lac_map_op_name(o->params.op), cli_backend_name(ctx), ms,
+    char ranks[32] = "";
+    if (lac_ctx_ranks(ctx) > 1) snprintf(ranks, sizeof ranks, " x %d MPI ranks", lac_ctx_ranks(ctx));
+    fprintf(stderr, "lacuna map: %s: %lld rows -> %lld targets, %s on %s%s, %.3f ms%s%s%s\n", source,
+            (long long)m, (long long)n, lac_map_op_name(o->params.op), cli_backend_name(ctx), ranks, ms,
             o->repeat > 1 ? " (median)" : "", out ? ", wrote " : "", out ? out : "");
 }
 
@@ -407,7 +409,9 @@ int cmd_map(int argc, char **argv)
         lac_array_release(&S);
         lac_array_release(&W);
     }
-    for (int k = 0; k < o.outs.count; k++) {
+    /* Over MPI every rank holds the whole T; rank 0 writes and reports. */
+    const bool reporter = lac_ctx_rank(ctx) == 0;
+    for (int k = 0; reporter && k < o.outs.count; k++) {
         lac_status st = save_output(ctx, o.outs.values[k], &results[k]);
         if (st < 0) {
             rc = cli_status_error(CMD, ctx, st);
@@ -415,7 +419,7 @@ int cmd_map(int argc, char **argv)
         }
     }
     if ((rc = cli_commit_outputs(CMD, ctx)) != CLI_OK) goto done;
-    for (int k = 0; k < o.sources.count; k++) {
+    for (int k = 0; reporter && k < o.sources.count; k++) {
         if (o.json) {
             cli_json j;
             cli_json_begin(&j, stdout);
@@ -424,6 +428,7 @@ int cmd_map(int argc, char **argv)
             cli_json_string(&j, "op", lac_map_op_name(o.params.op));
             cli_json_string(&j, "device", cli_backend_name(ctx));
             cli_json_real(&j, "median_ms", times_ms[k], "%.6f");
+            if (lac_ctx_ranks(ctx) > 1) cli_json_int(&j, "ranks", lac_ctx_ranks(ctx));
             if (o.plan) {
                 cli_json_int(&j, "source", k);
                 cli_json_real(&j, "plan_build_ms", plan_build_ms, "%.6f");
@@ -434,7 +439,7 @@ int cmd_map(int argc, char **argv)
         }
         note_done(&o, ctx, rows[k], n, o.sources.values[k], o.outs.count ? o.outs.values[k] : NULL, times_ms[k]);
     }
-    if (o.plan && !o.quiet)
+    if (o.plan && !o.quiet && reporter)
         fprintf(stderr, "lacuna map: plan for %lld rows -> %lld targets built in %.3f ms\n", (long long)R.shape[0],
                 (long long)n, plan_build_ms);
     rc = CLI_OK;

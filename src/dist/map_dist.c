@@ -1,0 +1,108 @@
+/* map over MPI ranks: the rows of S, R and w are split by ranges, each rank
+ * maps its own rows through the backend table into partial targets (float64
+ * sums, or the values themselves for MIN/MAX), the partials are reduced in
+ * rank order (dist/comm.h) and every rank finishes T with the same lines as
+ * the CPU backend (map/map_arith.h). A rank reads only its own rows, so
+ * memory-mapped .npy inputs are read once across the job. */
+#include "dist/comm.h"
+#include "map/map_arith.h"
+#include "map/map_backend.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* A float64 copy of count values (float32 partial sums would round early). */
+static double *widen(const void *values, lac_dtype dtype, int64_t count)
+{
+    double *out = malloc((size_t)(count > 0 ? count : 1) * sizeof *out);
+    if (out)
+        for (int64_t k = 0; k < count; k++) out[k] = lac_load_real(values, dtype, k);
+    return out;
+}
+
+/* touched[r * b + col] = 1 for every element of rows [lo, hi) the NaN policy
+ * lets count (the bridge is already checked by the rank's own pass). */
+static void mark_touched(const lac_map_call *c, int64_t lo, int64_t hi, uint8_t *touched)
+{
+    for (int64_t i = lo; i < hi; i++) {
+        int64_t r = lac_map_bridge_at(c, i);
+        double wi = c->weights ? lac_load_real(c->weights, c->value_dtype, i) : 1.0, x;
+        for (int64_t col = 0; col < c->b; col++)
+            if (lac_map_element_at(c, i, col, wi, &x) > 0) touched[r * c->b + col] = 1;
+    }
+}
+
+lac_status lac_map_dist(lac_ctx_t ctx, const lac_map_backend *table, const lac_map_call *c)
+{
+    if (c->memory != LAC_MEM_HOST)
+        return lac_error(ctx, LAC_ERR_UNSUPPORTED, "map over %d MPI ranks takes host arrays", ctx->ranks);
+    const lac_map_params *p = &c->params;
+    const bool minmax = p->op == LAC_MAP_MIN || p->op == LAC_MAP_MAX, mean = p->op == LAC_MAP_MEAN;
+    const bool flags = lac_map_needs_flags(c);
+    const lac_dtype part_dtype = minmax ? c->value_dtype : LAC_FLOAT64;
+    const size_t vs = lac_dtype_size(c->value_dtype), ps = lac_dtype_size(part_dtype);
+    const int64_t nt = c->n * c->b;
+    int64_t lo, hi;
+    lac_dist_range(ctx, c->m, ctx->rank, &lo, &hi);
+    const int64_t rows = hi - lo;
+
+    void *acc = malloc((size_t)(nt > 0 ? nt : 1) * ps);
+    double *wsum = mean ? malloc((size_t)(nt > 0 ? nt : 1) * sizeof *wsum) : NULL;
+    uint8_t *touched = flags ? calloc((size_t)(nt > 0 ? nt : 1), 1) : NULL;
+    double *wide_source = NULL, *wide_weights = NULL;
+    const void *source = (const char *)c->source + lo * c->b * (int64_t)vs;
+    const void *weights = c->weights ? (const char *)c->weights + lo * (int64_t)vs : NULL;
+    if (part_dtype != c->value_dtype) {
+        if (p->op != LAC_MAP_COUNT || p->nan_policy != LAC_NAN_PROPAGATE)
+            source = wide_source = widen(source, c->value_dtype, rows * c->b);
+        if (weights) weights = wide_weights = widen(weights, c->value_dtype, rows);
+    }
+    lac_status st = LAC_SUCCESS;
+    if (!acc || (mean && !wsum) || (flags && !touched) || !source || (c->weights && !weights))
+        st = lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "map over MPI ranks: no memory for the partial targets (%lld x %lld)",
+                       (long long)c->n, (long long)c->b);
+
+    /* This rank's rows into partials that the reduction can fold: sums from
+     * +0, MIN/MAX from their identity, nothing accumulated yet. */
+    lac_map_call part = *c;
+    part.params.accumulate = 0;
+    part.params.op = mean ? LAC_MAP_SUM : p->op;
+    part.params.empty_value = minmax ? lac_map_identity(p->op) : 0.0;
+    part.source = source;
+    part.bridge = (const char *)c->bridge + lo * (int64_t)lac_dtype_size(c->index_dtype);
+    part.weights = weights;
+    part.target = acc;
+    part.value_dtype = part_dtype;
+    part.m = rows;
+    if (st == LAC_SUCCESS) st = table->map(ctx, &part);
+    if (st == LAC_SUCCESS && mean) {
+        lac_map_call count = part;   /* MEAN's sum of weights: COUNT skips exactly what SUM skips */
+        count.params.op = LAC_MAP_COUNT;
+        count.target = wsum;
+        st = table->map(ctx, &count);
+    }
+    if (st == LAC_ERR_RANGE || st == LAC_ERR_VALUE) {
+        /* The rank's message counts its own rows: name the position in the
+         * whole input, as one process would. */
+        lac_status whole = lac_map_scan_host(ctx, c);
+        if (whole < 0) st = whole;
+    }
+    if (st == LAC_SUCCESS && flags) mark_touched(c, lo, hi, touched);
+    free(wide_source);
+    free(wide_weights);
+
+    st = lac_dist_agree(ctx, st);
+    if (st == LAC_SUCCESS) st = lac_dist_allreduce(ctx, acc, nt, part_dtype, p->op == LAC_MAP_MIN ? LAC_DIST_MIN
+                                                                    : p->op == LAC_MAP_MAX ? LAC_DIST_MAX : LAC_DIST_SUM);
+    if (st == LAC_SUCCESS && mean) st = lac_dist_allreduce(ctx, wsum, nt, LAC_FLOAT64, LAC_DIST_SUM);
+    if (st == LAC_SUCCESS && flags) st = lac_dist_allreduce(ctx, touched, nt, LAC_BOOL, LAC_DIST_OR);
+    if (st == LAC_SUCCESS) {
+#pragma omp parallel for num_threads(lac_threads(ctx)) schedule(static)
+        for (int64_t k = 0; k < nt; k++)
+            lac_map_finalize(c, k, lac_load_real(acc, part_dtype, k), wsum ? wsum[k] : 0.0, touched ? touched[k] : -1);
+    }
+    free(acc);
+    free(wsum);
+    free(touched);
+    return st;
+}

@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# lacuna map over MPI ranks (src/dist): `mpirun -np 2` and `-np 3
+# --oversubscribe` (odd splits) give the T of one process (within float64
+# rounding for sums, exactly for min/max/count), the same bits from run to
+# run, the error message of one process with the position in the whole input,
+# and only rank 0 writes. Skipped (77) without MPI in the build or mpirun.
+set -u
+tool=$1
+py=/usr/bin/python3
+if ! "$tool" info --json | grep -q '"mpi":true'; then echo "SKIP: this build has no MPI"; exit 77; fi
+if ! command -v mpirun >/dev/null; then echo "SKIP: no mpirun"; exit 77; fi
+if ! "$py" -c 'import numpy' 2>/dev/null; then echo "SKIP: no numpy"; exit 77; fi
+fails=0; passes=0
+check() { if eval "$2"; then passes=$((passes+1)); else echo "FAIL: $1"; fails=$((fails+1)); fi; }
+dir=$(mktemp -d "${LACUNA_TEST_TMPDIR:-/tmp}/cli_mpi.XXXXXX")
+trap 'rm -rf "$dir"' EXIT
+cd "$dir" || exit 1
+# Containers run the tests as root; Open MPI refuses that unless told.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# Ranks waiting in a collective yield the core (more ranks than cores here).
+export OMPI_MCA_mpi_yield_when_idle=1
+# One host: shared memory only (probing network transports costs most of a start).
+export OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader
+# Open MPI keeps allocations to the end of the process (dlopen'd components):
+# the sanitizer build checks memory errors here, and leaks in the other tests.
+export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
+mpi() { local np=$1; shift; timeout 60 mpirun -np "$np" --oversubscribe "$@"; }
+
+"$py" - <<'PY'
+import numpy as np
+rng = np.random.default_rng(15)
+m, n = 40009, 997
+S = rng.standard_normal(m); S[::1013] = np.nan
+np.save("S.npy", S)
+np.save("S32.npy", rng.standard_normal((m, 3)).astype(np.float32))
+R = rng.integers(0, n - 3, m); R[-1] = n - 4   # the last 3 targets stay empty
+np.save("R.npy", R); np.save("R32.npy", R.astype(np.int32))
+np.save("W.npy", rng.random(m)); np.save("W32.npy", rng.random(m).astype(np.float32))
+np.save("Sclean.npy", np.nan_to_num(S))
+Rbad = R.copy(); Rbad[30001] = n + 5; np.save("Rbad.npy", Rbad)
+PY
+
+# compare A B TOL: same shape, NaN where the other has NaN, |A - B| <= TOL * (1 + |B|)
+compare() { "$py" -c "
+import numpy as np, sys
+a, b = np.load('$1'), np.load('$2')
+ok = a.shape == b.shape and a.dtype == b.dtype and np.array_equal(np.isnan(a), np.isnan(b))
+ok = ok and bool(np.all(np.abs(np.nan_to_num(a) - np.nan_to_num(b)) <= $3 * (1 + np.abs(np.nan_to_num(b)))))
+sys.exit(0 if ok else 1)"; }
+
+# name | options | tolerance (0: exact)
+cases=(
+  "sum|--source Sclean.npy --bridge R.npy --deterministic|1e-13"
+  "sum, NaN propagated, empty -1|--source S.npy --bridge R32.npy --empty -1|1e-13"
+  "weighted mean, float32 matrix, NaN skipped|--source S32.npy --bridge R.npy --weights W32.npy --op mean --nan skip --empty nan|1e-6"
+  "min, empty nan|--source S.npy --bridge R.npy --op min --nan skip --empty nan|0"
+  "max, weights, NaN propagated|--source S.npy --bridge R.npy --weights W.npy --op max|0"
+  "weighted count, NaN skipped, empty 7|--source S.npy --bridge R.npy --weights W.npy --op count --nan skip --empty 7|1e-13"
+  "count|--source S32.npy --bridge R.npy --op count|0"
+)
+k=0
+for c in "${cases[@]}"; do
+    IFS='|' read -r name opts tol <<<"$c"
+    k=$((k + 1))
+    "$tool" map $opts --targets 997 --out one$k.npy --quiet
+    nps="3"; [ $k -le 3 ] && nps="2 3"   # -np 2 for a few, the odd split for all
+    for np in $nps; do
+        mpi $np "$tool" map $opts --targets 997 --out np$np.$k.npy --quiet; rc=$?
+        check "$name: -np $np exits 0" "[ $rc -eq 0 ]"
+        check "$name: -np $np equals one process" "compare np$np.$k.npy one$k.npy $tol"
+    done
+done
+
+# An independent reference for the first case: NumPy's own sum.
+"$py" -c "
+import numpy as np
+S, R = np.load('Sclean.npy'), np.load('R.npy')
+np.save('ref.npy', np.bincount(R, weights=S, minlength=997))"
+check "-np 3 sum equals numpy's bincount" "compare np3.1.npy ref.npy 1e-12"
+
+# Deterministic: the same bits from run to run (and --accumulate folds into T).
+mpi 3 "$tool" map --source S32.npy --bridge R.npy --weights W32.npy --deterministic --out again.npy --quiet
+mpi 3 "$tool" map --source S32.npy --bridge R.npy --weights W32.npy --deterministic --out again2.npy --quiet
+check "-np 3 --deterministic is bit-identical run to run" "cmp -s again.npy again2.npy"
+cp one1.npy acc1.npy; cp one1.npy accn.npy
+"$tool" map --source Sclean.npy --bridge R.npy --out acc1.npy --accumulate --quiet
+mpi 2 "$tool" map --source Sclean.npy --bridge R.npy --out accn.npy --accumulate --quiet
+check "--accumulate over 2 ranks equals one process" "compare accn.npy acc1.npy 1e-13"
+
+# Rank 0 alone writes and reports; --json says how many ranks.
+out=$(mpi 3 "$tool" map --source Sclean.npy --bridge R.npy --targets 997 --json)
+check "one --json line from 3 ranks" "[ \$(grep -c '\"median_ms\"' <<<\"\$out\") -eq 1 ]"
+check "--json names the ranks" "grep -q '\"ranks\":3' <<<\"\$out\""
+out=$(mpi 2 "$tool" info --json)
+check "info --json under mpirun: one line, mpi true, 2 ranks" \
+    "[ \$(grep -c '\"mpi\":true' <<<\"\$out\") -eq 1 ] && grep -q '\"ranks\":2' <<<\"\$out\""
+
+# Errors: the message of one process (the position in the whole input), exit 2, no output.
+err1=$("$tool" map --source S.npy --bridge Rbad.npy --targets 997 --out bad.npy 2>&1); rc1=$?
+errn=$(mpi 3 "$tool" map --source S.npy --bridge Rbad.npy --targets 997 --out bad.npy 2>&1); rcn=$?
+check "bad bridge: one process exits 2" "[ $rc1 -eq 2 ]"
+check "bad bridge: 3 ranks exit 2" "[ $rcn -eq 2 ]"
+check "bad bridge: the message names bridge[30001]" "grep -q 'bridge\[30001\]' <<<\"\$errn\""
+check "bad bridge: every rank says what one process says" \
+    "[ \"\$(grep -c -F \"\$err1\" <<<\"\$errn\")\" -ge 1 ]"
+check "bad bridge: no output file" "[ ! -e bad.npy ]"
+mpi 2 "$tool" map --source S.npy --bridge R.npy --nan error --targets 997 --out bad.npy >/dev/null 2>&1; rc=$?
+check "NaN under --nan error over 2 ranks exits 2" "[ $rc -eq 2 ] && [ ! -e bad.npy ]"
+
+echo "$passes passed, $fails failed"
+[ $fails -eq 0 ]
