@@ -182,8 +182,8 @@ TEST(new_users_within_retrain_plain)
 }
 TEST(new_users_within_retrain_neighbourhood) { within_retrain(LAC_MF_MODEL_NEIGHBOURHOOD, 800, 300, 32000, 8, 1.0f); }
 
-/* J(theta) of user u over its ratings in t: sum (r - r_hat)^2 + lambda n |theta|^2,
- * from the model's own predictions. */
+/* J(theta) of user u over its ratings in t: sum (r - r_hat)^2 + lambda (n +
+ * 10) |theta|^2, from the model's own predictions. */
 static double user_objective(lac_mf_model_t m, int64_t u, const triples *t, const char *uid, double lb, double lu)
 {
     double J = 0.0;
@@ -200,7 +200,8 @@ static double user_objective(lac_mf_model_t m, int64_t u, const triples *t, cons
     }
     double pp = 0.0;
     for (int f = 0; f < m->k; f++) pp += (double)m->P[u * m->stride + f] * m->P[u * m->stride + f];
-    return J + lb * n * (double)m->user_bias[u] * m->user_bias[u] + lu * n * pp;
+    double count = n + 10.0;   /* foldin_cpu.c's FOLD_PRIOR_RATINGS */
+    return J + lb * count * (double)m->user_bias[u] * m->user_bias[u] + lu * count * pp;
 }
 
 /* Central differences of J at the solved row: J is quadratic in the row, so

