@@ -11,13 +11,61 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A float64 copy of count values (float32 partial sums would round early). */
-static double *widen(const void *values, lac_dtype dtype, int64_t count)
+/* Rows a float32 call widens at a time: one reused buffer (a copy of the
+ * whole range would cost more in page faults than the mapping), but enough
+ * rows that each call's O(n) set-up and merge stays small against its pass. */
+#define WIDEN_ROWS ((int64_t)1 << 20)
+
+static void widen(const void *values, lac_dtype dtype, int64_t count, double *out)
 {
-    double *out = malloc((size_t)(count > 0 ? count : 1) * sizeof *out);
-    if (out)
-        for (int64_t k = 0; k < count; k++) out[k] = lac_load_real(values, dtype, k);
-    return out;
+    for (int64_t k = 0; k < count; k++) out[k] = lac_load_real(values, dtype, k);
+}
+
+/* Maps rows [lo, hi) of c into the partial target part->target (and MEAN's
+ * sum of weights into wsum) through the table, widening float32 values to
+ * float64 piece by piece; the first piece overwrites, the next ones fold in. */
+static lac_status map_part(lac_ctx_t ctx, const lac_map_backend *table, const lac_map_call *c, lac_map_call *part,
+                           double *wsum, int64_t lo, int64_t hi)
+{
+    const size_t vs = lac_dtype_size(c->value_dtype), is = lac_dtype_size(c->index_dtype);
+    const bool wide = part->value_dtype != c->value_dtype;
+    const bool wide_source = wide && (c->params.op != LAC_MAP_COUNT || c->params.nan_policy != LAC_NAN_PROPAGATE);
+    int64_t piece = hi - lo;
+    if (wide && piece > WIDEN_ROWS) piece = 4 * c->n > WIDEN_ROWS ? 4 * c->n : WIDEN_ROWS;
+    if (piece < 1) piece = 1;
+    double *buffer = NULL;
+    if (wide_source || (wide && c->weights)) {
+        buffer = malloc((size_t)piece * (size_t)(wide_source ? c->b + 1 : 1) * sizeof *buffer);
+        if (!buffer) return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "map over MPI ranks: no memory to widen %lld rows",
+                                      (long long)piece);
+    }
+    lac_status st = LAC_SUCCESS;
+    for (int64_t at = lo; st == LAC_SUCCESS && (at < hi || at == lo); at += piece) {
+        const int64_t len = hi - at < piece ? hi - at : piece;
+        part->m = len;
+        part->bridge = (const char *)c->bridge + at * (int64_t)is;
+        part->source = (const char *)c->source + at * c->b * (int64_t)vs;
+        part->weights = c->weights ? (const char *)c->weights + at * (int64_t)vs : NULL;
+        if (wide_source) {
+            widen(part->source, c->value_dtype, len * c->b, buffer);
+            part->source = buffer;
+        }
+        if (wide && c->weights) {
+            double *w = wide_source ? buffer + piece * c->b : buffer;
+            widen(part->weights, c->value_dtype, len, w);
+            part->weights = w;
+        }
+        part->params.accumulate = at > lo;
+        st = table->map(ctx, part);
+        if (st == LAC_SUCCESS && wsum) {
+            lac_map_call count = *part;   /* MEAN's sum of weights: COUNT skips exactly what SUM skips */
+            count.params.op = LAC_MAP_COUNT;
+            count.target = wsum;
+            st = table->map(ctx, &count);
+        }
+    }
+    free(buffer);
+    return st;
 }
 
 /* touched[r * b + col] = 1 for every element of rows [lo, hi) the NaN policy
@@ -40,47 +88,27 @@ lac_status lac_map_dist(lac_ctx_t ctx, const lac_map_backend *table, const lac_m
     const bool minmax = p->op == LAC_MAP_MIN || p->op == LAC_MAP_MAX, mean = p->op == LAC_MAP_MEAN;
     const bool flags = lac_map_needs_flags(c);
     const lac_dtype part_dtype = minmax ? c->value_dtype : LAC_FLOAT64;
-    const size_t vs = lac_dtype_size(c->value_dtype), ps = lac_dtype_size(part_dtype);
+    const size_t ps = lac_dtype_size(part_dtype);
     const int64_t nt = c->n * c->b;
     int64_t lo, hi;
     lac_dist_range(ctx, c->m, ctx->rank, &lo, &hi);
-    const int64_t rows = hi - lo;
 
     void *acc = malloc((size_t)(nt > 0 ? nt : 1) * ps);
     double *wsum = mean ? malloc((size_t)(nt > 0 ? nt : 1) * sizeof *wsum) : NULL;
     uint8_t *touched = flags ? calloc((size_t)(nt > 0 ? nt : 1), 1) : NULL;
-    double *wide_source = NULL, *wide_weights = NULL;
-    const void *source = (const char *)c->source + lo * c->b * (int64_t)vs;
-    const void *weights = c->weights ? (const char *)c->weights + lo * (int64_t)vs : NULL;
-    if (part_dtype != c->value_dtype) {
-        if (p->op != LAC_MAP_COUNT || p->nan_policy != LAC_NAN_PROPAGATE)
-            source = wide_source = widen(source, c->value_dtype, rows * c->b);
-        if (weights) weights = wide_weights = widen(weights, c->value_dtype, rows);
-    }
     lac_status st = LAC_SUCCESS;
-    if (!acc || (mean && !wsum) || (flags && !touched) || !source || (c->weights && !weights))
+    if (!acc || (mean && !wsum) || (flags && !touched))
         st = lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "map over MPI ranks: no memory for the partial targets (%lld x %lld)",
                        (long long)c->n, (long long)c->b);
 
     /* This rank's rows into partials that the reduction can fold: sums from
-     * +0, MIN/MAX from their identity, nothing accumulated yet. */
+     * +0, MIN/MAX from their identity. */
     lac_map_call part = *c;
-    part.params.accumulate = 0;
     part.params.op = mean ? LAC_MAP_SUM : p->op;
     part.params.empty_value = minmax ? lac_map_identity(p->op) : 0.0;
-    part.source = source;
-    part.bridge = (const char *)c->bridge + lo * (int64_t)lac_dtype_size(c->index_dtype);
-    part.weights = weights;
     part.target = acc;
     part.value_dtype = part_dtype;
-    part.m = rows;
-    if (st == LAC_SUCCESS) st = table->map(ctx, &part);
-    if (st == LAC_SUCCESS && mean) {
-        lac_map_call count = part;   /* MEAN's sum of weights: COUNT skips exactly what SUM skips */
-        count.params.op = LAC_MAP_COUNT;
-        count.target = wsum;
-        st = table->map(ctx, &count);
-    }
+    if (st == LAC_SUCCESS) st = map_part(ctx, table, c, &part, wsum, lo, hi);
     if (st == LAC_ERR_RANGE || st == LAC_ERR_VALUE) {
         /* The rank's message counts its own rows: name the position in the
          * whole input, as one process would. */
@@ -88,8 +116,6 @@ lac_status lac_map_dist(lac_ctx_t ctx, const lac_map_backend *table, const lac_m
         if (whole < 0) st = whole;
     }
     if (st == LAC_SUCCESS && flags) mark_touched(c, lo, hi, touched);
-    free(wide_source);
-    free(wide_weights);
 
     st = lac_dist_agree(ctx, st);
     if (st == LAC_SUCCESS) st = lac_dist_allreduce(ctx, acc, nt, part_dtype, p->op == LAC_MAP_MIN ? LAC_DIST_MIN
