@@ -151,6 +151,18 @@ rc=$?
 [ $rc = 1 ] || [ $rc = 2 ] || fail "--device cuda: exit $rc, expected 1 or 2"
 grep -qi "cuda" "$dir/err.txt" || fail "--device cuda: message should name CUDA: $(cat "$dir/err.txt")"
 [ -e "$dir/bad.npy" ] && fail "--device cuda wrote an output"
+# several devices: the same clear error without a GPU; a malformed list is a usage error
+"$tool" impute run --graph "$dir/g.txt" --tensor "$dir/x.npy" --out "$dir/bad.npy" --device cuda:0,0 --quiet 2>"$dir/err.txt"
+rc=$?
+[ $rc = 1 ] || [ $rc = 2 ] || fail "--device cuda:0,0: exit $rc, expected 1 or 2"
+grep -qi "cuda" "$dir/err.txt" || fail "--device cuda:0,0: message should name CUDA: $(cat "$dir/err.txt")"
+for bad in cuda:0, cuda:,1 cuda:0,x; do
+  "$tool" impute run --graph "$dir/g.txt" --tensor "$dir/x.npy" --out "$dir/bad.npy" --device "$bad" --quiet 2>"$dir/err.txt"
+  rc=$?
+  [ $rc = 2 ] || fail "--device $bad: exit $rc, expected 2"
+  grep -q "bad --device" "$dir/err.txt" || fail "--device $bad: $(cat "$dir/err.txt")"
+done
+[ -e "$dir/bad.npy" ] && fail "a bad --device wrote an output"
 
 # A damaged cache is recomputed, not trusted.
 cache=$(ls "$dir"/cache/*f64.bin | head -1)

@@ -105,11 +105,12 @@ typedef void (*lac_log_fn)(lac_log_level level, const char *message, void *user)
 typedef struct {
     size_t struct_size;               /* sizeof: set by lac_ctx_params_default() */
     lac_backend backend;
-    int num_devices;                  /* 0 or 1: one CUDA device per context for now
-                                         (more is LAC_ERR_UNSUPPORTED until several
-                                         devices per context are built) */
-    int device_ids[LAC_MAX_DEVICES];  /* CUDA ordinals; device_ids[0] is used when
-                                         num_devices is 1, device 0 when it is 0 */
+    int num_devices;                  /* CUDA devices of the context: 0 (device 0), 1,
+                                         or several: impute splits its SVT across them
+                                         in proportion to their speed; map and mf use
+                                         the first for now */
+    int device_ids[LAC_MAX_DEVICES];  /* CUDA ordinals, device_ids[0] first; a device
+                                         may repeat (two shares of one device) */
     int threads;                      /* CPU threads; 0: OpenMP's default */
     lac_log_fn log;                   /* NULL: silent unless LACUNA_LOG is set */
     void *log_user;

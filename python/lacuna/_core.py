@@ -100,9 +100,10 @@ def _log_level():
 # Contexts and devices
 # --------------------------------------------------------------------------
 def parse_device(device):
-    """'auto' | 'cpu' | 'cuda' | 'cuda:N' -> (backend, device ordinal or None)."""
+    """'auto' | 'cpu' | 'cuda' | 'cuda:N' | 'cuda:N,M,...' -> (backend, tuple of
+    device ordinals or None)."""
     if not isinstance(device, str):
-        raise input_error("device must be 'auto', 'cpu', 'cuda' or 'cuda:N', not %r" % (device,))
+        raise input_error("device must be 'auto', 'cpu', 'cuda', 'cuda:N' or 'cuda:N,M,...', not %r" % (device,))
     d = device.strip().lower()
     if d == "auto":
         return _lib.LAC_BACKEND_AUTO, None
@@ -110,9 +111,11 @@ def parse_device(device):
         return _lib.LAC_BACKEND_CPU, None
     if d == "cuda":
         return _lib.LAC_BACKEND_CUDA, None
-    if d.startswith("cuda:") and d[5:].isdigit():
-        return _lib.LAC_BACKEND_CUDA, int(d[5:])
-    raise input_error("device must be 'auto', 'cpu', 'cuda' or 'cuda:N', not %r" % (device,))
+    if d.startswith("cuda:"):
+        ids = [x.strip() for x in d[5:].split(",")]
+        if all(x.isdigit() for x in ids) and 0 < len(ids) <= _lib.LAC_MAX_DEVICES:
+            return _lib.LAC_BACKEND_CUDA, tuple(int(x) for x in ids)
+    raise input_error("device must be 'auto', 'cpu', 'cuda', 'cuda:N' or 'cuda:N,M,...', not %r" % (device,))
 
 
 def check_threads(threads):
@@ -150,8 +153,9 @@ class Context(Closeable):
         p = _lib.params(_lib.lac_ctx_params, "lac_ctx_params_init")
         p.backend = backend
         if ordinal is not None:
-            p.num_devices = 1
-            p.device_ids[0] = ordinal
+            p.num_devices = len(ordinal)
+            for i, d in enumerate(ordinal):
+                p.device_ids[i] = d
         p.threads = check_threads(threads)
         if not os.environ.get("LACUNA_LOG"):
             p.log = _log_callback

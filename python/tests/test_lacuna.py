@@ -171,6 +171,12 @@ class TestPackage(unittest.TestCase):
                 lacuna.map([1.0], [0], 1, device="cuda")
             self.assertNotIsInstance(c.exception, ValueError)   # a runtime failure, not the caller's input
             self.assertIn(c.exception.status, (_lib.LAC_ERR_NOT_COMPILED, _lib.LAC_ERR_NO_DEVICE))
+        # several devices: a list of ordinals (one may repeat); malformed lists are input errors
+        self.assertEqual(_core.parse_device("cuda:0,1"), (_lib.LAC_BACKEND_CUDA, (0, 1)))
+        self.assertEqual(_core.parse_device("cuda:2"), (_lib.LAC_BACKEND_CUDA, (2,)))
+        for bad in ("cuda:", "cuda:0,", "cuda:a", "cuda:-1", "cuda:" + ",".join(["0"] * 17)):
+            with self.assertRaises(lacuna.LacunaInputError):
+                _core.parse_device(bad)
 
     def test_one_context_per_thread(self):
         seen = []

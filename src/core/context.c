@@ -46,9 +46,6 @@ lac_status lac_ctx_create(const lac_ctx_params *params, lac_ctx_t *out)
     const char *why = params ? lac_params_adopt(params, &p, sizeof p, &p) : NULL;
     if (!why) why = lac_ctx_params_check(&p);
     if (why) return lac_error(NULL, LAC_ERR_ARGUMENT, "context parameters: %s", why);
-    if (p.num_devices > 1)
-        return lac_error(NULL, LAC_ERR_UNSUPPORTED,
-                         "a context drives one CUDA device for now: make one context per device");
 
     lac_ctx_t ctx = calloc(1, sizeof *ctx);
     if (!ctx) return lac_error(NULL, LAC_ERR_OUT_OF_MEMORY, "could not allocate a context");

@@ -222,11 +222,12 @@ TEST(batched_svt_matches_lapack_beyond_shared_memory)
 /* Each SVT path forced (LACUNA_IMPUTE_CUDA_SVT) on shapes the default gives
  * to the other: the same reference; a warm pass runs a path twice on one
  * state (the Gram route then reuses its kept buffers). */
-static void check_forced_path(const char *knobs, const int64_t (*shapes)[3], size_t count)
+static void check_forced_path(const char *knobs, int shares, const int64_t (*shapes)[3], size_t count)
 {
     lac_ctx_params p = lac_ctx_params_default();
     p.backend = LAC_BACKEND_CUDA;
     p.knobs = knobs;
+    p.num_devices = shares;   /* every share on device 0 */
     lac_ctx_t forced = NULL, usual = gpu;
     if (lac_ctx_create(&p, &forced) != 0) {
         HARNESS_FAIL("context with %s: %s", knobs, lac_last_error(NULL));
@@ -243,8 +244,21 @@ TEST(each_svt_path_matches_lapack_where_the_other_is_the_default)
 {
     static const int64_t small[][3] = {{2, 2, 9}, {50, 50, 12}, {30, 100, 6}, {100, 30, 6}};
     static const int64_t large[][3] = {{128, 128, 4}, {100, 120, 3}, {97, 200, 2}};
-    check_forced_path("IMPUTE_CUDA_SVT=gram", small, sizeof small / sizeof small[0]);
-    check_forced_path("IMPUTE_CUDA_SVT=jacobi", large, sizeof large / sizeof large[0]);
+    check_forced_path("IMPUTE_CUDA_SVT=gram", 0, small, sizeof small / sizeof small[0]);
+    check_forced_path("IMPUTE_CUDA_SVT=jacobi", 0, large, sizeof large / sizeof large[0]);
+}
+
+/* Two and three shares of device 0 (the multi-GPU split run on one device):
+ * the SVT's slices split across them, each part against LAPACK; odd counts. */
+TEST(svt_split_across_shares_matches_lapack)
+{
+    static const int64_t shapes[][3] = {{2, 2, 9}, {50, 50, 13}, {30, 100, 7}, {1, 7, 2}};
+    static const int64_t large[][3] = {{128, 128, 5}, {512, 512, 3}};
+    check_forced_path(NULL, 2, shapes, sizeof shapes / sizeof shapes[0]);
+    check_forced_path(NULL, 3, shapes, sizeof shapes / sizeof shapes[0]);
+    check_forced_path(NULL, 2, large, 1);
+    const char *quick = getenv("LACUNA_TEST_QUICK");
+    if (!(quick && strcmp(quick, "1") == 0)) check_forced_path(NULL, 2, large + 1, 1);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -278,7 +292,10 @@ static lac_graph_t ring_with_chords(lac_ctx_t c, int64_t N, unsigned long long s
  * mantissa: on this small, poorly determined problem (rMSE 0.67) the
  * completion moved by 8% (H200, 2026-11-24), hence the loose bound; it
  * catches a TF32 path that is wrong, not one that is imprecise. mode 3:
- * 3xTF32, which must stay near FP32 (within 10x FP32's own bound). */
+ * 3xTF32, which must stay near FP32 (within 10x FP32's own bound). mode 4:
+ * two shares of device 0 splitting the SVT, against the CPU as mode 0 and
+ * bit for bit against one device (a slice's Jacobi SVT does not depend on
+ * which share runs it). */
 static void impute_both(lac_dtype precision, int entry_mask, int accelerate, int mode)
 {
     const int64_t N = 90, m = 6, n = 5, mn = m * n;
@@ -319,7 +336,25 @@ static void impute_both(lac_dtype precision, int entry_mask, int accelerate, int
     if (mode == 1) p.selection = &sel_gpu;
     if (mode == 2) p.gemm_tf32 = LAC_GEMM_TF32;
     if (mode == 3) p.gemm_tf32 = LAC_GEMM_3XTF32;
-    CHECK_OK(gpu, lac_impute(gpu, &p, gft, &tensor, NULL, &truth, &out_gpu, &rg));
+    lac_ctx_t run = gpu, two = NULL;
+    if (mode == 4) {
+        lac_ctx_params cp = lac_ctx_params_default();
+        cp.backend = LAC_BACKEND_CUDA;
+        cp.num_devices = 2;   /* device 0 twice */
+        CHECK_OK(NULL, lac_ctx_create(&cp, &two));
+        run = two;
+    }
+    CHECK_OK(run, lac_impute(run, &p, gft, &tensor, NULL, &truth, &out_gpu, &rg));
+    if (mode == 4) {
+        lac_array out_one;
+        lac_impute_result r1;
+        CHECK_OK(cpu, lac_array_alloc(cpu, LAC_FLOAT64, 3, shape, &out_one));
+        CHECK_OK(gpu, lac_impute(gpu, &p, gft, &tensor, NULL, &truth, &out_one, &r1));
+        CHECK(memcmp(out_one.data, out_gpu.data, sizeof(double) * (size_t)(N * mn)) == 0);
+        CHECK_INT(r1.iterations, rg.iterations);
+        lac_array_release(&out_one);
+        lac_ctx_destroy(&two);
+    }
     if (mode == 1) CHECK_INT(sel_gpu.chosen_step, sel_cpu.chosen_step);
     double num = 0, den = 0;
     for (int64_t i = 0; i < N * mn; i++) {
@@ -356,6 +391,8 @@ TEST(imputation_matches_the_cpu)
     impute_both(LAC_FLOAT32, 1, 1, 1);
     impute_both(LAC_FLOAT32, 0, 1, 2);   /* TF32 */
     impute_both(LAC_FLOAT32, 1, 1, 3);   /* 3xTF32 */
+    impute_both(LAC_FLOAT32, 1, 1, 4);   /* two shares of device 0 */
+    impute_both(LAC_FLOAT64, 0, 1, 4);
 }
 
 /* The basis on the device: eigenvalues as LAPACK's; each eigenvector of a
@@ -513,6 +550,7 @@ int main(void)
     const int full = !(quick && strcmp(quick, "1") == 0);
     if (full) RUN(batched_svt_matches_lapack_beyond_shared_memory);
     RUN(each_svt_path_matches_lapack_where_the_other_is_the_default);
+    RUN(svt_split_across_shares_matches_lapack);
     RUN(imputation_matches_the_cpu);
     RUN(basis_eigendecomposition_matches_lapack);
     RUN(generator_transform_matches_the_cpu);

@@ -39,14 +39,21 @@ int cli_make_context(const char *cmd, const char *device, int threads, lac_ctx_t
     } else if (strncmp(device, "cuda", 4) == 0 && (device[4] == '\0' || device[4] == ':')) {
         p.backend = LAC_BACKEND_CUDA;
         if (device[4] == ':') {
-            char *end;
-            long id = strtol(device + 5, &end, 10);
-            if (*end || end == device + 5 || id < 0) return cli_usage_error(cmd, "bad --device '%s' (cpu, cuda, cuda:N)", device);
-            p.num_devices = 1;
-            p.device_ids[0] = (int)id;
+            /* cuda:N or cuda:N,M,...: several devices (one may repeat) */
+            const char *at = device + 5;
+            for (;;) {
+                char *end;
+                long id = strtol(at, &end, 10);
+                if (end == at || id < 0 || id > 4096 || (*end && *end != ',') || p.num_devices == LAC_MAX_DEVICES)
+                    return cli_usage_error(cmd, "bad --device '%s' (cpu, cuda, cuda:N, cuda:N,M,... up to %d)", device,
+                                           LAC_MAX_DEVICES);
+                p.device_ids[p.num_devices++] = (int)id;
+                if (!*end) break;
+                at = end + 1;
+            }
         }
     } else {
-        return cli_usage_error(cmd, "bad --device '%s' (auto, cpu, cuda, cuda:N)", device);
+        return cli_usage_error(cmd, "bad --device '%s' (auto, cpu, cuda, cuda:N, cuda:N,M,...)", device);
     }
     lac_status st = lac_ctx_create(&p, ctx);
     if (st < 0) return cli_status_error(cmd, NULL, st);

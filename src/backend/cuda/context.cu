@@ -71,36 +71,20 @@ lac_status lac_cuda_use_device(lac_ctx_t ctx)
     return LAC_SUCCESS;
 }
 
-lac_status lac_cuda_ctx_init(lac_ctx_t ctx)
+/* One share's device, properties and streams (the handles come on first use). */
+static lac_status share_init(lac_ctx_t ctx, lac_cuda_state *s, int device, int count)
 {
-    int count = lac_cuda_devices();
-    if (count == 0) return lac_error(ctx, LAC_ERR_NO_DEVICE, "CUDA backend asked for, but no CUDA device is visible");
-    lac_cuda_state *s = (lac_cuda_state *)calloc(1, sizeof *s);
-    if (!s) return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "could not allocate the CUDA state");
-    s->device = ctx->params.num_devices > 0 ? ctx->params.device_ids[0] : 0;
-    if (s->device >= count) {
-        int bad = s->device;
-        free(s);
-        return lac_error(ctx, LAC_ERR_NO_DEVICE, "CUDA device %d asked for, but only %d visible", bad, count);
-    }
-    ctx->cuda = s;
-    lac_status st = LAC_SUCCESS;
-    LAC_CUDA_CHECK_GOTO(ctx, cudaSetDevice(s->device), st, fail);
-    LAC_CUDA_CHECK_GOTO(ctx, cudaGetDeviceProperties(&s->prop, s->device), st, fail);
-    LAC_CUDA_CHECK_GOTO(ctx, cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking), st, fail);
-    for (int i = 0; i < 2; i++)
-        LAC_CUDA_CHECK_GOTO(ctx, cudaStreamCreateWithFlags(&s->copy_streams[i], cudaStreamNonBlocking), st, fail);
-    lac_log(ctx, LAC_LOG_INFO, "cuda: device %d (%s, %d SMs)", s->device, s->prop.name, s->prop.multiProcessorCount);
+    s->device = device;
+    if (device >= count) return lac_error(ctx, LAC_ERR_NO_DEVICE, "CUDA device %d asked for, but only %d visible", device, count);
+    LAC_CUDA_CHECK(ctx, cudaSetDevice(device));
+    LAC_CUDA_CHECK(ctx, cudaGetDeviceProperties(&s->prop, device));
+    LAC_CUDA_CHECK(ctx, cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
+    for (int i = 0; i < 2; i++) LAC_CUDA_CHECK(ctx, cudaStreamCreateWithFlags(&s->copy_streams[i], cudaStreamNonBlocking));
     return LAC_SUCCESS;
-fail:
-    lac_cuda_ctx_fini(ctx);
-    return st;
 }
 
-void lac_cuda_ctx_fini(lac_ctx_t ctx)
+static void share_fini(lac_ctx_t ctx, lac_cuda_state *s)
 {
-    lac_cuda_state *s = ctx->cuda;
-    if (!s) return;
     cudaSetDevice(s->device);
     /* Capability state first: it may still hold device memory. */
     for (int i = 0; i < LAC_CUDA_SLOTS; i++)
@@ -115,6 +99,48 @@ void lac_cuda_ctx_fini(lac_ctx_t ctx)
         if (s->copy_streams[i]) cudaStreamDestroy(s->copy_streams[i]);
     if (s->stream) cudaStreamDestroy(s->stream);
     cudaGetLastError();
+}
+
+lac_status lac_cuda_ctx_init(lac_ctx_t ctx)
+{
+    int count = lac_cuda_devices();
+    if (count == 0) return lac_error(ctx, LAC_ERR_NO_DEVICE, "CUDA backend asked for, but no CUDA device is visible");
+    const int shares = ctx->params.num_devices > 1 ? ctx->params.num_devices : 1;
+    lac_cuda_state *s = (lac_cuda_state *)calloc(1, sizeof *s);
+    if (!s) return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "could not allocate the CUDA state");
+    ctx->cuda = s;
+    s->share_count = 1;
+    s->shares[0] = s;
+    lac_status st = share_init(ctx, s, ctx->params.num_devices > 0 ? ctx->params.device_ids[0] : 0, count);
+    for (int i = 1; i < shares && st == LAC_SUCCESS; i++) {
+        lac_cuda_state *share = (lac_cuda_state *)calloc(1, sizeof *share);
+        if (!share) {
+            st = lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "could not allocate the CUDA state of device %d", i);
+            break;
+        }
+        s->shares[s->share_count++] = share;
+        share->share_count = 0;
+        st = share_init(ctx, share, ctx->params.device_ids[i], count);
+    }
+    if (st < 0) {
+        lac_cuda_ctx_fini(ctx);
+        return st;
+    }
+    cudaSetDevice(s->device);
+    lac_log(ctx, LAC_LOG_INFO, "cuda: device %d (%s, %d SMs)%s", s->device, s->prop.name, s->prop.multiProcessorCount,
+            shares > 1 ? " and more: impute splits its SVT across them, map and mf use this one" : "");
+    return LAC_SUCCESS;
+}
+
+void lac_cuda_ctx_fini(lac_ctx_t ctx)
+{
+    lac_cuda_state *s = ctx->cuda;
+    if (!s) return;
+    for (int i = s->share_count - 1; i >= 1; i--) {
+        share_fini(ctx, s->shares[i]);
+        free(s->shares[i]);
+    }
+    share_fini(ctx, s);
     free(s);
     ctx->cuda = NULL;
 }

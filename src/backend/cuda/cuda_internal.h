@@ -20,7 +20,7 @@ typedef struct {
 } lac_cuda_slot;
 
 struct lac_cuda_state {
-    int device;                      /* the context's device */
+    int device;                      /* the context's device (this share's) */
     cudaDeviceProp prop;
     cudaStream_t stream;             /* compute */
     cudaStream_t copy_streams[2];    /* host<->device streaming, overlapped with compute */
@@ -29,6 +29,32 @@ struct lac_cuda_state {
     void *workspace;                 /* grown on demand, reused across calls */
     size_t workspace_bytes;
     lac_cuda_slot slots[LAC_CUDA_SLOTS];
+    /* A context given several devices (lac_ctx_params.device_ids, a device
+     * may repeat) holds one state a device, its "shares": shares[0] is the
+     * first state itself, the one ctx->cuda points at. Capabilities that
+     * split work select a share with lac_cuda_share_scope; the others use
+     * the first. Set in the first state only. */
+    int share_count;
+    struct lac_cuda_state *shares[LAC_MAX_DEVICES];
+};
+
+/* While alive, ctx->cuda is share i of the context and its device is
+ * current; the first share and its device come back after. */
+struct lac_cuda_share_scope {
+    lac_ctx_t ctx;
+    lac_cuda_state *saved;
+    lac_cuda_share_scope(lac_ctx_t c, int i) : ctx(c), saved(c->cuda)
+    {
+        ctx->cuda = saved->shares[i];
+        cudaSetDevice(ctx->cuda->device);
+    }
+    ~lac_cuda_share_scope()
+    {
+        ctx->cuda = saved;
+        cudaSetDevice(saved->device);
+    }
+    lac_cuda_share_scope(const lac_cuda_share_scope &) = delete;
+    lac_cuda_share_scope &operator=(const lac_cuda_share_scope &) = delete;
 };
 
 /* The state of `slot` for this context: zeroed `bytes` made on first use,

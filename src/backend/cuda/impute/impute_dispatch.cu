@@ -66,6 +66,32 @@ size_t gram_budget(lac_ctx_t ctx)
     return budget > ((size_t)4 << 30) ? (size_t)4 << 30 : budget;
 }
 
+/* The SVT slices [first, first + count) that another device of the context
+ * (a share) thresholds: its copies of Ĝ and of the truth's slices, its part
+ * of the estimate (kept there between passes, copied back after each), λ,
+ * the figures and the Jacobi vectors. */
+template <typename REAL> struct svt_part {
+    int share = 0, device = 0;
+    int64_t first = 0, count = 0;
+    REAL *a = nullptr, *out = nullptr, *truth = nullptr;
+    double *lambda = nullptr, *stats = nullptr, *v = nullptr;
+    lac_svt_gram_cache *gram_cache = nullptr;
+    void release()
+    {
+        int current = 0;
+        cudaGetDevice(&current);
+        cudaSetDevice(device);
+        cudaFree(a);
+        cudaFree(out);
+        cudaFree(truth);
+        cudaFree(lambda);
+        cudaFree(stats);
+        cudaFree(v);
+        lac_svt_gram_cache_free(gram_cache);
+        cudaSetDevice(current);
+    }
+};
+
 template <typename REAL> struct impute_cuda {
     lac_impute_problem problem;
     int64_t N, mn, ni;
@@ -82,9 +108,13 @@ template <typename REAL> struct impute_cuda {
     int gemm_mode = LAC_GEMM_FP32;   /* the GFT and iGFT GEMMs (problem.gemm_tf32; float32 only) */
     REAL *u_inc_hi = nullptr, *u_inc_lo = nullptr;   /* 3xTF32: U_I split once */
     REAL *a_hi = nullptr, *a_lo = nullptr;           /* 3xTF32: the other operand, split a GEMM */
+    int64_t own = 0;                      /* slices [0, own) thresholded on the first device */
+    svt_part<REAL> parts[LAC_MAX_DEVICES];   /* [1, part_count): the other shares' */
+    int part_count = 1;
 
     ~impute_cuda()
     {
+        for (int i = 1; i < part_count; i++) parts[i].release();
         cudaFree(u);
         cudaFree(u_inc);
         cudaFree(c);
@@ -163,6 +193,61 @@ lac_status gather_columns(lac_ctx_t ctx, REAL *out, const REAL *in, const int64_
     for (int64_t i = 0; i < count; i++)
         LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(out + i * mn, in + index[i] * mn, (size_t)mn * sizeof(REAL),
                                             cudaMemcpyDeviceToDevice, ctx->cuda->stream));
+    return LAC_SUCCESS;
+}
+
+/* A device's speed for the split: SMs x clock (shares of one device split evenly). */
+double share_speed(const lac_cuda_state *share)
+{
+    int clock = 0;
+    if (cudaDeviceGetAttribute(&clock, cudaDevAttrClockRate, share->device) != cudaSuccess || clock <= 0) clock = 1;
+    return (double)share->prop.multiProcessorCount * (double)clock;
+}
+
+/* The SVT's slices split across the context's shares in proportion to their
+ * speed, the first device keeping [0, own); each other share gets its
+ * buffers (the estimate's part zeroed, the truth's slices copied once). */
+template <typename REAL> lac_status split_svt(lac_ctx_t ctx, impute_cuda<REAL> *s)
+{
+    lac_cuda_state *first = ctx->cuda;
+    const int shares = first->share_count;
+    const int64_t N = s->N, mn = s->mn, p = s->problem.m < s->problem.n ? s->problem.m : s->problem.n;
+    double total = 0, speed[LAC_MAX_DEVICES];
+    for (int i = 0; i < shares; i++) total += speed[i] = share_speed(first->shares[i]);
+    double acc = 0;
+    int64_t start[LAC_MAX_DEVICES + 1];
+    for (int i = 0; i < shares; i++) {
+        start[i] = (int64_t)llround((double)N * acc / total);
+        acc += speed[i];
+    }
+    start[shares] = N;
+    s->own = start[1 < shares ? 1 : shares];
+    s->part_count = shares;
+    for (int i = 1; i < shares; i++) {
+        svt_part<REAL> &part = s->parts[i];
+        part.share = i;
+        part.device = first->shares[i]->device;
+        part.first = start[i];
+        part.count = start[i + 1] - start[i];
+        lac_cuda_share_scope scope(ctx, i);
+        cudaStream_t stream = ctx->cuda->stream;
+        const int64_t n = part.count;
+        LAC_CHECK(device_alloc(ctx, &part.a, n * mn));
+        LAC_CHECK(device_alloc(ctx, &part.out, n * mn));
+        LAC_CHECK(device_alloc(ctx, &part.lambda, n));
+        LAC_CHECK(device_alloc(ctx, &part.stats, n * LAC_SVT_STATS));
+        if (s->jacobi) LAC_CHECK(device_alloc(ctx, &part.v, n * p * p));
+        LAC_CUDA_CHECK(ctx, cudaMemsetAsync(part.out, 0, (size_t)(n * mn) * sizeof(REAL), stream));
+        if (s->true_hat) {
+            LAC_CHECK(device_alloc(ctx, &part.truth, n * mn));
+            LAC_CUDA_CHECK(ctx, cudaMemcpyPeerAsync(part.truth, part.device, s->true_hat + part.first * mn, first->device,
+                                                    (size_t)(n * mn) * sizeof(REAL), stream));
+        }
+        LAC_CUDA_CHECK(ctx, cudaStreamSynchronize(stream));
+    }
+    if (shares > 1)
+        lac_log(ctx, LAC_LOG_INFO, "impute (cuda): the SVT's %lld slices split across %d devices, %lld on the first",
+                (long long)N, shares, (long long)s->own);
     return LAC_SUCCESS;
 }
 
@@ -291,6 +376,7 @@ lac_status setup(lac_ctx_t ctx, const lac_impute_problem *pr, impute_cuda<REAL> 
         *truth_missing_sq = missing;
     }
     LAC_CUDA_CHECK_GOTO(ctx, cudaStreamSynchronize(stream), st, fail);
+    LAC_CHECK_GOTO(split_svt<REAL>(ctx, s), st, fail);
     cudaFree(index);
     free(obs_host);
     *out = s;
@@ -355,15 +441,70 @@ template <typename REAL> lac_status gft(lac_ctx_t ctx, impute_cuda<REAL> *s)
     return LAC_SUCCESS;
 }
 
+/* The other shares' parts of an SVT pass, queued on their streams: Ĝ's
+ * slices in, the pass, the figures and the estimate's slices back to the
+ * first device (whose SVT writes only [0, own)). */
+template <typename REAL> lac_status svt_parts(lac_ctx_t ctx, impute_cuda<REAL> *s, const double *lambda)
+{
+    const int first_device = ctx->cuda->device;
+    const int64_t mn = s->mn;
+    for (int i = 1; i < s->part_count; i++) {
+        svt_part<REAL> &part = s->parts[i];
+        lac_cuda_share_scope scope(ctx, i);
+        cudaStream_t stream = ctx->cuda->stream;
+        const size_t bytes = (size_t)(part.count * mn) * sizeof(REAL);
+        LAC_CUDA_CHECK(ctx, cudaMemcpyPeerAsync(part.a, part.device, s->ghat + part.first * mn, first_device, bytes, stream));
+        if (lambda)
+            LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(part.lambda, lambda + part.first, (size_t)part.count * sizeof(double),
+                                                cudaMemcpyHostToDevice, stream));
+        lac_svt_batch<REAL> b;
+        b.count = part.count;
+        b.rows = s->problem.n;
+        b.cols = s->problem.m;
+        b.stride = mn;
+        b.a = part.a;
+        b.out = part.out;
+        b.truth = part.truth;
+        b.lambda = lambda ? part.lambda : nullptr;
+        b.stats = part.stats;
+        b.v = part.v;
+        b.warm = s->v_valid;
+        LAC_CHECK(s->jacobi ? lac_svt_jacobi<REAL>(ctx, b)
+                            : lac_svt_gram<REAL>(ctx, b, gram_budget(ctx), &part.gram_cache));
+        LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(s->stats_host + part.first * LAC_SVT_STATS, part.stats,
+                                            (size_t)(part.count * LAC_SVT_STATS) * sizeof(double),
+                                            cudaMemcpyDeviceToHost, stream));
+        LAC_CUDA_CHECK(ctx, cudaMemcpyPeerAsync(s->gest + part.first * mn, first_device, part.out, part.device, bytes,
+                                                stream));
+    }
+    return LAC_SUCCESS;
+}
+
+template <typename REAL> lac_status svt_parts_wait(lac_ctx_t ctx, impute_cuda<REAL> *s)
+{
+    for (int i = 1; i < s->part_count; i++) {
+        lac_cuda_share_scope scope(ctx, i);
+        LAC_CUDA_CHECK(ctx, cudaStreamSynchronize(ctx->cuda->stream));
+    }
+    return LAC_SUCCESS;
+}
+
 template <typename REAL>
 lac_status svt(lac_ctx_t ctx, impute_cuda<REAL> *s, const double *lambda, double *sigma_max, lac_impute_svt_stats *out)
 {
     cudaStream_t stream = ctx->cuda->stream;
     const int64_t N = s->N;
+    /* The other devices' parts first (queued), then the first device's. */
+    lac_status parts = svt_parts<REAL>(ctx, s, lambda);
+    if (parts < 0) {
+        svt_parts_wait<REAL>(ctx, s);
+        return parts;
+    }
     if (lambda)
-        LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(s->lambda, lambda, (size_t)N * sizeof(double), cudaMemcpyHostToDevice, stream));
+        LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(s->lambda, lambda, (size_t)s->own * sizeof(double), cudaMemcpyHostToDevice,
+                                            stream));
     lac_svt_batch<REAL> b;
-    b.count = N;
+    b.count = s->own;
     b.rows = s->problem.n;   /* a slice is m x n row-major: n x m column-major */
     b.cols = s->problem.m;
     b.stride = s->mn;
@@ -374,9 +515,12 @@ lac_status svt(lac_ctx_t ctx, impute_cuda<REAL> *s, const double *lambda, double
     b.stats = s->stats;
     b.v = s->v;
     b.warm = s->v_valid;
-    LAC_CHECK(s->jacobi ? lac_svt_jacobi<REAL>(ctx, b) : lac_svt_gram<REAL>(ctx, b, gram_budget(ctx), &s->gram_cache));
+    lac_status own = s->jacobi ? lac_svt_jacobi<REAL>(ctx, b) : lac_svt_gram<REAL>(ctx, b, gram_budget(ctx), &s->gram_cache);
+    parts = svt_parts_wait<REAL>(ctx, s);
+    LAC_CHECK(own);
+    LAC_CHECK(parts);
     s->v_valid = s->v != nullptr && s->warm_start;
-    LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(s->stats_host, s->stats, (size_t)(N * LAC_SVT_STATS) * sizeof(double),
+    LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(s->stats_host, s->stats, (size_t)(s->own * LAC_SVT_STATS) * sizeof(double),
                                         cudaMemcpyDeviceToHost, stream));
     LAC_CUDA_CHECK(ctx, cudaStreamSynchronize(stream));
     lac_impute_svt_stats sum;
