@@ -8,6 +8,7 @@
 #include "map/map_arith.h"
 #include "map/map_backend.h"
 
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -108,6 +109,7 @@ lac_status lac_map_dist(lac_ctx_t ctx, const lac_map_backend *table, const lac_m
     part.params.empty_value = minmax ? lac_map_identity(p->op) : 0.0;
     part.target = acc;
     part.value_dtype = part_dtype;
+    const double t0 = omp_get_wtime();
     if (st == LAC_SUCCESS) st = map_part(ctx, table, c, &part, wsum, lo, hi);
     if (st == LAC_ERR_RANGE || st == LAC_ERR_VALUE) {
         /* The rank's message counts its own rows: name the position in the
@@ -117,16 +119,21 @@ lac_status lac_map_dist(lac_ctx_t ctx, const lac_map_backend *table, const lac_m
     }
     if (st == LAC_SUCCESS && flags) mark_touched(c, lo, hi, touched);
 
+    const double t1 = omp_get_wtime();
     st = lac_dist_agree(ctx, st);
     if (st == LAC_SUCCESS) st = lac_dist_allreduce(ctx, acc, nt, part_dtype, p->op == LAC_MAP_MIN ? LAC_DIST_MIN
                                                                     : p->op == LAC_MAP_MAX ? LAC_DIST_MAX : LAC_DIST_SUM);
     if (st == LAC_SUCCESS && mean) st = lac_dist_allreduce(ctx, wsum, nt, LAC_FLOAT64, LAC_DIST_SUM);
     if (st == LAC_SUCCESS && flags) st = lac_dist_allreduce(ctx, touched, nt, LAC_BOOL, LAC_DIST_OR);
+    const double t2 = omp_get_wtime();
     if (st == LAC_SUCCESS) {
 #pragma omp parallel for num_threads(lac_threads(ctx)) schedule(static)
         for (int64_t k = 0; k < nt; k++)
             lac_map_finalize(c, k, lac_load_real(acc, part_dtype, k), wsum ? wsum[k] : 0.0, touched ? touched[k] : -1);
     }
+    lac_log(ctx, LAC_LOG_DEBUG, "map rank %d of %d: rows [%lld, %lld), pass %.3f ms, reduce %.3f ms, finish %.3f ms",
+            ctx->rank, ctx->ranks, (long long)lo, (long long)hi, 1e3 * (t1 - t0), 1e3 * (t2 - t1),
+            1e3 * (omp_get_wtime() - t2));
     free(acc);
     free(wsum);
     free(touched);
