@@ -534,6 +534,7 @@ PROTOTYPES = {
     "lac_mf_predict": (_st, [lac_ctx_t, lac_mf_model_t, lac_ratings_t, c_void_p, _P(c_double), _P(c_double),
                              _P(c_int64)]),
     "lac_mf_recommend": (_st, [lac_ctx_t, lac_mf_model_t, c_int64, c_void_p, c_int64, c_void_p, c_void_p]),
+    "lac_mf_popular": (_st, [lac_ctx_t, lac_mf_model_t, c_int64, c_void_p, c_void_p]),
     "lac_mf_model_user_index": (c_int64, [lac_mf_model_t, c_char_p]),
     "lac_mf_model_user_id": (c_char_p, [lac_mf_model_t, c_int64]),
     "lac_mf_model_item_id": (c_char_p, [lac_mf_model_t, c_int64]),

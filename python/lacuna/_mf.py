@@ -508,27 +508,42 @@ class MF(_core.Closeable):
                                      ctypes.byref(unknown)), ctx)
         return {"rmse": rmse.value, "mae": mae.value, "unknown": unknown.value}
 
-    def recommend(self, users, n=10, *, scores=False):
+    def recommend(self, users, n=10, *, scores=False, unknown="popular"):
         """The n best items (ids) for each user, leaving out the items the user
         rated in training: an (len(users), n) array, or (n,) for one user.
         Where fewer than n items remain, the row ends with -1 (integer ids) or
-        None (string ids) and NaN scores. scores=True returns (items, scores)."""
+        None (string ids) and NaN scores. scores=True returns (items, scores).
+        A user the model does not know gets the n items rated most often in
+        training, with NaN scores (as the tool's 'popular'); unknown="raise"
+        makes such a user an input error instead."""
         scalar = np.ndim(users) == 0
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
             raise input_error("n must be a positive integer, not %r" % (n,))
+        if unknown not in ("popular", "raise"):
+            raise input_error("unknown must be 'popular' or 'raise', not %r" % (unknown,))
         model = self._live()
         kind, ids = _ids(users, "users")
         dense = np.empty(len(ids), np.int64)
         for i, t in enumerate(_id_text(kind, ids)):
             dense[i] = lib.lac_mf_model_user_index(model, t.encode("utf-8"))
-            if dense[i] < 0:
+            if dense[i] < 0 and unknown == "raise":
                 raise input_error("users[%d] = %r is not a user of the model" % (i, t), _lib.LAC_ERR_RANGE)
         ctx = self._ctx()
         items = np.empty((len(ids), n), np.int64)
         sc = np.empty((len(ids), n), np.float32)
-        if len(ids):
-            check(lib.lac_mf_recommend(ctx.handle, model, len(ids), dense.ctypes.data, n, items.ctypes.data,
-                                       sc.ctypes.data), ctx)
+        known = dense >= 0
+        if known.any():
+            kd = np.ascontiguousarray(dense[known])
+            ki = np.empty((len(kd), n), np.int64)
+            ks = np.empty((len(kd), n), np.float32)
+            check(lib.lac_mf_recommend(ctx.handle, model, len(kd), kd.ctypes.data, n, ki.ctypes.data, ks.ctypes.data),
+                  ctx)
+            items[known], sc[known] = ki, ks
+        if not known.all():
+            popular = np.empty(n, np.int64)
+            check(lib.lac_mf_popular(ctx.handle, model, n, popular.ctypes.data, None), ctx)
+            items[~known] = popular
+            sc[~known] = np.nan
         item_ids = self.item_ids
         missing = items < 0
         if item_ids.dtype == object:

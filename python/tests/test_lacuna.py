@@ -821,6 +821,17 @@ class TestMF(unittest.TestCase):
             self.assertGreaterEqual(scores[row][-1] + 1e-4, ref[uidx[user], others].max())
         one = m.recommend(users[0], n=3)
         np.testing.assert_array_equal(one, items[0, :3])
+        # a user the model does not know: the items rated most often in training (ties: the
+        # model's order), NaN scores; the known users' rows unchanged beside it
+        mixed, msc = m.recommend([users[0], -5, users[1]], n=4, scores=True)
+        counts = {}
+        for i in self.i[self.tr].tolist():
+            counts[i] = counts.get(i, 0) + 1
+        order = sorted(range(m.num_items), key=lambda k: (-counts.get(m.item_ids[k], 0), k))
+        np.testing.assert_array_equal(mixed[1], [m.item_ids[k] for k in order[:4]])
+        self.assertTrue(np.all(np.isnan(msc[1])))
+        np.testing.assert_array_equal(mixed[0], items[0, :4])
+        np.testing.assert_array_equal(mixed[2], items[1, :4])
         # more than there are unrated items: the rest is -1 / NaN
         full, sc = m.recommend(users[0], n=m.num_items + 5, scores=True)
         self.assertEqual(int((full == -1).sum()), len({i for (uu, i) in train if uu == users[0]}) + 5)
@@ -1008,9 +1019,11 @@ class TestMF(unittest.TestCase):
         with self.assertRaises(lacuna.LacunaInputError):
             lacuna.MF().predict([1], [2])   # not fitted
         with self.assertRaises(lacuna.LacunaInputError) as c:
-            self.model.recommend([self.u[0], -5], n=3)
+            self.model.recommend([self.u[0], -5], n=3, unknown="raise")
         self.assertEqual(c.exception.status, _lib.LAC_ERR_RANGE)
         self.assertIn("users[1]", str(c.exception))
+        with self.assertRaises(lacuna.LacunaInputError):
+            self.model.recommend(self.u[0], n=3, unknown="skip")
         with self.assertRaises(lacuna.LacunaInputError):
             self.model.recommend(self.u[0], n=0)
         d = tmpdir()
