@@ -255,6 +255,29 @@ section_mf() {
 }
 DEVICE_SECTIONS_ALL="$DEVICE_SECTIONS_ALL mf"
 
+# nbr (the neighbourhood model, CULSH-MF): bench/nbr_bench --device cuda on
+# the MovieLens-10M shape: the searches (exact GSM, then NBR_METHODS, with
+# recall against GSM) and the training at k = 32 (plain MF, then the
+# neighbourhood model with the neighbours of NBR_TRAIN, early stopping, at
+# most NBR_EPOCHS epochs). The peer is the same run on every host core
+# (--device cpu; NBR_CPU=0 skips it, NBR_CPU_TRAIN its training methods).
+# PyTorch's peer (.peers/torch_mf_peer.py) trains plain MF with SparseAdam:
+# not the same model, so it is not run here.
+section_nbr() {
+    local m=${NBR_METHODS:-simlsh,random} t=${NBR_TRAIN:-gsm,simlsh} e=${NBR_EPOCHS:-40}
+    : >"$OUT/nbr.txt"
+    say "nbr_bench --device cuda --methods $m --train-methods $t --epochs $e"
+    LACUNA_LOG=info "$BUILD/bench/nbr_bench" --device cuda --methods "$m" --train-methods "$t" --epochs "$e" \
+        --figures "$FIGURES" >>"$OUT/nbr.txt" 2>>"$OUT/nbr_bench.log" || say "nbr_bench cuda FAILED (see nbr_bench.log)"
+    if [ "${NBR_CPU:-1}" != 0 ]; then
+        say "nbr_bench --device cpu (peer, $(nproc) threads)"
+        "$BUILD/bench/nbr_bench" --device cpu --methods "$m" --train-methods "${NBR_CPU_TRAIN:-gsm}" --epochs "$e" \
+            --figures "$FIGURES" >>"$OUT/nbr.txt" 2>>"$OUT/nbr_bench.log" || say "nbr_bench cpu FAILED (see nbr_bench.log)"
+    fi
+    cat "$OUT/nbr.txt" | tee -a "$SUMMARY"
+}
+DEVICE_SECTIONS_ALL="$DEVICE_SECTIONS_ALL nbr"
+
 # impute (added by "impute on GPUs"): bench/impute_cuda_bench (the batched SVT
 # alone, one iteration by phase, the ego-Facebook protocol) and, beside it,
 # bench/torch_impute_peer.py (batched SVD, gesvda, the Gram eigh route, the

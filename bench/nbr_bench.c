@@ -11,12 +11,16 @@
  * and for training (k factors, early stopping on the held-out part, at most
  * --epochs epochs): plain MF and the neighbourhood model with the methods of
  * --train-methods: seconds, best validation RMSE, epochs and seconds to come
- * within 1% of it; peer: plain MF.
+ * within 1% of it (with and without the set-up before the first epoch: the
+ * layout, the search, the uploads; the epochs' share is the time to that
+ * epoch less the first epoch's set-up, taken as its time less the mean
+ * epoch's); peer: plain MF. --device cuda runs the search and the training
+ * on the GPU (the CPU's figures come from a second run with --device cpu).
  *
  *   nbr_bench [--shape ml10m|small] [--ratings-file F] [--scale F] [-K 32] [-p 3] [-q 100]
  *             [-k 32] [--methods simlsh,rpcos,minhash,random,simlsh-centred] [--no-gsm]
  *             [--train-methods gsm,simlsh] [--epochs 40] [--threads N] [--seed S]
- *             [--clusters C] [--json] [--figures FILE] */
+ *             [--clusters C] [--device cpu|cuda] [--json] [--figures FILE] */
 #include "bench_util.h"
 #include "lacuna/lacuna.h"
 
@@ -74,7 +78,7 @@ static int split_list(char *s, char **out, int max)
 
 int main(int argc, char **argv)
 {
-    const char *shape = "ml10m", *file = NULL, *figures_path = NULL;
+    const char *shape = "ml10m", *file = NULL, *figures_path = NULL, *device = "cpu";
     char methods_arg[256] = "simlsh,simlsh-centred,rpcos,minhash,random", train_arg[256] = "gsm,simlsh";
     int K = 32, p = 3, q = 100, F = 32, epochs = 40, threads = 0, json = 0, gsm = 1, clusters = 0;
     double scale = 1.0;
@@ -100,6 +104,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--seed")) seed = atoll(v), i++;
         else if (!strcmp(a, "--clusters")) clusters = atoi(v), i++;
         else if (!strcmp(a, "--figures")) figures_path = v, i++;
+        else if (!strcmp(a, "--device")) device = v, i++;
         else {
             fprintf(stderr, "nbr_bench: unknown option %s\n", a);
             return 2;
@@ -110,10 +115,17 @@ int main(int argc, char **argv)
         return 2;
     }
     lac_ctx_params cp = lac_ctx_params_default();
-    cp.backend = LAC_BACKEND_CPU;
+    if (strcmp(device, "cpu") && strcmp(device, "cuda")) {
+        fprintf(stderr, "nbr_bench: --device cpu or cuda\n");
+        return 2;
+    }
+    cp.backend = strcmp(device, "cuda") ? LAC_BACKEND_CPU : LAC_BACKEND_CUDA;
     cp.threads = threads;
     lac_ctx_t ctx = NULL;
-    if (lac_ctx_create(&cp, &ctx) != LAC_SUCCESS) return 1;
+    if (lac_ctx_create(&cp, &ctx) != LAC_SUCCESS) {
+        fprintf(stderr, "nbr_bench: %s\n", lac_last_error(NULL));
+        return 1;
+    }
     int nthreads = lac_ctx_threads(ctx);
     bench_figures figures;
     if (bench_figures_open(&figures, figures_path, nthreads) < 0) return 1;
@@ -160,8 +172,8 @@ int main(int argc, char **argv)
         free(cnt);
     }
     if (!json)
-        printf("# %s: %lld training ratings, %lld items, %d threads, %.3g adds/s; K = %d, p = %d, q = %d\n", data_name,
-               (long long)nnz, (long long)ni, nthreads, rate, K, p, q);
+        printf("# %s: %lld training ratings, %lld items, %s, %d threads, %.3g adds/s; K = %d, p = %d, q = %d\n",
+               data_name, (long long)nnz, (long long)ni, device, nthreads, rate, K, p, q);
 
     lac_mf_nbr_params np = lac_mf_nbr_params_default();
     np.k = K;
@@ -248,22 +260,28 @@ int main(int argc, char **argv)
         for (int e = 1; e <= tr->epochs && !hit; e++)
             if (tr->rmse[e] <= 1.01 * best) hit = e;
         double to1 = hit ? tr->seconds[hit] : NAN;
+        double epoch_s = tr->epochs > 1 ? (tr->seconds[tr->epochs] - tr->seconds[1]) / (tr->epochs - 1) : NAN;
+        double setup = tr->seconds[1] - epoch_s, to1_epochs = to1 - setup;
         if (x < 0) plain_best = best, plain_s = to1;
         if (json)
             printf("{\"data\":\"%s\",\"train\":\"%s\",\"k\":%d,\"K\":%d,\"epochs\":%d,\"seconds\":%.4g,"
-                   "\"best_valid_rmse\":%.5f,\"epochs_to_1pct\":%d,\"seconds_to_1pct\":%.4g,\"threads\":%d}\n",
+                   "\"best_valid_rmse\":%.5f,\"epochs_to_1pct\":%d,\"seconds_to_1pct\":%.4g,\"epoch_s\":%.4g,"
+                   "\"setup_s\":%.4g,\"epochs_s_to_1pct\":%.4g,\"device\":\"%s\",\"threads\":%d}\n",
                    data_name, x < 0 ? "plain" : label, F, x < 0 ? 0 : K, rep.epochs, rep.seconds, best, hit, to1,
-                   nthreads);
+                   epoch_s, setup, to1_epochs, device, nthreads);
         else
             printf("train %-15s k=%d: %3d epochs %8.2f s  best valid RMSE %.4f (plain %.4f)  within 1%% at epoch %d, "
-                   "%.2f s\n", x < 0 ? "plain" : label, F, rep.epochs, rep.seconds, best, plain_best, hit, to1);
+                   "%.3f s (%.4f s of epochs, %.2f ms an epoch, set-up %.3f s)\n", x < 0 ? "plain" : label, F,
+                   rep.epochs, rep.seconds, best, plain_best, hit, to1, to1_epochs, 1e3 * epoch_s, setup);
         fflush(stdout);
-        snprintf(name, sizeof name, "train %s%s k=%d, %s, %lld ratings", x < 0 ? "plain" : "neighbourhood ",
-                 x < 0 ? "" : label, F, data_name, (long long)nnz);
+        snprintf(name, sizeof name, "train %s%s k=%d, %s, %lld ratings, %s", x < 0 ? "plain" : "neighbourhood ",
+                 x < 0 ? "" : label, F, data_name, (long long)nnz, device);
         bench_figure(&figures, "mf neighbours", name, best, "best validation RMSE", NAN, x < 0 ? NULL : "plain MF",
                      plain_best);
         bench_figure(&figures, "mf neighbours", name, to1, "s to within 1% of the best RMSE", NAN,
                      x < 0 ? NULL : "plain MF", plain_s);
+        bench_figure(&figures, "mf neighbours", name, to1_epochs, "s of epochs to within 1% of the best RMSE", NAN,
+                     NULL, NAN);
         lac_mf_model_destroy(&m);
         free(tr);
     }

@@ -59,20 +59,29 @@ typedef struct {
 } lac_nbr_backend;
 
 extern const lac_nbr_backend lac_nbr_cpu_backend;
-/* The CUDA backend of the search has no kernels yet: NULL, and the front end
- * runs the CPU's table. A CUDA table plugs in as mf's does: define it in
- * src/backend/cuda/mf/, hand it out from gateway.cu, and declare
- * `const lac_nbr_backend *lac_nbr_backend_cuda(void);` here under
- * LACUNA_HAVE_CUDA instead of this stub. The LSH codes are lac_map calls
- * already (src/mf/neighbours.c, code_sums): with a CUDA context they go to the
- * CUDA map, one call per run of items (for device speed, whole column blocks
- * of device arrays are the better unit). */
+/* The CUDA table (src/backend/cuda/mf/nbr_gsm.cu, which hands it out):
+ * exact GSM on the GPU; the bucket counting is the CPU's. The LSH codes are
+ * lac_map calls already (src/mf/neighbours.c, code_sums): with a CUDA context
+ * they go to the CUDA map, one call per run of items (for device speed, whole
+ * column blocks of device arrays would be the better unit). NULL without
+ * CUDA in the build. */
+#ifdef LACUNA_HAVE_CUDA
+const lac_nbr_backend *lac_nbr_backend_cuda(void);
+#else
 static inline const lac_nbr_backend *lac_nbr_backend_cuda(void) { return NULL; }
+#endif
+
+/* The CUDA table scores pairs on the device with the same function. */
+#ifdef __CUDACC__
+#define LAC_NBR_HOST_DEVICE __host__ __device__
+#else
+#define LAC_NBR_HOST_DEVICE
+#endif
 
 /* S = n/(n + shrink) rho from the co-rating sums of items x and y over their
  * n common users; rho = 0 when n < 2 or a centred variance is 0 (up to
  * rounding: below 1e-12 of the raw sum of squares). */
-static inline double lac_nbr_shrunk_pearson(double n, double sx, double sy, double sxx, double syy, double sxy,
+static inline LAC_NBR_HOST_DEVICE double lac_nbr_shrunk_pearson(double n, double sx, double sy, double sxx, double syy, double sxy,
                                             double shrink)
 {
     if (n < 2) return 0.0;

@@ -231,7 +231,22 @@ static lac_status code_sums(lac_ctx_t ctx, const lac_mf_nbr_params *p, const lac
                             int64_t c_begin, int64_t c_end, int64_t *peak)
 {
     const int64_t cols = c_end - c_begin;
-    int threads = lac_threads(ctx), cpu = ctx->backend != LAC_BACKEND_CUDA;
+    int threads = lac_threads(ctx);
+    /* Calls this small cost a device more (a launch and two copies each) than
+     * the sums themselves: with a CUDA context they run on the host's threads,
+     * through a host context. */
+    lac_ctx_t host = ctx, own = NULL;
+    if (ctx->backend == LAC_BACKEND_CUDA) {
+        lac_ctx_params hp = lac_ctx_params_default();
+        hp.backend = LAC_BACKEND_CPU;
+        hp.threads = threads;
+        hp.log = ctx->log;
+        hp.log_user = ctx->log_user;
+        hp.log_level = ctx->log_level;
+        if (lac_ctx_create(&hp, &own) != LAC_SUCCESS)
+            return lac_error(ctx, LAC_ERR_INTERNAL, "a host context for the code sums: %s", lac_last_error(NULL));
+        host = own;
+    }
     int64_t ni = d->num_items, nunits = 0;
     lac_map_op op = p->method == LAC_MF_NBR_MINHASH ? LAC_MAP_MIN : LAC_MAP_SUM;
     float empty = op == LAC_MAP_MIN ? INFINITY : 0.0f;
@@ -242,6 +257,7 @@ static lac_status code_sums(lac_ctx_t ctx, const lac_mf_nbr_params *p, const lac
         free(units);
         free(weight);
         free(rows);
+        lac_ctx_destroy(&own);
         return LAC_ERR_OUT_OF_MEMORY;
     }
     for (int64_t j = 0; j < ni;) {
@@ -267,7 +283,7 @@ static lac_status code_sums(lac_ctx_t ctx, const lac_mf_nbr_params *p, const lac
     for (int64_t c0 = 0; c0 < cols && st == LAC_SUCCESS; c0 += CODE_COLS) {
         int cw = (int)(cols - c0 < CODE_COLS ? cols - c0 : CODE_COLS);
         user_rows(p, d->num_users, c_begin + c0, cw, rows, threads);
-#pragma omp parallel num_threads(threads) if (cpu)
+#pragma omp parallel num_threads(threads)
         {
             float *src = malloc((size_t)UNIT_RATINGS * (size_t)cw * sizeof *src);
             float *tgt = malloc((size_t)UNIT_RATINGS * (size_t)cw * sizeof *tgt);
@@ -292,7 +308,7 @@ static lac_status code_sums(lac_ctx_t ctx, const lac_mf_nbr_params *p, const lac
                     lac_array R = {.data = bridge, .dtype = LAC_INT32, .ndim = 1, .shape = {a1 - a0}};
                     lac_array W = {.data = weight + a0, .dtype = LAC_FLOAT32, .ndim = 1, .shape = {a1 - a0}};
                     lac_array T = {.data = tgt, .dtype = LAC_FLOAT32, .ndim = 2, .shape = {nt, cw}};
-                    mine = lac_map(ctx, &mp, &S, &R, op == LAC_MAP_MIN ? NULL : &W, &T);
+                    mine = lac_map(host, &mp, &S, &R, op == LAC_MAP_MIN ? NULL : &W, &T);
                 }
                 for (int64_t j = ilo; j < ihi; j++)
                     memcpy(codes + j * cols + c0, tgt + (j - ilo) * cw, (size_t)cw * sizeof *tgt);
@@ -309,6 +325,8 @@ static lac_status code_sums(lac_ctx_t ctx, const lac_mf_nbr_params *p, const lac
     free(units);
     free(weight);
     free(rows);
+    if (st < 0 && own) st = lac_error(ctx, st, "%s", lac_last_error(own));
+    lac_ctx_destroy(&own);
     return st;
 }
 

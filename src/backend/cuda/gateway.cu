@@ -33,6 +33,9 @@ extern "C" const lac_map_async_backend *lac_map_async_backend_cuda(void) { retur
 extern "C" const lac_mf_backend lac_mf_cuda_table;
 extern "C" const lac_mf_backend *lac_mf_backend_cuda(void) { return &lac_mf_cuda_table; }
 
+/* mf neighbours: src/backend/cuda/mf/nbr_gsm.cu hands its table out itself
+ * (its contract, mf/nbr_backend.h, is not one the gateway includes). */
+
 /* impute: src/backend/cuda/impute/ (impute_dispatch.cu). */
 extern "C" const lac_impute_backend lac_impute_cuda_table;
 extern "C" const lac_impute_backend *lac_impute_backend_cuda(void) { return &lac_impute_cuda_table; }

@@ -16,6 +16,14 @@
  * and meet the popular-line limit (mf_sgd.cu). */
 #define LAC_MF_BIAS_STRIDE 32
 
+/* The sum of x over a warp's 32 lanes, in every lane. */
+static __device__ __forceinline__ float lac_mf_warp_sum(float x)
+{
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
+    return x;
+}
+
 /* The arguments of one epoch (passed by value). */
 struct lac_mf_cuda_epoch_args {
     const int32_t *code;            /* groups x steps: item | LAC_MF_RUN_START, or LAC_MF_PAD */

@@ -28,9 +28,19 @@
  * biases sit one L2 line apart for the same reason (2.7 ms an epoch instead
  * of 5.3 with nothing else changed).
  *
+ * The neighbourhood model (factors.nbr_k > 0) walks the same kind of schedule
+ * with its own kernel (its arrays are mf_nbr.cu's, called beside these), but
+ * with LAC_MF_NBR_RATINGS_PER_GROUP ratings a group, whole rows and no
+ * replicas by default: its w_j and c_j learn at rates of 0.002 from many small
+ * steps, and on the MovieLens-10M shape (H200, 2026-11-24) 8,448 groups lost
+ * so many of the popular items' updates (or, with atomic adds, overshot) that
+ * the best validation RMSE was 0.550 against the CPU's 0.537; 1,024 groups
+ * with whole rows gave 0.538, 256 gave 0.5378 (bench/RESULTS.md).
+ *
  * Tuning knobs (core/knobs.h, for measurements): LACUNA_MF_CUDA_LANES,
  * _AHEAD, _GROUPS, _HOT, _RUN_MAX. */
 #include "backend/cuda/mf/mf_cuda.h"
+#include "backend/cuda/mf/mf_nbr_cuda.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -60,6 +70,7 @@ struct lac_mf_state {
     int32_t *valid_user, *valid_item;
     float *valid_rating;
     double *sums;            /* LAC_MF_SSE_SLOTS training partial sums, then as many validation */
+    lac_mf_cuda_nbr *nbr;    /* the neighbourhood model's arrays; NULL for the plain one */
 };
 
 static lac_status replicas(lac_ctx_t ctx, lac_mf_state *s, int spread)
@@ -71,6 +82,7 @@ static lac_status replicas(lac_ctx_t ctx, lac_mf_state *s, int spread)
 static void free_state(lac_mf_state *s)
 {
     if (!s) return;
+    lac_mf_cuda_nbr_end(s->nbr);
     void *ptrs[] = {s->code, s->rating, s->group_first_run, s->run_user, s->run_weight, s->hot_item, s->hot_first,
                     s->hot_count, s->P, s->Q, s->user_bias, s->item_bias, s->best, s->valid_user, s->valid_item,
                     s->valid_rating, s->sums};
@@ -161,12 +173,22 @@ static lac_status cuda_begin(lac_ctx_t ctx, const lac_mf_call *call, lac_mf_stat
     int per_sm = 0;
 
     /* the kernel and the number of groups in flight */
-    s->kernel = lac_mf_cuda_choose_kernel(s->stride / 4, (int)knob(ctx, LAC_KNOB_MF_CUDA_LANES, 0),
-                                          (int)knob(ctx, LAC_KNOB_MF_CUDA_AHEAD, 1));
-    LAC_CHECK_GOTO(lac_mf_cuda_occupancy(ctx, &s->kernel, &per_sm), st, fail);
+    if (f->nbr_k) {   /* its own kernel; s->kernel keeps only the group shape */
+        lac_mf_cuda_nbr_kernel nk;
+        LAC_CHECK_GOTO(lac_mf_cuda_nbr_begin(ctx, &s->call, s->stride / 4, &s->nbr, &nk), st, fail);
+        LAC_CHECK_GOTO(lac_mf_cuda_nbr_occupancy(ctx, &nk, &per_sm), st, fail);
+        s->kernel.fn = NULL;
+        s->kernel.lanes = nk.lanes;
+        s->kernel.groups_per_block = nk.groups_per_block;
+    } else {
+        s->kernel = lac_mf_cuda_choose_kernel(s->stride / 4, (int)knob(ctx, LAC_KNOB_MF_CUDA_LANES, 0),
+                                              (int)knob(ctx, LAC_KNOB_MF_CUDA_AHEAD, 1));
+        LAC_CHECK_GOTO(lac_mf_cuda_occupancy(ctx, &s->kernel, &per_sm), st, fail);
+    }
     {
         int64_t resident = (int64_t)(per_sm > 0 ? per_sm : 1) * ctx->cuda->prop.multiProcessorCount;
-        int64_t want = knob(ctx, LAC_KNOB_MF_CUDA_GROUPS, d->nnz / LAC_MF_RATINGS_PER_GROUP);
+        int64_t want = knob(ctx, LAC_KNOB_MF_CUDA_GROUPS,
+                            d->nnz / (s->nbr ? LAC_MF_NBR_RATINGS_PER_GROUP : LAC_MF_RATINGS_PER_GROUP));
         int64_t blocks = lac_mf_schedule_blocks(want, s->kernel.groups_per_block, resident);
         s->blocks = (unsigned)blocks;
         s->groups = blocks * s->kernel.groups_per_block;
@@ -174,8 +196,10 @@ static lac_status cuda_begin(lac_ctx_t ctx, const lac_mf_call *call, lac_mf_stat
     {
         lac_mf_schedule_params sp;
         sp.groups = s->groups;
-        sp.run_max = knob(ctx, LAC_KNOB_MF_CUDA_RUN_MAX, LAC_MF_RUN_MAX);
-        sp.hot = knob(ctx, LAC_KNOB_MF_CUDA_HOT, 0);
+        sp.run_max = knob(ctx, LAC_KNOB_MF_CUDA_RUN_MAX, s->nbr ? d->nnz + 1 : LAC_MF_RUN_MAX);
+        /* the neighbourhood model: no replicas unless asked for (averaged,
+         * they slow the learning of the popular items' rows; measured) */
+        sp.hot = knob(ctx, LAC_KNOB_MF_CUDA_HOT, s->nbr ? d->nnz + 1 : 0);
         sp.replica_budget = ctx->cuda->prop.l2CacheSize / 3.0;
         sp.row_bytes = (double)s->stride * sizeof(float);
         sp.step_multiple = LAC_MF_CODE_AHEAD;
@@ -192,6 +216,8 @@ static lac_status cuda_begin(lac_ctx_t ctx, const lac_mf_call *call, lac_mf_stat
             (long long)s->steps, 100.0 * (1.0 - (double)d->nnz / ((double)s->groups * (double)s->steps)),
             (long long)s->hot_items, (long long)sch.hot, (long long)(s->rows - d->num_items));
     LAC_CHECK_GOTO(upload_all(ctx, s, call, &sch), st, fail);
+    if (s->nbr)
+        LAC_CHECK_GOTO(lac_mf_cuda_nbr_upload(ctx, s->nbr, &sch), st, fail);
 fail:
     if (st != LAC_SUCCESS) cudaStreamSynchronize(ctx->cuda->stream);
     lac_mf_schedule_free(&sch);
@@ -215,31 +241,39 @@ static lac_status sum_slots(lac_ctx_t ctx, const double *slots, double *sum)
     return LAC_SUCCESS;
 }
 
+/* The epoch's arguments at learning rate lr. */
+static lac_mf_cuda_epoch_args epoch_args(const lac_mf_state *s, float lr)
+{
+    lac_mf_cuda_epoch_args a;
+    a.code = s->code;
+    a.rating = s->rating;
+    a.group_first_run = s->group_first_run;
+    a.run_user = s->run_user;
+    a.run_weight = s->run_weight;
+    a.steps = s->steps;
+    a.P = s->P;
+    a.Q = s->Q;
+    a.user_bias = s->user_bias;
+    a.item_bias = s->item_bias;
+    a.stride = s->stride;
+    a.mean = s->mean;
+    a.lr = lr;
+    a.shrink = 1.0f - lr * s->lambda;
+    a.shrink_b = 1.0f - lr * s->lambda_bias;
+    a.use_bias = s->use_bias;
+    a.sse = s->sums;
+    return a;
+}
+
 static lac_status cuda_epoch(lac_ctx_t ctx, lac_mf_state *s, float lr, int epoch, double *train_sse)
 {
     (void)epoch;
     cudaStream_t stream = ctx->cuda->stream;
     LAC_CUDA_CHECK(ctx, cudaMemsetAsync(s->sums, 0, LAC_MF_SSE_SLOTS * sizeof(double), stream));
     if (s->runs > 0) {
-        lac_mf_cuda_epoch_args a;
-        a.code = s->code;
-        a.rating = s->rating;
-        a.group_first_run = s->group_first_run;
-        a.run_user = s->run_user;
-        a.run_weight = s->run_weight;
-        a.steps = s->steps;
-        a.P = s->P;
-        a.Q = s->Q;
-        a.user_bias = s->user_bias;
-        a.item_bias = s->item_bias;
-        a.stride = s->stride;
-        a.mean = s->mean;
-        a.lr = lr;
-        a.shrink = 1.0f - lr * s->lambda;
-        a.shrink_b = 1.0f - lr * s->lambda_bias;
-        a.use_bias = s->use_bias;
-        a.sse = s->sums;
-        LAC_CHECK(lac_mf_cuda_launch_epoch(ctx, &s->kernel, s->blocks, &a));
+        lac_mf_cuda_epoch_args a = epoch_args(s, lr);
+        if (s->nbr) LAC_CHECK(lac_mf_cuda_nbr_epoch(ctx, s->nbr, &a, lr, s->blocks));
+        else LAC_CHECK(lac_mf_cuda_launch_epoch(ctx, &s->kernel, s->blocks, &a));
         LAC_CHECK(replicas(ctx, s, 0));
     }
     return sum_slots(ctx, s->sums, train_sse);
@@ -254,9 +288,15 @@ static lac_status cuda_valid_rmse(lac_ctx_t ctx, lac_mf_state *s, double *rmse)
     }
     double *sums = s->sums + LAC_MF_SSE_SLOTS;
     LAC_CUDA_CHECK(ctx, cudaMemsetAsync(sums, 0, LAC_MF_SSE_SLOTS * sizeof(double), stream));
-    LAC_CHECK(lac_mf_cuda_launch_validation(ctx, s->valid_user, s->valid_item, s->valid_rating, s->valid_count, s->P,
-                                            s->Q, s->user_bias, s->item_bias, s->k, s->stride, s->mean, s->rating_min,
-                                            s->rating_max, sums));
+    if (s->nbr) {
+        lac_mf_cuda_epoch_args a = epoch_args(s, 0.0f);
+        LAC_CHECK(lac_mf_cuda_nbr_validation(ctx, s->nbr, &a, s->valid_user, s->valid_item, s->valid_rating,
+                                             s->valid_count, s->k, s->rating_min, s->rating_max, sums));
+    } else {
+        LAC_CHECK(lac_mf_cuda_launch_validation(ctx, s->valid_user, s->valid_item, s->valid_rating, s->valid_count,
+                                                s->P, s->Q, s->user_bias, s->item_bias, s->k, s->stride, s->mean,
+                                                s->rating_min, s->rating_max, sums));
+    }
     double sse = 0.0;
     LAC_CHECK(sum_slots(ctx, sums, &sse));
     *rmse = sqrt(sse / (double)s->valid_count);
@@ -281,6 +321,7 @@ static lac_status cuda_keep(lac_ctx_t ctx, lac_mf_state *s, int restore)
                                                 sizes[i] * sizeof(float), cudaMemcpyDeviceToDevice, ctx->cuda->stream));
         at += sizes[i];
     }
+    if (s->nbr) LAC_CHECK(lac_mf_cuda_nbr_keep(ctx, s->nbr, restore));
     return restore ? replicas(ctx, s, 1) : LAC_SUCCESS;
 }
 
@@ -323,29 +364,42 @@ static lac_status kept_parts(lac_ctx_t ctx, lac_mf_state *s, float *parts[4])
     return LAC_SUCCESS;
 }
 
+/* W and C with the factors (the neighbourhood model). */
+static lac_status copy_nbr(lac_ctx_t ctx, lac_mf_state *s, int kept, const lac_mf_factors *f, int to_device)
+{
+    return s->nbr ? lac_mf_cuda_nbr_copy(ctx, s->nbr, kept, f->W, f->C, to_device) : LAC_SUCCESS;
+}
+
 static lac_status cuda_download(lac_ctx_t ctx, lac_mf_state *s)
 {
-    return copy_factors(ctx, s, s->P, s->Q, s->user_bias, s->item_bias, &s->call.factors, 0);
+    LAC_CHECK(copy_factors(ctx, s, s->P, s->Q, s->user_bias, s->item_bias, &s->call.factors, 0));
+    return copy_nbr(ctx, s, 0, &s->call.factors, 0);
 }
 
 static lac_status cuda_get(lac_ctx_t ctx, lac_mf_state *s, int kept, const lac_mf_factors *to)
 {
-    if (!kept) return copy_factors(ctx, s, s->P, s->Q, s->user_bias, s->item_bias, to, 0);
+    if (!kept) {
+        LAC_CHECK(copy_factors(ctx, s, s->P, s->Q, s->user_bias, s->item_bias, to, 0));
+        return copy_nbr(ctx, s, 0, to, 0);
+    }
     if (!s->best) return lac_error(ctx, LAC_ERR_INTERNAL, "mf CUDA: no kept epoch");
     float *parts[4] = {NULL, NULL, NULL, NULL};
     LAC_CHECK(kept_parts(ctx, s, parts));
-    return copy_factors(ctx, s, parts[0], parts[1], parts[2], parts[3], to, 0);
+    LAC_CHECK(copy_factors(ctx, s, parts[0], parts[1], parts[2], parts[3], to, 0));
+    return copy_nbr(ctx, s, 1, to, 0);
 }
 
 static lac_status cuda_put(lac_ctx_t ctx, lac_mf_state *s, int kept, const lac_mf_factors *from)
 {
     if (!kept) {
         LAC_CHECK(copy_factors(ctx, s, s->P, s->Q, s->user_bias, s->item_bias, from, 1));
+        LAC_CHECK(copy_nbr(ctx, s, 0, from, 1));
         return replicas(ctx, s, 1);   /* the popular items' rows start from the new values */
     }
     float *parts[4] = {NULL, NULL, NULL, NULL};
     LAC_CHECK(kept_parts(ctx, s, parts));
-    return copy_factors(ctx, s, parts[0], parts[1], parts[2], parts[3], from, 1);
+    LAC_CHECK(copy_factors(ctx, s, parts[0], parts[1], parts[2], parts[3], from, 1));
+    return copy_nbr(ctx, s, 1, from, 1);
 }
 
 static void cuda_end(lac_ctx_t ctx, lac_mf_state *s)
@@ -356,5 +410,6 @@ static void cuda_end(lac_ctx_t ctx, lac_mf_state *s)
 }
 
 extern "C" const lac_mf_backend lac_mf_cuda_table = {
-    "cuda", 0, cuda_begin, cuda_epoch, cuda_valid_rmse, cuda_keep, cuda_download, cuda_end, cuda_get, cuda_put,
+    "cuda", 0, cuda_begin, cuda_epoch, cuda_valid_rmse, cuda_keep, cuda_download, cuda_end, cuda_get, cuda_put, 1,
+    NULL,   /* fold_in: the CPU table's */
 };

@@ -30,13 +30,6 @@
  * general path with u_i in global memory. Float32 throughout. */
 #include "backend/cuda/mf/mf_cuda.h"
 
-static __device__ __forceinline__ float warp_sum(float x)
-{
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
-    return x;
-}
-
 static __device__ __forceinline__ float dot4(float4 a, float4 b, float acc)
 {
     return fmaf(a.w, b.w, fmaf(a.z, b.z, fmaf(a.y, b.y, fmaf(a.x, b.x, acc))));
@@ -181,7 +174,7 @@ static __global__ void __launch_bounds__(32 * LAC_MF_WARPS_PER_BLOCK) cusgd_epoc
         }
     }
     if (user >= 0) finish_run<G, V, FULL>(a, user, weight, p, p0, bu, bu0, sub);
-    sse = warp_sum(sse);
+    sse = lac_mf_warp_sum(sse);
     if (lane == 0)
         atomicAdd(a.sse + (blockIdx.x * LAC_MF_WARPS_PER_BLOCK + (threadIdx.x >> 5)) % LAC_MF_SSE_SLOTS, (double)sse);
 }
@@ -211,7 +204,7 @@ static __global__ void __launch_bounds__(32 * LAC_MF_WARPS_PER_BLOCK) sgd_epoch_
         float *qj = a.Q + (int64_t)j * stride;
         float part = 0.0f;
         for (int f = lane; f < stride; f += 32) part = fmaf(__ldcg(pu + f), __ldcg(qj + f), part);
-        const float dot = warp_sum(part);
+        const float dot = lac_mf_warp_sum(part);
         const float bu = __ldcg(a.user_bias + user);
         const float bj = a.use_bias ? __ldcg(a.item_bias + (int64_t)j * LAC_MF_BIAS_STRIDE) : 0.0f;
         const float e = rating[t] - (a.mean + bu + bj + dot);
@@ -277,7 +270,7 @@ static __global__ void validation_sse(const int32_t *__restrict__ vu, const int3
         float part = 0.0f;
         if (u >= 0 && j >= 0)
             for (int f = lane; f < k; f += 32) part = fmaf(P[(int64_t)u * stride + f], Q[(int64_t)j * stride + f], part);
-        float s = mean + warp_sum(part) + (u >= 0 ? user_bias[u] : 0.0f) +
+        float s = mean + lac_mf_warp_sum(part) + (u >= 0 ? user_bias[u] : 0.0f) +
                   (j >= 0 ? item_bias[(int64_t)j * LAC_MF_BIAS_STRIDE] : 0.0f);
         s = fminf(fmaxf(s, lo), hi);
         const float e = vr[i] - s;

@@ -1,0 +1,74 @@
+/* The neighbourhood model (CULSH-MF, eq. 1 with rule 5) on CUDA: what the
+ * table (mf_sgd.cu), the host part (mf_nbr.cu) and the kernels
+ * (mf_nbr_kernels.cu) share. The model walks CUSGD++'s schedule and keeps its
+ * P, Q and biases where mf_sgd.cu keeps them; this part adds, on the device,
+ * S^K(j) of every item row, the items' rows w_j | c_j (one per item: a
+ * replica row of v_j, when the knob LACUNA_MF_CUDA_HOT asks for them, updates
+ * its item's), each user's training ratings (R(i), items ascending: a
+ * neighbour is found by a binary search), and bhat at the epoch's start (the
+ * residuals' baselines, as on the CPU). */
+
+/* Ratings a lane group of the neighbourhood model, by default (mf_sgd.cu). */
+#define LAC_MF_NBR_RATINGS_PER_GROUP 8192
+#ifndef LACUNA_BACKEND_CUDA_MF_NBR_CUDA_H
+#define LACUNA_BACKEND_CUDA_MF_NBR_CUDA_H
+
+#include "backend/cuda/mf/mf_cuda.h"
+
+/* The arguments of one epoch (passed by value). */
+struct lac_mf_cuda_nbr_args {
+    lac_mf_cuda_epoch_args base;    /* the streams, P, Q, biases (base.lr unused) */
+    const int32_t *nbr;             /* rows x K: S^K of the row's item */
+    float *WC;                      /* num_items x 2K: w_j, then c_j */
+    const int32_t *wc_row;          /* rows: the item of each item row (its WC row) */
+    int K;
+    const int64_t *rated_start;     /* num_users + 1 */
+    const int32_t *rated_items;     /* ascending within a user */
+    const float *rated_vals;
+    const float *bhat;              /* num_items: bhat at the epoch's start */
+    float gb, gbh, gu, gv, gw, gc;  /* the groups' rates at this epoch */
+    float lb, lbh, lu, lv, lw, lc;  /* and regularisers */
+};
+
+typedef void (*lac_mf_cuda_nbr_fn)(lac_mf_cuda_nbr_args);
+
+/* The epoch kernel for rows of `pieces` float4 and K neighbours: fn, its lanes
+ * a group and groups a block (kernels file). */
+struct lac_mf_cuda_nbr_kernel {
+    lac_mf_cuda_nbr_fn fn;
+    int lanes, groups_per_block;
+};
+lac_mf_cuda_nbr_kernel lac_mf_cuda_nbr_choose(int pieces, int K);
+lac_status lac_mf_cuda_nbr_occupancy(lac_ctx_t ctx, const lac_mf_cuda_nbr_kernel *k, int *blocks_per_sm);
+lac_status lac_mf_cuda_nbr_launch_epoch(lac_ctx_t ctx, const lac_mf_cuda_nbr_kernel *k, unsigned blocks,
+                                        const lac_mf_cuda_nbr_args *a);
+/* bhat[j] = item_bias[j * LAC_MF_BIAS_STRIDE] for the num_items own rows. */
+lac_status lac_mf_cuda_nbr_launch_bhat(lac_ctx_t ctx, const float *item_bias, int64_t num_items, float *bhat);
+/* Adds the validation set's squared errors (eq. 1, clamped) into
+ * sse[0 .. LAC_MF_SSE_SLOTS). */
+lac_status lac_mf_cuda_nbr_launch_validation(lac_ctx_t ctx, const lac_mf_cuda_nbr_args *a, const int32_t *user,
+                                             const int32_t *item, const float *rating, int64_t count, int k,
+                                             float lo, float hi, double *sse);
+
+/* The host part (mf_nbr.cu): one training's device arrays of the model. */
+typedef struct lac_mf_cuda_nbr lac_mf_cuda_nbr;
+
+/* Chooses the kernel for the call (factors.nbr_k > 0) before the schedule. */
+lac_status lac_mf_cuda_nbr_begin(lac_ctx_t ctx, const lac_mf_call *call, int pieces, lac_mf_cuda_nbr **out,
+                                 lac_mf_cuda_nbr_kernel *kernel);
+/* Uploads S^K, W, C, R(i) for the schedule's item rows. */
+lac_status lac_mf_cuda_nbr_upload(lac_ctx_t ctx, lac_mf_cuda_nbr *n, const lac_mf_schedule *sch);
+/* One epoch at scale (the rates' factor 1 / (1 + beta t^1.5)); base holds the
+ * streams and the factors. */
+lac_status lac_mf_cuda_nbr_epoch(lac_ctx_t ctx, lac_mf_cuda_nbr *n, const lac_mf_cuda_epoch_args *base, float scale,
+                                 unsigned blocks);
+lac_status lac_mf_cuda_nbr_validation(lac_ctx_t ctx, lac_mf_cuda_nbr *n, const lac_mf_cuda_epoch_args *base,
+                                      const int32_t *user, const int32_t *item, const float *rating, int64_t count,
+                                      int k, float lo, float hi, double *sse);
+/* W and C: kept (restore 0) or brought back (1); to host arrays (num_items x
+ * K each) or from them, current (kept 0) or the kept copy (1). */
+lac_status lac_mf_cuda_nbr_keep(lac_ctx_t ctx, lac_mf_cuda_nbr *n, int restore);
+lac_status lac_mf_cuda_nbr_copy(lac_ctx_t ctx, lac_mf_cuda_nbr *n, int kept, float *W, float *C, int to_device);
+void lac_mf_cuda_nbr_end(lac_mf_cuda_nbr *n);
+
+#endif

@@ -1,0 +1,283 @@
+/* The neighbourhood model and the neighbour search on CUDA (GPU test, label
+ * "cuda"), against the CPU backend:
+ *  - one epoch of users with disjoint items (no Hogwild conflicts, bhat of
+ *    the residuals taken at the epoch's start on both) gives the CPU's
+ *    parameters to rounding, for every register layout: F = K = 32 (8 lanes,
+ *    4 neighbour slots each), small F and K not multiples of 32 (F = 20,
+ *    K = 6), F = 40 with K = 40, F = 128 with K = 16, and the general path
+ *    (F = 300, K = 300);
+ *  - trained with early stopping on generated data with planted item
+ *    neighbourhoods, the validation RMSE is within 0.005 of the CPU's, and
+ *    better than plain MF's on the GPU with the same F; predictions of the
+ *    downloaded model reproduce it;
+ *  - exact GSM gives the CPU's lists, item for item. */
+#include "harness.h"
+#include "lacuna/lacuna.h"
+#include "mf/mf_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static lac_ctx_t gpu, cpu, cpu_all;   /* cpu: one thread; cpu_all: every core */
+
+/* users x per ratings, user u rating items u * per .. u * per + per - 1. */
+static lac_ratings_t disjoint_ratings(int users, int per)
+{
+    int64_t n = (int64_t)users * per;
+    int64_t *u = malloc(sizeof(int64_t) * (size_t)n), *i = malloc(sizeof(int64_t) * (size_t)n);
+    float *v = malloc(sizeof(float) * (size_t)n);
+    unsigned long long s = 42;
+    for (int64_t a = 0; a < n; a++) {
+        u[a] = a / per;
+        i[a] = a;
+        v[a] = (float)(1 + (int)(harness_rand_uniform(&s) * 9) * 0.5);
+    }
+    lac_ratings_t r = NULL;
+    CHECK_OK(cpu, lac_ratings_from_arrays(cpu, n, u, i, v, &r));
+    free(u);
+    free(i);
+    free(v);
+    return r;
+}
+
+/* A model of the data with random factors, W and C, and lists that mix the
+ * user's other items (R^K) with random ones (N^K). */
+static lac_mf_model_t random_model(const lac_mf_data *d, int F, int K, int per, uint64_t seed)
+{
+    lac_mf_model_t m = NULL;
+    CHECK_OK(cpu, lac_mf_model_alloc(cpu, d->num_users, d->num_items, F, &m));
+    CHECK_OK(cpu, lac_mf_model_alloc_nbr(cpu, m, K));
+    m->params.model = LAC_MF_MODEL_NEIGHBOURHOOD;
+    m->params.use_bias = 1;
+    m->params.rates = (lac_mf_groups){0.03, 0.02, 0.04, 0.05, 0.01, 0.015};
+    m->params.lambdas = (lac_mf_groups){0.02, 0.03, 0.04, 0.05, 0.06, 0.07};
+    m->mean = d->mean;
+    m->rating_min = d->min;
+    m->rating_max = d->max;
+    unsigned long long s = seed;
+    for (int64_t u = 0; u < d->num_users; u++) {
+        for (int f = 0; f < F; f++) m->P[u * m->stride + f] = (float)(0.3 * harness_rand_uniform(&s));
+        m->user_bias[u] = (float)(0.2 * harness_rand_uniform(&s) - 0.1);
+    }
+    int64_t ni = d->num_items;
+    for (int64_t j = 0; j < ni; j++) {
+        for (int f = 0; f < F; f++) m->Q[j * m->stride + f] = (float)(0.3 * harness_rand_uniform(&s));
+        m->item_bias[j] = (float)(0.2 * harness_rand_uniform(&s) - 0.1);
+        int32_t *nb = m->nbr + j * K;
+        int have = 0;
+        int64_t first = j / per * per;   /* the same user's items (dense index = item id here) */
+        for (int64_t x = first; x < first + per && have < K / 2; x++)
+            if (x != j) nb[have++] = (int32_t)x;
+        lac_nbr_fill(seed, j, ni, K, nb, have);
+        for (int k = 0; k < K; k++) {
+            m->W[j * K + k] = (float)(0.2 * harness_rand_uniform(&s) - 0.1);
+            m->C[j * K + k] = (float)(0.2 * harness_rand_uniform(&s) - 0.1);
+        }
+    }
+    /* R(i): the items ascending with their ratings */
+    m->rated_vals = malloc(sizeof(float) * (size_t)d->nnz);
+    m->rated_items = malloc(sizeof(int32_t) * (size_t)d->nnz);
+    for (int64_t u = 0; u <= d->num_users; u++) m->rated_start[u] = d->row_start[u];
+    for (int64_t a = 0; a < d->nnz; a++) {
+        m->rated_items[a] = d->col[a];
+        m->rated_vals[a] = d->val[a];
+    }
+    return m;
+}
+
+static double largest_gap(const float *a, const float *b, int64_t n)
+{
+    double worst = 0;
+    for (int64_t x = 0; x < n; x++) worst = fmax(worst, fabs((double)a[x] - b[x]));
+    return worst;
+}
+
+TEST(one_epoch_of_disjoint_users_matches_the_cpu)
+{
+    const int per = 40;
+    lac_ratings_t r = disjoint_ratings(64, per);
+    lac_mf_data d;
+    CHECK_OK(cpu, lac_mf_data_build(cpu, r, &d));
+    /* each user's items ascending, as R(i) must be */
+    for (int64_t u = 0; u < d.num_users; u++)
+        for (int64_t a = d.row_start[u] + 1; a < d.row_start[u + 1]; a++)
+            if (d.col[a] <= d.col[a - 1]) HARNESS_FAIL("user %lld: items not ascending", (long long)u);
+    int Fs[] = {32, 20, 40, 128, 300}, Ks[] = {32, 6, 40, 16, 300};
+    const lac_mf_backend *cu = lac_mf_backend_cuda();
+    CHECK(cu && cu->neighbourhood);
+    for (int c = 0; c < 5 && cu; c++) {
+        int F = Fs[c], K = Ks[c] < d.num_items ? Ks[c] : (int)d.num_items - 1;
+        lac_mf_model_t a = random_model(&d, F, K, per, 9 + c), b = random_model(&d, F, K, per, 9 + c);
+        lac_mf_call ca = lac_mf_model_call(a, &d, NULL), cb = lac_mf_model_call(b, &d, NULL);
+        lac_mf_state *sa = NULL, *sb = NULL;
+        double ea = 0, eb = 0;
+        CHECK_OK(cpu, lac_mf_cpu_backend.begin(cpu, &ca, &sa));
+        CHECK_OK(cpu, lac_mf_cpu_backend.epoch(cpu, sa, 0.7f, 0, &ea));
+        CHECK_OK(gpu, cu->begin(gpu, &cb, &sb));
+        if (sb) {
+            CHECK_OK(gpu, cu->epoch(gpu, sb, 0.7f, 0, &eb));
+            CHECK_OK(gpu, cu->download(gpu, sb));
+        }
+        double worst = 0;
+        worst = fmax(worst, largest_gap(a->P, b->P, a->num_users * a->stride));
+        worst = fmax(worst, largest_gap(a->Q, b->Q, a->num_items * a->stride));
+        worst = fmax(worst, largest_gap(a->user_bias, b->user_bias, a->num_users));
+        worst = fmax(worst, largest_gap(a->item_bias, b->item_bias, a->num_items));
+        worst = fmax(worst, largest_gap(a->W, b->W, a->num_items * K));
+        worst = fmax(worst, largest_gap(a->C, b->C, a->num_items * K));
+        printf("    F = %d, K = %d: largest gap %.3g, sse CPU %.6g CUDA %.6g\n", F, K, worst, ea, eb);
+        if (worst > 5e-5) HARNESS_FAIL("F = %d, K = %d: CUDA and CPU parameters differ by %g", F, K, worst);
+        CHECK_NEAR(eb, ea, 1e-4 * ea);
+        lac_mf_cpu_backend.end(cpu, sa);
+        cu->end(gpu, sb);
+        lac_mf_model_destroy(&a);
+        lac_mf_model_destroy(&b);
+    }
+    lac_mf_data_free(&d);
+    lac_ratings_destroy(&r);
+}
+
+static void split_clustered(int64_t users, int64_t items, int64_t ratings, int clusters, uint64_t seed,
+                            lac_ratings_t *train, lac_ratings_t *valid)
+{
+    lac_mf_gen_params g = lac_mf_gen_params_default();
+    g.users = users;
+    g.items = items;
+    g.ratings = ratings;
+    g.item_clusters = clusters;
+    g.cluster_strength = 1.0;
+    g.seed = seed;
+    lac_ratings_t all = NULL;
+    CHECK_OK(cpu, lac_mf_generate(cpu, &g, &all));
+    lac_mf_split_params sp = lac_mf_split_params_default();
+    CHECK_OK(cpu, lac_mf_split(cpu, &sp, all, train, valid));
+    lac_ratings_destroy(&all);
+}
+
+static void train_both(lac_ratings_t train, lac_ratings_t valid, int F, int K, lac_mf_nbr_method method)
+{
+    lac_mf_params p = lac_mf_params_default();
+    p.model = LAC_MF_MODEL_NEIGHBOURHOOD;
+    p.k = F;
+    p.epochs = 100;
+    p.neighbours.method = method;
+    p.neighbours.k = K;
+    lac_mf_params plain = lac_mf_params_default();
+    plain.k = F;
+    plain.epochs = 100;
+    lac_mf_model_t a = NULL, b = NULL, c = NULL;
+    lac_mf_report ra, rb, rc;
+    CHECK_OK(cpu_all, lac_mf_train(cpu_all, &p, train, valid, NULL, NULL, &a, &ra));
+    CHECK_OK(gpu, lac_mf_train(gpu, &p, train, valid, NULL, NULL, &b, &rb));
+    CHECK_OK(gpu, lac_mf_train(gpu, &plain, train, valid, NULL, NULL, &c, &rc));
+    if (!a || !b || !c) return;
+    printf("    F = %d, K = %d (%s): valid RMSE CPU %.4f (%d epochs), CUDA %.4f (%d epochs), plain MF on CUDA %.4f\n",
+           F, K, lac_mf_nbr_method_name(method), ra.valid_rmse, ra.epochs, rb.valid_rmse, rb.epochs, rc.valid_rmse);
+    if (!(fabs(ra.valid_rmse - rb.valid_rmse) <= 0.005))
+        HARNESS_FAIL("F = %d, K = %d: CUDA valid RMSE %.5f vs CPU %.5f", F, K, rb.valid_rmse, ra.valid_rmse);
+    if (!(rb.valid_rmse < rc.valid_rmse))
+        HARNESS_FAIL("F = %d, K = %d: neighbourhood %.5f not better than plain %.5f", F, K, rb.valid_rmse,
+                     rc.valid_rmse);
+    double rmse = NAN;
+    CHECK_OK(cpu_all, lac_mf_predict(cpu_all, b, valid, NULL, &rmse, NULL, NULL));
+    CHECK_NEAR(rmse, rb.valid_rmse, 1e-4);
+    lac_mf_model_destroy(&a);
+    lac_mf_model_destroy(&b);
+    lac_mf_model_destroy(&c);
+}
+
+TEST(trained_rmse_within_0005_of_the_cpu)
+{
+    /* a 20,000 x 3,000 shape with 100 planted clusters, 1 M ratings (items
+     * popular enough for replica rows) */
+    lac_ratings_t train = NULL, valid = NULL;
+    split_clustered(20000, 3000, 1000000, 100, 5, &train, &valid);
+    train_both(train, valid, 32, 32, LAC_MF_NBR_GSM);
+    train_both(train, valid, 20, 20, LAC_MF_NBR_SIMLSH);   /* F and K not multiples of 32 */
+    lac_ratings_destroy(&train);
+    lac_ratings_destroy(&valid);
+}
+
+/* GSM lists of ratings by the GPU and the CPU: the same, item for item. */
+static void same_gsm_lists(lac_ratings_t r, int K, const char *what)
+{
+    lac_mf_nbr_params np = lac_mf_nbr_params_default();
+    np.method = LAC_MF_NBR_GSM;
+    np.k = K;
+    lac_mf_nbr_t a = NULL, b = NULL;
+    CHECK_OK(cpu_all, lac_mf_neighbours(cpu_all, &np, r, &a));
+    CHECK_OK(gpu, lac_mf_neighbours(gpu, &np, r, &b));
+    if (!a || !b) return;
+    int64_t differ = 0, first = -1;
+    for (int64_t x = 0; x < a->num_items * K; x++)
+        if (a->list[x] != b->list[x]) {
+            if (first < 0) first = x;
+            differ++;
+        }
+    printf("    %s, K = %d: %lld items, CPU %.3f s, GPU %.3f s, %lld entries differ\n", what, K,
+           (long long)a->num_items, lac_mf_nbr_seconds(a), lac_mf_nbr_seconds(b), (long long)differ);
+    if (differ)
+        HARNESS_FAIL("%s: GSM lists differ at item %lld, place %lld: CPU %d, GPU %d", what, (long long)(first / K),
+                     (long long)(first % K), a->list[first], b->list[first]);
+    lac_mf_nbr_destroy(&a);
+    lac_mf_nbr_destroy(&b);
+}
+
+TEST(gsm_lists_are_the_cpus)
+{
+    lac_ratings_t train = NULL, valid = NULL;
+    split_clustered(20000, 3000, 1000000, 100, 5, &train, &valid);
+    same_gsm_lists(train, 32, "clustered 20,000 x 3,000");
+    same_gsm_lists(train, 20, "clustered 20,000 x 3,000");
+    lac_ratings_destroy(&train);
+    lac_ratings_destroy(&valid);
+    /* sparse: most pairs share fewer than two users, S = 0 ties to the lower index */
+    split_clustered(400, 300, 2000, 0, 7, &train, &valid);
+    same_gsm_lists(train, 32, "sparse 400 x 300");
+    lac_ratings_destroy(&train);
+    lac_ratings_destroy(&valid);
+    /* ratings off fp16's grid: the CPU's table serves the GPU context */
+    int64_t n = 3000;
+    int64_t *u = malloc(sizeof(int64_t) * (size_t)n), *i = malloc(sizeof(int64_t) * (size_t)n);
+    float *v = malloc(sizeof(float) * (size_t)n);
+    unsigned long long s = 11;
+    for (int64_t x = 0; x < n; x++) {
+        u[x] = (int64_t)(harness_rand_uniform(&s) * 200);
+        i[x] = (int64_t)(harness_rand_uniform(&s) * 100);
+        v[x] = (float)(1.0 + 4.0 * harness_rand_uniform(&s));
+    }
+    lac_ratings_t odd = NULL;
+    CHECK_OK(cpu, lac_ratings_from_arrays(cpu, n, u, i, v, &odd));
+    same_gsm_lists(odd, 8, "real-valued ratings");
+    lac_ratings_destroy(&odd);
+    free(u);
+    free(i);
+    free(v);
+}
+
+int main(void)
+{
+    if (lac_cuda_device_count() == 0) {
+        printf("no CUDA device: skipped\n");
+        return 0;
+    }
+    lac_ctx_params p = lac_ctx_params_default();
+    p.backend = LAC_BACKEND_CUDA;
+    if (lac_ctx_create(&p, &gpu) != 0) {
+        printf("no CUDA context: %s\n", lac_last_error(NULL));
+        return 1;
+    }
+    p.backend = LAC_BACKEND_CPU;
+    p.threads = 1;
+    if (lac_ctx_create(&p, &cpu) != 0) return 1;
+    p.threads = 0;
+    if (lac_ctx_create(&p, &cpu_all) != 0) return 1;
+    RUN(one_epoch_of_disjoint_users_matches_the_cpu);
+    RUN(trained_rmse_within_0005_of_the_cpu);
+    RUN(gsm_lists_are_the_cpus);
+    lac_ctx_destroy(&gpu);
+    lac_ctx_destroy(&cpu);
+    lac_ctx_destroy(&cpu_all);
+    return harness_finish();
+}
