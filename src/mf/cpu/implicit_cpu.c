@@ -14,87 +14,12 @@
  * load. */
 #include "core/random.h"
 #include "mf/cpu/mf_cpu.h"
+#include "mf/cpu/nbr_step.h"
 
 #include <math.h>
 #include <omp.h>
 
-#define MAX_K 1024
 #define DRAWS 32   /* tries for an unseen item before taking a seen one as the negative */
-
-typedef struct {
-    const lac_mf_factors *m;
-    const float *bhat_epoch;
-    float lr, shrink, shrink_b;   /* plain: rule (5) as in sgd_cpu.c */
-    float g[6], l[6];             /* neighbourhood: per-group rates (scaled) and lambdas */
-    int use_bias;
-} step_consts;
-
-/* r_hat(u, j); for the neighbourhood model also the residuals of S^K(j)
- * (NaN for N(i)) and the two normalisers, for step(). */
-static float predict(const step_consts *c, int64_t u, int32_t j, const float *seen, float *resid, float *rr, float *rc)
-{
-    const lac_mf_factors *m = c->m;
-    const int F = m->k, S = m->stride, K = m->nbr_k;
-    const float *pu = m->P + u * S, *qv = m->Q + (int64_t)j * S;
-    float dot = 0.0f;
-    for (int f = 0; f < F; f++) dot += pu[f] * qv[f];
-    float base = (float)m->mean + (c->use_bias || K ? m->user_bias[u] : 0.0f);
-    float s = base + (c->use_bias || K ? m->item_bias[j] : 0.0f) + dot;
-    if (!K) return s;
-    const int32_t *nb = m->nbr + (int64_t)j * K;
-    const float *w = m->W + (int64_t)j * K, *cc = m->C + (int64_t)j * K;
-    float sr = 0.0f, sc = 0.0f;
-    int nr = 0;
-    for (int k = 0; k < K; k++) {
-        float x = seen[nb[k]];
-        if (x == x) {
-            resid[k] = x - base - c->bhat_epoch[nb[k]];
-            sr += resid[k] * w[k];
-            nr++;
-        } else {
-            resid[k] = NAN;
-            sc += cc[k];
-        }
-    }
-    *rr = nr ? 1.0f / sqrtf((float)nr) : 0.0f;
-    *rc = nr < K ? 1.0f / sqrtf((float)(K - nr)) : 0.0f;
-    return s + sr * *rr + sc * *rc;
-}
-
-/* Rule (5) for (u, j) with error e. */
-static void step(const step_consts *c, int64_t u, int32_t j, float e, const float *resid, float rr, float rc)
-{
-    const lac_mf_factors *m = c->m;
-    const int F = m->k, S = m->stride, K = m->nbr_k;
-    float *pu = m->P + u * S, *qv = m->Q + (int64_t)j * S;
-    if (!K) {
-        float st = c->lr * e;
-        if (c->use_bias) {
-            m->user_bias[u] = c->shrink_b * m->user_bias[u] + st;
-            m->item_bias[j] = c->shrink_b * m->item_bias[j] + st;
-        }
-        for (int f = 0; f < F; f++) {
-            float pf = pu[f], qf = qv[f];
-            pu[f] = c->shrink * pf + st * qf;
-            qv[f] = c->shrink * qf + st * pf;
-        }
-        return;
-    }
-    const float *g = c->g, *l = c->l;
-    m->user_bias[u] += g[0] * (e - l[0] * m->user_bias[u]);
-    m->item_bias[j] += g[1] * (e - l[1] * m->item_bias[j]);
-    for (int f = 0; f < F; f++) {
-        float pf = pu[f], qf = qv[f];
-        pu[f] = pf + g[2] * (e * qf - l[2] * pf);
-        qv[f] = qf + g[3] * (e * pf - l[3] * qf);
-    }
-    float *w = m->W + (int64_t)j * K, *cc = m->C + (int64_t)j * K;
-    float er = e * rr, ec = e * rc;
-    for (int k = 0; k < K; k++) {
-        if (resid[k] == resid[k]) w[k] += g[4] * (er * resid[k] - l[4] * w[k]);
-        else cc[k] += g[5] * (ec - l[5] * cc[k]);
-    }
-}
 
 static inline float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 
@@ -113,11 +38,11 @@ static int32_t draw_negative(uint64_t *rng, int64_t ni, const float *seen)
 }
 
 /* One user's interactions. */
-static double user_epoch(const lac_mf_state *s, const step_consts *c, int64_t u, float *seen, uint64_t seed)
+static double user_epoch(const lac_mf_state *s, const lac_mf_step_consts *c, int64_t u, float *seen, uint64_t seed)
 {
     const lac_mf_data *d = s->call.data;
     const int64_t ni = c->m->num_items;
-    float resid[2][MAX_K], rr[2] = {0, 0}, rc[2] = {0, 0};
+    float resid[2][LAC_MF_NBR_MAX_K], rr[2] = {0, 0}, rc[2] = {0, 0};
     uint64_t rng = lac_mix64(seed ^ lac_mix64((uint64_t)u + 0x51ED270B2A3C2D59ull));
     double loss = 0.0;
     for (int64_t a = d->row_start[u]; a < d->row_start[u + 1]; a++) seen[d->col[a]] = d->val[a];
@@ -126,21 +51,21 @@ static double user_epoch(const lac_mf_state *s, const step_consts *c, int64_t u,
         float weight = d->val[a];
         if (s->call.loss == LAC_MF_LOSS_BPR) {
             int32_t n = draw_negative(&rng, ni, seen);
-            float x = predict(c, u, j, seen, resid[0], &rr[0], &rc[0]) - predict(c, u, n, seen, resid[1], &rr[1], &rc[1]);
+            float x = lac_mf_step_predict(c, u, j, seen, resid[0], &rr[0], &rc[0]) - lac_mf_step_predict(c, u, n, seen, resid[1], &rr[1], &rc[1]);
             float e = weight * sigmoid(-x);
             loss += weight * log_loss(x);
-            step(c, u, j, e, resid[0], rr[0], rc[0]);
-            step(c, u, n, -e, resid[1], rr[1], rc[1]);
+            lac_mf_step(c, u, j, e, resid[0], rr[0], rc[0]);
+            lac_mf_step(c, u, n, -e, resid[1], rr[1], rc[1]);
             continue;
         }
-        float x = predict(c, u, j, seen, resid[0], &rr[0], &rc[0]);
+        float x = lac_mf_step_predict(c, u, j, seen, resid[0], &rr[0], &rc[0]);
         loss += weight * log_loss(x);
-        step(c, u, j, weight * (1.0f - sigmoid(x)), resid[0], rr[0], rc[0]);
+        lac_mf_step(c, u, j, weight * (1.0f - sigmoid(x)), resid[0], rr[0], rc[0]);
         for (int t = 0; t < s->call.negatives; t++) {
             int32_t n = draw_negative(&rng, ni, seen);
-            x = predict(c, u, n, seen, resid[1], &rr[1], &rc[1]);
+            x = lac_mf_step_predict(c, u, n, seen, resid[1], &rr[1], &rc[1]);
             loss += log_loss(-x);
-            step(c, u, n, -sigmoid(x), resid[1], rr[1], rc[1]);
+            lac_mf_step(c, u, n, -sigmoid(x), resid[1], rr[1], rc[1]);
         }
     }
     for (int64_t a = d->row_start[u]; a < d->row_start[u + 1]; a++) seen[d->col[a]] = NAN;
@@ -151,7 +76,7 @@ lac_status lac_mf_cpu_implicit_epoch(lac_ctx_t ctx, lac_mf_state *s, float lr, i
 {
     const lac_mf_factors *m = &s->call.factors;
     const lac_mf_data *d = s->call.data;
-    step_consts c;
+    lac_mf_step_consts c;
     c.m = m;
     c.bhat_epoch = s->bhat_epoch;
     c.use_bias = s->call.use_bias;
@@ -163,7 +88,7 @@ lac_status lac_mf_cpu_implicit_epoch(lac_ctx_t ctx, lac_mf_state *s, float lr, i
         c.g[g] = (float)(rates[g] * lr);
         c.l[g] = (float)lambdas[g];
     }
-    if (m->nbr_k > MAX_K) return lac_error(ctx, LAC_ERR_ARGUMENT, "implicit training takes K <= %d", MAX_K);
+    if (m->nbr_k > LAC_MF_NBR_MAX_K) return lac_error(ctx, LAC_ERR_ARGUMENT, "implicit training takes K <= %d", LAC_MF_NBR_MAX_K);
     uint64_t seed = lac_mix64(s->call.seed * 0x9E3779B97F4A7C15ull + (uint64_t)epoch);
     int64_t nu = d->num_users, chunks = (nu + LAC_MF_HOGWILD_CHUNK - 1) / LAC_MF_HOGWILD_CHUNK;
     double *part = s->chunk_sse;
