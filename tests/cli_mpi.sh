@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# lacuna map over MPI ranks (src/dist): `mpirun -np 2` and `-np 3
-# --oversubscribe` (odd splits) give the T of one process (within float64
+# lacuna map and impute over MPI ranks (src/dist): `mpirun -np 2` and `-np 3
+# --oversubscribe` (odd splits) give map's T of one process (within float64
 # rounding for sums, exactly for min/max/count), the same bits from run to
 # run, the error message of one process with the position in the whole input,
-# and only rank 0 writes. Skipped (77) without MPI in the build or mpirun.
+# and only rank 0 writes; impute's completion is one process's, bit for bit.
+# Skipped (77) without MPI in the build or mpirun.
 set -u
 tool=$1
 py=/usr/bin/python3
@@ -113,6 +114,33 @@ check "bad bridge: every rank says what one process says" \
 check "bad bridge: no output file" "[ ! -e bad.npy ]"
 mpi 2 "$tool" map --source S.npy --bridge R.npy --nan error --targets 997 --out bad.npy >/dev/null 2>&1; rc=$?
 check "NaN under --nan error over 2 ranks exits 2" "[ $rc -eq 2 ] && [ ! -e bad.npy ]"
+
+# impute: the SVT's spectral slices split over the ranks; every slice's SVD is
+# the one process's, so the completion is the same bits.
+export LACUNA_CACHE_DIR="$dir/cache"
+{ for v in $(seq 0 39); do echo "$((v * 10 + 5)) $((((v + 1) % 40) * 10 + 5))"; done
+  for v in $(seq 0 7); do echo "$((v * 10 + 5)) $((((v * 7 + 13) % 40) * 10 + 5))"; done; } > g.txt
+"$tool" impute gen --graph g.txt --m 6 --n 5 --rank 1 --observed-ratio 0.75 --seed 3 --precision double \
+    --out x.npy --truth z.npy --observed ids.txt --quiet
+for prec in double single; do
+    a="impute run --graph g.txt --tensor x.npy --observed ids.txt --truth z.npy --precision $prec --iters 4 --inner 10 --accelerate --threads 1"
+    one=$("$tool" $a --out imp1.$prec.npy --json --quiet)
+    for np in 2 3; do
+        out=$(mpi $np -x LACUNA_CACHE_DIR "$tool" $a --out imp$np.$prec.npy --json --quiet); rc=$?
+        check "impute $prec -np $np exits 0" "[ $rc -eq 0 ]"
+        check "impute $prec -np $np: the same completion, bit for bit" "cmp -s imp$np.$prec.npy imp1.$prec.npy"
+        check "impute $prec -np $np: one --json line, the same iterations and errors" \
+            "[ \"\$(sed 's/\"seconds[a-z_]*\":[0-9.e-]*,//g; s/\"basis_cached\":[a-z]*,//g' <<<\"\$out\")\" = \"\$(sed 's/\"seconds[a-z_]*\":[0-9.e-]*,//g; s/\"basis_cached\":[a-z]*,//g' <<<\"\$one\")\" ]"
+    done
+done
+# A fresh cache: every rank finds the basis itself and the cache stays whole.
+rm -rf "$dir/cache"
+mpi 3 -x LACUNA_CACHE_DIR "$tool" impute run --graph g.txt --tensor x.npy --observed ids.txt --precision double \
+    --iters 4 --inner 10 --threads 1 --out impfresh.npy --quiet; rc=$?
+"$tool" impute run --graph g.txt --tensor x.npy --observed ids.txt --precision double --iters 4 --inner 10 \
+    --threads 1 --out impfresh1.npy --json --quiet > fresh.json
+check "impute with a fresh cache over 3 ranks" "[ $rc -eq 0 ] && cmp -s impfresh.npy impfresh1.npy"
+check "the basis the ranks cached is used after" "grep -q '\"basis_cached\":true' fresh.json"
 
 echo "$passes passed, $fails failed"
 [ $fails -eq 0 ]

@@ -238,7 +238,9 @@ LAC_API lac_status lac_memcpy(lac_ctx_t ctx, void *dst, lac_memory dst_memory, c
  * the old file). lac_outputs_commit names every file first and renames them
  * after, so a full disk or a missing right fails before anything is
  * replaced. Direct writes (standard output, devices, FIFOs) happen at once.
- * lac_outputs_commit without an open set does nothing. */
+ * lac_outputs_commit without an open set does nothing. On a context of
+ * several MPI ranks only rank 0's commit names the files; the other ranks'
+ * commits drop theirs (every rank computes the same outputs). */
 LAC_API lac_status lac_outputs_begin(lac_ctx_t ctx);
 LAC_API lac_status lac_outputs_commit(lac_ctx_t ctx);
 LAC_API void lac_outputs_abort(lac_ctx_t ctx);

@@ -26,7 +26,8 @@ lac_status lac_dist_allreduce(lac_ctx_t ctx, void *buf, int64_t count, lac_dtype
 /* bytes of root's buf to every rank. */
 lac_status lac_dist_broadcast(lac_ctx_t ctx, void *buf, int64_t bytes, int root);
 /* Each rank's `mine` (its count elements of elem_bytes) laid one after the
- * other in rank order into `all` on every rank; *total (may be NULL) is the sum. */
+ * other in rank order into `all` on every rank; *total (may be NULL) is the sum.
+ * mine NULL: in place, the rank's elements already lie at their place in all. */
 lac_status lac_dist_allgatherv(lac_ctx_t ctx, const void *mine, int64_t count, size_t elem_bytes, void *all,
                                int64_t *total);
 /* Collective: every rank passes its status; when any failed, every rank

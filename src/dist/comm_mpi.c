@@ -167,7 +167,7 @@ lac_status lac_dist_allgatherv(lac_ctx_t ctx, const void *mine, int64_t count, s
 {
     const int P = ctx->ranks;
     if (P == 1) {
-        if (count && all != mine) memmove(all, mine, (size_t)count * elem_bytes);
+        if (count && mine && all != mine) memmove(all, mine, (size_t)count * elem_bytes);
         if (total) *total = count;
         return LAC_SUCCESS;
     }
@@ -191,8 +191,9 @@ lac_status lac_dist_allgatherv(lac_ctx_t ctx, const void *mine, int64_t count, s
         at += b;
     }
     if (st == LAC_SUCCESS) {
-        rc = MPI_Allgatherv(mine, (int)(count * (int64_t)elem_bytes), MPI_BYTE, all, bytes, bytes + P, MPI_BYTE,
-                            ctx->comm->comm);
+        rc = mine ? MPI_Allgatherv(mine, (int)(count * (int64_t)elem_bytes), MPI_BYTE, all, bytes, bytes + P, MPI_BYTE,
+                                   ctx->comm->comm)
+                  : MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_BYTE, all, bytes, bytes + P, MPI_BYTE, ctx->comm->comm);
         if (rc != MPI_SUCCESS) st = mpi_failed(ctx, rc, "MPI_Allgatherv");
     }
     if (st == LAC_SUCCESS && total) *total = at / (int64_t)elem_bytes;

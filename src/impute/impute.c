@@ -276,10 +276,10 @@ static lac_status walk_path(lac_ctx_t ctx, const lac_impute_backend *backend, co
             if (first) {
                 /* λ^1_k = σmax(Ĝ(k)): thresholding there gives 0, so only the
                  * singular values are needed. */
-                LAC_CHECK(backend->svt(ctx, w->state, NULL, w->lambda1, &stats));
+                LAC_CHECK(lac_impute_svt_dist(ctx, backend, w->state, N, NULL, w->lambda1, &stats));
             } else {
                 for (int64_t k = 0; k < N; k++) w->lambda[k] = scale * w->lambda1[k];
-                LAC_CHECK(backend->svt(ctx, w->state, w->lambda, NULL, &stats));
+                LAC_CHECK(lac_impute_svt_dist(ctx, backend, w->state, N, w->lambda, NULL, &stats));
             }
             double t2 = omp_get_wtime();
             double theta = 0;

@@ -90,7 +90,33 @@ typedef struct {
      * GFT), host, column-major, in the basis' precision. */
     lac_status (*transform)(lac_ctx_t ctx, const struct lac_gft *gft, int64_t mn, const void *in, void *out,
                             int inverse);
+    /* For the SVT split over MPI ranks (src/dist/impute_dist.c); NULL where a
+     * backend does not offer it (then every rank runs the whole SVT). svt_part
+     * is svt over frequencies [k_lo, k_hi) only (lambda and sigma_max are
+     * still indexed by k; stats cover those frequencies); estimate gives the
+     * host Ĝest: N slices of *slice_elements values of *dtype, slice k at
+     * k * *slice_elements. */
+    lac_status (*svt_part)(lac_ctx_t ctx, void *state, int64_t k_lo, int64_t k_hi, const double *lambda,
+                           double *sigma_max, lac_impute_svt_stats *stats);
+    void *(*estimate)(void *state, int64_t *slice_elements, lac_dtype *dtype);
 } lac_impute_backend;
+
+/* One SVT pass over the context's MPI ranks: rank r thresholds its range of
+ * the N frequencies, then every rank gathers the others' Ĝest slices (and
+ * sigma_max) and the stats are summed in rank order, so every rank goes on
+ * with the whole estimate. Without MPI, or one rank, or a backend without
+ * svt_part: the table's svt. */
+#ifdef LACUNA_HAVE_MPI
+lac_status lac_impute_svt_dist(lac_ctx_t ctx, const lac_impute_backend *backend, void *state, int64_t N,
+                               const double *lambda, double *sigma_max, lac_impute_svt_stats *stats);
+#else
+static inline lac_status lac_impute_svt_dist(lac_ctx_t ctx, const lac_impute_backend *backend, void *state, int64_t N,
+                                             const double *lambda, double *sigma_max, lac_impute_svt_stats *stats)
+{
+    (void)N;
+    return backend->svt(ctx, state, lambda, sigma_max, stats);
+}
+#endif
 
 /* The CPU backend (src/impute/cpu/), always there. */
 extern const lac_impute_backend lac_impute_cpu_backend;

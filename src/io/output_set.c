@@ -56,6 +56,11 @@ lac_status lac_outputs_commit(lac_ctx_t ctx)
     struct lac_output_set *set = ctx->outputs;
     ctx->outputs = NULL;
     if (!set) return LAC_SUCCESS;
+    if (ctx->rank != 0) {
+        /* Over MPI every rank computes the same outputs; rank 0 alone names them. */
+        drop_set(set);
+        return LAC_SUCCESS;
+    }
     /* Every file gets its name first (what can fail: room, rights), then
      * the renames run back to back. */
     lac_status st = LAC_SUCCESS;

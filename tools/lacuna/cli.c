@@ -57,6 +57,13 @@ int cli_make_context(const char *cmd, const char *device, int threads, lac_ctx_t
     }
     lac_status st = lac_ctx_create(&p, ctx);
     if (st < 0) return cli_status_error(cmd, NULL, st);
+    if (lac_ctx_rank(*ctx) > 0) {
+        /* Over MPI rank 0 speaks for the job: the others print nothing (their
+         * files are dropped at commit, lac_outputs_commit); errors still go
+         * to stderr. */
+        if (!freopen("/dev/null", "w", stdout)) return cli_usage_error(cmd, "cannot silence rank %d", lac_ctx_rank(*ctx));
+        cli_progress_enable(false);
+    }
     if ((st = lac_outputs_begin(*ctx)) < 0) {
         int rc = cli_status_error(cmd, *ctx, st);
         lac_ctx_destroy(ctx);

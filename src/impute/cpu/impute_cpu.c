@@ -75,12 +75,33 @@ static lac_status cpu_gft(lac_ctx_t ctx, void *state)
     return h->precision == LAC_FLOAT32 ? cpu_gft_f32(ctx, h->impl) : cpu_gft_f64(ctx, h->impl);
 }
 
+static lac_status cpu_svt_part(lac_ctx_t ctx, void *state, int64_t k_lo, int64_t k_hi, const double *lambda,
+                               double *sigma_max, lac_impute_svt_stats *stats)
+{
+    cpu_handle *h = state;
+    return h->precision == LAC_FLOAT32 ? cpu_svt_f32(ctx, h->impl, k_lo, k_hi, lambda, sigma_max, stats)
+                                       : cpu_svt_f64(ctx, h->impl, k_lo, k_hi, lambda, sigma_max, stats);
+}
+
 static lac_status cpu_svt(lac_ctx_t ctx, void *state, const double *lambda, double *sigma_max,
                           lac_impute_svt_stats *stats)
 {
     cpu_handle *h = state;
-    return h->precision == LAC_FLOAT32 ? cpu_svt_f32(ctx, h->impl, lambda, sigma_max, stats)
-                                       : cpu_svt_f64(ctx, h->impl, lambda, sigma_max, stats);
+    int64_t N = h->precision == LAC_FLOAT32 ? ((cpu_state_f32 *)h->impl)->N : ((cpu_state_f64 *)h->impl)->N;
+    return cpu_svt_part(ctx, state, 0, N, lambda, sigma_max, stats);
+}
+
+/* Ĝest: N slices of mn values in the state's precision, one after the other. */
+static void *cpu_estimate(void *state, int64_t *slice_elements, lac_dtype *dtype)
+{
+    cpu_handle *h = state;
+    *dtype = h->precision;
+    if (h->precision == LAC_FLOAT32) {
+        *slice_elements = ((cpu_state_f32 *)h->impl)->mn;
+        return ((cpu_state_f32 *)h->impl)->gest;
+    }
+    *slice_elements = ((cpu_state_f64 *)h->impl)->mn;
+    return ((cpu_state_f64 *)h->impl)->gest;
 }
 
 static lac_status cpu_igft(lac_ctx_t ctx, void *state, double momentum, double *missing_error_sq)
@@ -117,6 +138,8 @@ const lac_impute_backend lac_impute_cpu_backend = {
     .release = cpu_release,
     .eigen = lac_impute_cpu_eigen,
     .transform = lac_impute_cpu_transform,
+    .svt_part = cpu_svt_part,
+    .estimate = cpu_estimate,
 };
 
 lac_status lac_impute_cpu_eigen(lac_ctx_t ctx, lac_dtype precision, int64_t n, void *a, int vectors,
