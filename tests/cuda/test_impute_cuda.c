@@ -293,9 +293,11 @@ static lac_graph_t ring_with_chords(lac_ctx_t c, int64_t N, unsigned long long s
  * completion moved by 8% (H200, 2026-11-24), hence the loose bound; it
  * catches a TF32 path that is wrong, not one that is imprecise. mode 3:
  * 3xTF32, which must stay near FP32 (within 10x FP32's own bound). mode 4:
- * two shares of device 0 splitting the SVT, against the CPU as mode 0 and
- * bit for bit against one device (a slice's Jacobi SVT does not depend on
- * which share runs it). */
+ * two shares of device 0 splitting the GFT, the SVT and the iGFT by
+ * columns, against the CPU as mode 0 and against one device to rounding
+ * (the iGFT's sum is split). mode 5: two shares with 3xTF32, whose GEMMs
+ * stay on the first device: only the SVT is split, and a slice's Jacobi SVT
+ * does not depend on which share runs it, so bit for bit one device's. */
 static void impute_both(lac_dtype precision, int entry_mask, int accelerate, int mode)
 {
     const int64_t N = 90, m = 6, n = 5, mn = m * n;
@@ -335,9 +337,9 @@ static void impute_both(lac_dtype precision, int entry_mask, int accelerate, int
     CHECK_OK(cpu, lac_impute(cpu, &p, gft, &tensor, NULL, &truth, &out_cpu, &rc));
     if (mode == 1) p.selection = &sel_gpu;
     if (mode == 2) p.gemm_tf32 = LAC_GEMM_TF32;
-    if (mode == 3) p.gemm_tf32 = LAC_GEMM_3XTF32;
+    if (mode == 3 || mode == 5) p.gemm_tf32 = LAC_GEMM_3XTF32;
     lac_ctx_t run = gpu, two = NULL;
-    if (mode == 4) {
+    if (mode >= 4) {
         lac_ctx_params cp = lac_ctx_params_default();
         cp.backend = LAC_BACKEND_CUDA;
         cp.num_devices = 2;   /* device 0 twice */
@@ -345,13 +347,27 @@ static void impute_both(lac_dtype precision, int entry_mask, int accelerate, int
         run = two;
     }
     CHECK_OK(run, lac_impute(run, &p, gft, &tensor, NULL, &truth, &out_gpu, &rg));
-    if (mode == 4) {
+    if (mode >= 4) {
         lac_array out_one;
         lac_impute_result r1;
         CHECK_OK(cpu, lac_array_alloc(cpu, LAC_FLOAT64, 3, shape, &out_one));
         CHECK_OK(gpu, lac_impute(gpu, &p, gft, &tensor, NULL, &truth, &out_one, &r1));
-        CHECK(memcmp(out_one.data, out_gpu.data, sizeof(double) * (size_t)(N * mn)) == 0);
-        CHECK_INT(r1.iterations, rg.iterations);
+        if (mode == 5) {
+            CHECK(memcmp(out_one.data, out_gpu.data, sizeof(double) * (size_t)(N * mn)) == 0);
+            CHECK_INT(r1.iterations, rg.iterations);
+        } else {
+            double num1 = 0, den1 = 0;
+            for (int64_t i = 0; i < N * mn; i++) {
+                double a = ((double *)out_one.data)[i], b = ((double *)out_gpu.data)[i];
+                num1 += (a - b) * (a - b);
+                den1 += a * a;
+            }
+            double rel1 = sqrt(num1 / (den1 > 0 ? den1 : 1));
+            printf("    two shares against one device (%s): relative difference %.3g\n", lac_dtype_name(precision), rel1);
+            if (!(rel1 <= (precision == LAC_FLOAT32 ? 1e-4 : 1e-10)))
+                HARNESS_FAIL("two shares and one device differ by %.3g", rel1);
+            CHECK(llabs(r1.iterations - rg.iterations) <= 1);
+        }
         lac_array_release(&out_one);
         lac_ctx_destroy(&two);
     }
@@ -363,14 +379,15 @@ static void impute_both(lac_dtype precision, int entry_mask, int accelerate, int
         den += a * a;
     }
     double rel = sqrt(num / (den > 0 ? den : 1));
-    double tol = mode == 2 ? 0.15 : mode == 3 ? 2e-3 : precision == LAC_FLOAT32 ? 2e-4 : 1e-9;
-    if (mode >= 2) printf("    %s against the CPU's FP32: relative difference %.3g\n", mode == 2 ? "TF32" : "3xTF32", rel);
+    double tol = mode == 2 ? 0.15 : mode == 3 || mode == 5 ? 2e-3 : precision == LAC_FLOAT32 ? 2e-4 : 1e-9;
+    if (mode == 2 || mode == 3)
+        printf("    %s against the CPU's FP32: relative difference %.3g\n", mode == 2 ? "TF32" : "3xTF32", rel);
     if (!(rel <= tol))
         HARNESS_FAIL("%s, %s mask, accelerate %d: GPU and CPU completions differ by %.3g (tolerance %.3g)",
                      lac_dtype_name(precision), entry_mask ? "entry" : "vertex", accelerate, rel, tol);
     if (mode < 2) CHECK_INT(rg.iterations, rc.iterations);
     CHECK_NEAR(rg.rmse_missing, rc.rmse_missing,
-               mode == 2 ? 0.05 * rc.rmse_missing : mode == 3 ? 1e-3 : precision == LAC_FLOAT32 ? 1e-4 : 1e-9);
+               mode == 2 ? 0.05 * rc.rmse_missing : mode == 3 || mode == 5 ? 1e-3 : precision == LAC_FLOAT32 ? 1e-4 : 1e-9);
     lac_array_release(&truth);
     lac_array_release(&observed);
     lac_array_release(&tensor);
@@ -393,6 +410,7 @@ TEST(imputation_matches_the_cpu)
     impute_both(LAC_FLOAT32, 1, 1, 3);   /* 3xTF32 */
     impute_both(LAC_FLOAT32, 1, 1, 4);   /* two shares of device 0 */
     impute_both(LAC_FLOAT64, 0, 1, 4);
+    impute_both(LAC_FLOAT32, 0, 1, 5);   /* two shares, 3xTF32 */
 }
 
 /* The basis on the device: eigenvalues as LAPACK's; each eigenvector of a

@@ -34,6 +34,16 @@ cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb
     return cublasDgemm_64(h, ta, tb, m, n, k, &alpha, a, lda, b, ldb, &beta, c, ldc);
 }
 
+cublasStatus_t axpy(cublasHandle_t h, int64_t n, float alpha, const float *x, float *y)
+{
+    return cublasSaxpy_64(h, n, &alpha, x, 1, y, 1);
+}
+
+cublasStatus_t axpy(cublasHandle_t h, int64_t n, double alpha, const double *x, double *y)
+{
+    return cublasDaxpy_64(h, n, &alpha, x, 1, y, 1);
+}
+
 template <typename REAL> cudaDataType real_type();
 template <> cudaDataType real_type<float>() { return CUDA_R_32F; }
 template <> cudaDataType real_type<double>() { return CUDA_R_64F; }
@@ -76,6 +86,9 @@ template <typename REAL> struct svt_part {
     REAL *a = nullptr, *out = nullptr, *truth = nullptr;
     double *lambda = nullptr, *stats = nullptr, *v = nullptr;
     lac_svt_gram_cache *gram_cache = nullptr;
+    /* The GFT split by columns: this part's columns of U_I (ni x count) and
+     * of C (mn x count), X_I's copy and this part's iGFT product (mn x ni). */
+    REAL *u = nullptr, *c = nullptr, *x = nullptr, *xp = nullptr;
     void release()
     {
         int current = 0;
@@ -87,6 +100,10 @@ template <typename REAL> struct svt_part {
         cudaFree(lambda);
         cudaFree(stats);
         cudaFree(v);
+        cudaFree(u);
+        cudaFree(c);
+        cudaFree(x);
+        cudaFree(xp);
         lac_svt_gram_cache_free(gram_cache);
         cudaSetDevice(current);
     }
@@ -111,10 +128,13 @@ template <typename REAL> struct impute_cuda {
     int64_t own = 0;                      /* slices [0, own) thresholded on the first device */
     svt_part<REAL> parts[LAC_MAX_DEVICES];   /* [1, part_count): the other shares' */
     int part_count = 1;
+    bool gft_split = false;               /* each share also runs its columns' GFT and iGFT */
+    REAL *recv = nullptr;                 /* a share's iGFT product, received on the first device */
 
     ~impute_cuda()
     {
         for (int i = 1; i < part_count; i++) parts[i].release();
+        cudaFree(recv);
         cudaFree(u);
         cudaFree(u_inc);
         cudaFree(c);
@@ -223,6 +243,9 @@ template <typename REAL> lac_status split_svt(lac_ctx_t ctx, impute_cuda<REAL> *
     start[shares] = N;
     s->own = start[1 < shares ? 1 : shares];
     s->part_count = shares;
+    /* 3xTF32 keeps its split operands on the first device: its GEMMs stay there. */
+    s->gft_split = shares > 1 && s->ni > 0 && s->gemm_mode != LAC_GEMM_3XTF32;
+    if (s->gft_split) LAC_CHECK(device_alloc(ctx, &s->recv, mn * s->ni));
     for (int i = 1; i < shares; i++) {
         svt_part<REAL> &part = s->parts[i];
         part.share = i;
@@ -238,6 +261,18 @@ template <typename REAL> lac_status split_svt(lac_ctx_t ctx, impute_cuda<REAL> *
         LAC_CHECK(device_alloc(ctx, &part.stats, n * LAC_SVT_STATS));
         if (s->jacobi) LAC_CHECK(device_alloc(ctx, &part.v, n * p * p));
         LAC_CUDA_CHECK(ctx, cudaMemsetAsync(part.out, 0, (size_t)(n * mn) * sizeof(REAL), stream));
+        if (s->gft_split) {
+            const int64_t ni = s->ni;
+            LAC_CHECK(device_alloc(ctx, &part.u, ni * n));
+            LAC_CHECK(device_alloc(ctx, &part.c, mn * n));
+            LAC_CHECK(device_alloc(ctx, &part.x, mn * ni));
+            LAC_CHECK(device_alloc(ctx, &part.xp, mn * ni));
+            /* U_I is ni x N column-major and C mn x N: a part's columns are contiguous. */
+            LAC_CUDA_CHECK(ctx, cudaMemcpyPeerAsync(part.u, part.device, s->u_inc + part.first * ni, first->device,
+                                                    (size_t)(ni * n) * sizeof(REAL), stream));
+            LAC_CUDA_CHECK(ctx, cudaMemcpyPeerAsync(part.c, part.device, s->c + part.first * mn, first->device,
+                                                    (size_t)(mn * n) * sizeof(REAL), stream));
+        }
         if (s->true_hat) {
             LAC_CHECK(device_alloc(ctx, &part.truth, n * mn));
             LAC_CUDA_CHECK(ctx, cudaMemcpyPeerAsync(part.truth, part.device, s->true_hat + part.first * mn, first->device,
@@ -246,8 +281,8 @@ template <typename REAL> lac_status split_svt(lac_ctx_t ctx, impute_cuda<REAL> *
         LAC_CUDA_CHECK(ctx, cudaStreamSynchronize(stream));
     }
     if (shares > 1)
-        lac_log(ctx, LAC_LOG_INFO, "impute (cuda): the SVT's %lld slices split across %d devices, %lld on the first",
-                (long long)N, shares, (long long)s->own);
+        lac_log(ctx, LAC_LOG_INFO, "impute (cuda): the SVT's %lld slices split across %d devices, %lld on the first%s",
+                (long long)N, shares, (long long)s->own, s->gft_split ? "; the GFT split by the same columns" : "");
     return LAC_SUCCESS;
 }
 
@@ -429,8 +464,66 @@ lac_status loop_gemm(lac_ctx_t ctx, impute_cuda<REAL> *s, cublasOperation_t tb, 
     return LAC_SUCCESS;
 }
 
+/* Waits for the other shares' queued work. */
+template <typename REAL> lac_status svt_parts_wait(lac_ctx_t ctx, impute_cuda<REAL> *s)
+{
+    for (int i = 1; i < s->part_count; i++) {
+        lac_cuda_share_scope scope(ctx, i);
+        LAC_CUDA_CHECK(ctx, cudaStreamSynchronize(ctx->cuda->stream));
+    }
+    return LAC_SUCCESS;
+}
+
+/* C = A op(B) + beta C on the context's current share, FP32 or TF32. */
+template <typename REAL>
+lac_status share_gemm(lac_ctx_t ctx, bool tf32, cublasOperation_t tb, int64_t m, int64_t n, int64_t k, const REAL *a,
+                      const REAL *b, int64_t ldb, REAL beta, REAL *c)
+{
+    cublasHandle_t blas;
+    LAC_CHECK(lac_cuda_cublas(ctx, &blas));
+    math_mode_scope mode(blas, tf32);
+    LAC_CUBLAS_CHECK(ctx, gemm(blas, CUBLAS_OP_N, tb, m, n, k, (REAL)1, a, m, b, ldb, beta, c, m));
+    return LAC_SUCCESS;
+}
+
+/* The GFT split by columns: each other share Ĝ_part = C_part + X_I U_I,part
+ * into its SVT input (X_I sent over), the first device its own columns. */
+template <typename REAL> lac_status gft_split(lac_ctx_t ctx, impute_cuda<REAL> *s)
+{
+    const int first_device = ctx->cuda->device;
+    const int64_t mn = s->mn, ni = s->ni;
+    const bool tf32 = s->gemm_mode == LAC_GEMM_TF32;
+    lac_status st = LAC_SUCCESS;
+    for (int i = 1; i < s->part_count && st == LAC_SUCCESS; i++) {
+        svt_part<REAL> &part = s->parts[i];
+        lac_cuda_share_scope scope(ctx, i);
+        cudaStream_t stream = ctx->cuda->stream;
+        cudaError_t ce = cudaMemcpyPeerAsync(part.x, part.device, s->x_inc, first_device, (size_t)(mn * ni) * sizeof(REAL),
+                                             stream);
+        if (ce == cudaSuccess)
+            ce = cudaMemcpyAsync(part.a, part.c, (size_t)(mn * part.count) * sizeof(REAL), cudaMemcpyDeviceToDevice, stream);
+        if (ce != cudaSuccess) st = lac_cuda_fail(ctx, ce, "the GFT's inputs to another device", __FILE__, __LINE__);
+        else if (part.count > 0)
+            st = share_gemm<REAL>(ctx, tf32, CUBLAS_OP_N, mn, part.count, ni, part.x, part.u, ni, (REAL)1, part.a);
+    }
+    cudaStream_t stream = ctx->cuda->stream;
+    if (st == LAC_SUCCESS) {
+        cudaError_t ce = cudaMemcpyAsync(s->ghat, s->c, (size_t)(mn * s->own) * sizeof(REAL), cudaMemcpyDeviceToDevice,
+                                         stream);
+        if (ce != cudaSuccess) st = lac_cuda_fail(ctx, ce, "C into Ĝ", __FILE__, __LINE__);
+        else if (s->own > 0)
+            st = share_gemm<REAL>(ctx, tf32, CUBLAS_OP_N, mn, s->own, ni, s->x_inc, s->u_inc, ni, (REAL)1, s->ghat);
+    }
+    lac_status waited = svt_parts_wait<REAL>(ctx, s);
+    LAC_CHECK(st);
+    LAC_CHECK(waited);
+    LAC_CUDA_CHECK(ctx, cudaStreamSynchronize(stream));
+    return LAC_SUCCESS;
+}
+
 template <typename REAL> lac_status gft(lac_ctx_t ctx, impute_cuda<REAL> *s)
 {
+    if (s->gft_split) return gft_split<REAL>(ctx, s);
     cudaStream_t stream = ctx->cuda->stream;
     LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(s->ghat, s->c, (size_t)(s->mn * s->N) * sizeof(REAL), cudaMemcpyDeviceToDevice,
                                         stream));
@@ -453,7 +546,9 @@ template <typename REAL> lac_status svt_parts(lac_ctx_t ctx, impute_cuda<REAL> *
         lac_cuda_share_scope scope(ctx, i);
         cudaStream_t stream = ctx->cuda->stream;
         const size_t bytes = (size_t)(part.count * mn) * sizeof(REAL);
-        LAC_CUDA_CHECK(ctx, cudaMemcpyPeerAsync(part.a, part.device, s->ghat + part.first * mn, first_device, bytes, stream));
+        if (!s->gft_split)   /* else the share's GFT left its slices in part.a */
+            LAC_CUDA_CHECK(ctx,
+                           cudaMemcpyPeerAsync(part.a, part.device, s->ghat + part.first * mn, first_device, bytes, stream));
         if (lambda)
             LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(part.lambda, lambda + part.first, (size_t)part.count * sizeof(double),
                                                 cudaMemcpyHostToDevice, stream));
@@ -476,15 +571,6 @@ template <typename REAL> lac_status svt_parts(lac_ctx_t ctx, impute_cuda<REAL> *
                                             cudaMemcpyDeviceToHost, stream));
         LAC_CUDA_CHECK(ctx, cudaMemcpyPeerAsync(s->gest + part.first * mn, first_device, part.out, part.device, bytes,
                                                 stream));
-    }
-    return LAC_SUCCESS;
-}
-
-template <typename REAL> lac_status svt_parts_wait(lac_ctx_t ctx, impute_cuda<REAL> *s)
-{
-    for (int i = 1; i < s->part_count; i++) {
-        lac_cuda_share_scope scope(ctx, i);
-        LAC_CUDA_CHECK(ctx, cudaStreamSynchronize(ctx->cuda->stream));
     }
     return LAC_SUCCESS;
 }
@@ -545,13 +631,50 @@ lac_status svt(lac_ctx_t ctx, impute_cuda<REAL> *s, const double *lambda, double
     return LAC_SUCCESS;
 }
 
+/* The iGFT split by columns: each share's Ĝest_part U_I,partᵀ, summed on
+ * the first device in share order (run to run the same bits). */
+template <typename REAL> lac_status igft_split(lac_ctx_t ctx, impute_cuda<REAL> *s)
+{
+    const int first_device = ctx->cuda->device;
+    const int64_t mn = s->mn, ni = s->ni;
+    const bool tf32 = s->gemm_mode == LAC_GEMM_TF32;
+    lac_status st = LAC_SUCCESS;
+    for (int i = 1; i < s->part_count && st == LAC_SUCCESS; i++) {
+        svt_part<REAL> &part = s->parts[i];
+        lac_cuda_share_scope scope(ctx, i);
+        if (part.count > 0)
+            st = share_gemm<REAL>(ctx, tf32, CUBLAS_OP_T, mn, ni, part.count, part.out, part.u, ni, (REAL)0, part.xp);
+    }
+    cudaStream_t stream = ctx->cuda->stream;
+    if (st == LAC_SUCCESS) {
+        if (s->own > 0)
+            st = share_gemm<REAL>(ctx, tf32, CUBLAS_OP_T, mn, ni, s->own, s->gest, s->u_inc, ni, (REAL)0, s->x_new);
+        else if (cudaMemsetAsync(s->x_new, 0, (size_t)(mn * ni) * sizeof(REAL), stream) != cudaSuccess)
+            st = lac_error(ctx, LAC_ERR_CUDA, "clearing the iGFT product");
+    }
+    lac_status waited = svt_parts_wait<REAL>(ctx, s);
+    LAC_CHECK(st);
+    LAC_CHECK(waited);
+    cublasHandle_t blas;
+    LAC_CHECK(lac_cuda_cublas(ctx, &blas));
+    for (int i = 1; i < s->part_count; i++) {
+        svt_part<REAL> &part = s->parts[i];
+        if (part.count == 0) continue;
+        LAC_CUDA_CHECK(ctx, cudaMemcpyPeerAsync(s->recv, first_device, part.xp, part.device,
+                                                (size_t)(mn * ni) * sizeof(REAL), stream));
+        LAC_CUBLAS_CHECK(ctx, axpy(blas, mn * ni, (REAL)1, s->recv, s->x_new));
+    }
+    return LAC_SUCCESS;
+}
+
 template <typename REAL> lac_status igft(lac_ctx_t ctx, impute_cuda<REAL> *s, double momentum, double *missing_error_sq)
 {
     *missing_error_sq = 0;
     if (s->ni == 0) return LAC_SUCCESS;
     cudaStream_t stream = ctx->cuda->stream;
     /* G^est on the incomplete vertices: Ĝest U_Iᵀ (line 10). */
-    LAC_CHECK(loop_gemm<REAL>(ctx, s, CUBLAS_OP_T, s->mn, s->ni, s->N, s->gest, (REAL)0, s->x_new));
+    if (s->gft_split) LAC_CHECK(igft_split<REAL>(ctx, s));
+    else LAC_CHECK(loop_gemm<REAL>(ctx, s, CUBLAS_OP_T, s->mn, s->ni, s->N, s->gest, (REAL)0, s->x_new));
     int blocks = 0;
     LAC_CHECK(lac_impute_cuda_impute_step<REAL>(ctx, s->mn * s->ni, s->x_new, s->obs_inc, s->true_inc, s->x_inc,
                                                 s->x_est, (REAL)momentum, s->x_new != s->x_inc, s->partial, &blocks));
