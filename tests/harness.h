@@ -106,4 +106,32 @@ static inline void harness_temp_path(char *buf, size_t len, const char *name)
     snprintf(buf, len, "%s/lacuna-test-%d-%s", dir && *dir ? dir : "/tmp", (int)getpid(), name);
 }
 
+/* Rating triples built up one at a time (the ratings tests' generators). */
+typedef struct {
+    int64_t n, cap, *u, *i;
+    float *r;
+} harness_triples;
+
+static inline void harness_triples_push(harness_triples *t, int64_t u, int64_t i, float r)
+{
+    if (t->n == t->cap) {
+        t->cap = t->cap ? 2 * t->cap : 1024;
+        t->u = (int64_t *)realloc(t->u, (size_t)t->cap * sizeof *t->u);
+        t->i = (int64_t *)realloc(t->i, (size_t)t->cap * sizeof *t->i);
+        t->r = (float *)realloc(t->r, (size_t)t->cap * sizeof *t->r);
+        if (!t->u || !t->i || !t->r) abort();
+    }
+    t->u[t->n] = u;
+    t->i[t->n] = i;
+    t->r[t->n++] = r;
+}
+
+static inline void harness_triples_free(harness_triples *t)
+{
+    free(t->u);
+    free(t->i);
+    free(t->r);
+    memset(t, 0, sizeof *t);
+}
+
 #endif

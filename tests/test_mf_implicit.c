@@ -15,36 +15,10 @@
 
 static lac_ctx_t ctx;
 
-typedef struct {
-    int64_t n, cap, *u, *i;
-    float *r;
-} triples;
-
-static void push(triples *t, int64_t u, int64_t i, float r)
-{
-    if (t->n == t->cap) {
-        t->cap = t->cap ? 2 * t->cap : 1024;
-        t->u = realloc(t->u, (size_t)t->cap * sizeof *t->u);
-        t->i = realloc(t->i, (size_t)t->cap * sizeof *t->i);
-        t->r = realloc(t->r, (size_t)t->cap * sizeof *t->r);
-    }
-    t->u[t->n] = u;
-    t->i[t->n] = i;
-    t->r[t->n++] = r;
-}
-
-static void drop(triples *t)
-{
-    free(t->u);
-    free(t->i);
-    free(t->r);
-    memset(t, 0, sizeof *t);
-}
-
 /* Interactions (ids 1-based integers) split leave-one-out: each user's
  * last one is held out. */
 typedef struct {
-    triples train;
+    harness_triples train;
     int64_t users, items;
     int64_t *held;            /* per user id: the held-out item id, 0 none */
 } loo;
@@ -99,7 +73,7 @@ static void make_loo(loo *d, int64_t users, int64_t items, int per_user, int gro
         for (int x = 0; x < n; x++) {
             taken[got[x]] = 0;
             if (x == n - 1) d->held[uid] = got[x];   /* the last taken is held out */
-            else push(&d->train, uid, got[x], 1.0f);
+            else harness_triples_push(&d->train, uid, got[x], 1.0f);
         }
     }
     free(taken);
@@ -152,7 +126,7 @@ static double hr_popular(const loo *d)
     return (double)hits / (double)n;
 }
 
-static lac_mf_model_t train(const lac_mf_params *p, const triples *t)
+static lac_mf_model_t train(const lac_mf_params *p, const harness_triples *t)
 {
     lac_ratings_t r = NULL;
     CHECK_OK(ctx, lac_ratings_from_arrays(ctx, t->n, t->u, t->i, t->r, &r));
@@ -199,7 +173,7 @@ TEST(implicit_beats_most_popular)
         CHECK(hr > 2.0 * pop);   /* measured: 2.1-2.5 x */
         lac_mf_model_destroy(&m);
     }
-    drop(&d.train);
+    harness_triples_free(&d.train);
     free(d.held);
 }
 
@@ -310,10 +284,10 @@ TEST(one_epoch_matches_float64_reference)
 
 TEST(checks_and_model_file)
 {
-    triples t;
+    harness_triples t;
     memset(&t, 0, sizeof t);
     for (int64_t u = 1; u <= 30; u++)
-        for (int64_t i = 1; i <= 10; i += 1 + (u % 3)) push(&t, u, i, (float)(1 + (u + i) % 4));
+        for (int64_t i = 1; i <= 10; i += 1 + (u % 3)) harness_triples_push(&t, u, i, (float)(1 + (u + i) % 4));
     lac_ratings_t r = NULL;
     CHECK_OK(ctx, lac_ratings_from_arrays(ctx, t.n, t.u, t.i, t.r, &r));
     lac_mf_params p = lac_mf_params_default();
@@ -349,7 +323,7 @@ TEST(checks_and_model_file)
     CHECK_OK(ctx, lac_mf_train(ctx, &p, r, NULL, NULL, NULL, &m, NULL));
     lac_mf_model_destroy(&m);
     lac_ratings_destroy(&r);
-    drop(&t);
+    harness_triples_free(&t);
 }
 
 int main(void)

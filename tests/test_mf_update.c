@@ -15,38 +15,11 @@
 
 static lac_ctx_t ctx;
 
-typedef struct {
-    int64_t n, cap;
-    int64_t *u, *i;
-    float *r;
-} triples;
-
-static void push(triples *t, int64_t u, int64_t i, float r)
-{
-    if (t->n == t->cap) {
-        t->cap = t->cap ? 2 * t->cap : 1024;
-        t->u = realloc(t->u, (size_t)t->cap * sizeof *t->u);
-        t->i = realloc(t->i, (size_t)t->cap * sizeof *t->i);
-        t->r = realloc(t->r, (size_t)t->cap * sizeof *t->r);
-    }
-    t->u[t->n] = u;
-    t->i[t->n] = i;
-    t->r[t->n++] = r;
-}
-
-static lac_ratings_t make(const triples *t)
+static lac_ratings_t make(const harness_triples *t)
 {
     lac_ratings_t r = NULL;
     CHECK_OK(ctx, lac_ratings_from_arrays(ctx, t->n, t->u, t->i, t->r, &r));
     return r;
-}
-
-static void drop(triples *t)
-{
-    free(t->u);
-    free(t->i);
-    free(t->r);
-    memset(t, 0, sizeof *t);
 }
 
 static uint64_t mix(uint64_t x)
@@ -62,7 +35,7 @@ static uint64_t mix(uint64_t x)
  * the rest: base (known users and items), fresh (every rating of the new
  * users and new items), all (base + fresh). Ids are 1-based integers. */
 typedef struct {
-    triples base, fresh, all, test, test_new;   /* test_new: the test ratings of new users */
+    harness_triples base, fresh, all, test, test_new;   /* test_new: the test ratings of new users */
 } slices;
 
 static void cut_scaled(slices *s, int64_t users, int64_t items, int64_t ratings, int clusters, double new_users,
@@ -88,14 +61,14 @@ static void cut_scaled(slices *s, int64_t users, int64_t items, int64_t ratings,
         int is_new_user = (double)(mix((uint64_t)uid * 31 + seed) % 1000) < 1000 * new_users;
         int is_new_item = (double)(mix((uint64_t)iid * 17 + seed + 5) % 1000) < 1000 * new_items;
         if (mix((uint64_t)x + seed * 7919) % 10 == 0) {
-            push(&s->test, uid, iid, v);
-            if (is_new_user) push(&s->test_new, uid, iid, v);
+            harness_triples_push(&s->test, uid, iid, v);
+            if (is_new_user) harness_triples_push(&s->test_new, uid, iid, v);
             continue;
         }
-        push(is_new_user || is_new_item ? &s->fresh : &s->base, uid, iid, v);
+        harness_triples_push(is_new_user || is_new_item ? &s->fresh : &s->base, uid, iid, v);
     }
-    for (int64_t x = 0; x < s->base.n; x++) push(&s->all, s->base.u[x], s->base.i[x], s->base.r[x]);
-    for (int64_t x = 0; x < s->fresh.n; x++) push(&s->all, s->fresh.u[x], s->fresh.i[x], s->fresh.r[x]);
+    for (int64_t x = 0; x < s->base.n; x++) harness_triples_push(&s->all, s->base.u[x], s->base.i[x], s->base.r[x]);
+    for (int64_t x = 0; x < s->fresh.n; x++) harness_triples_push(&s->all, s->fresh.u[x], s->fresh.i[x], s->fresh.r[x]);
     lac_ratings_destroy(&r);
 }
 
@@ -107,14 +80,14 @@ static void cut(slices *s, int64_t users, int64_t items, int64_t ratings, int cl
 
 static void slices_free(slices *s)
 {
-    drop(&s->base);
-    drop(&s->fresh);
-    drop(&s->all);
-    drop(&s->test);
-    drop(&s->test_new);
+    harness_triples_free(&s->base);
+    harness_triples_free(&s->fresh);
+    harness_triples_free(&s->all);
+    harness_triples_free(&s->test);
+    harness_triples_free(&s->test_new);
 }
 
-static double rmse(lac_mf_model_t m, const triples *t)
+static double rmse(lac_mf_model_t m, const harness_triples *t)
 {
     lac_ratings_t r = make(t);
     double e = NAN;
@@ -123,7 +96,7 @@ static double rmse(lac_mf_model_t m, const triples *t)
     return e;
 }
 
-static lac_mf_model_t train(const lac_mf_params *p, const triples *t)
+static lac_mf_model_t train(const lac_mf_params *p, const harness_triples *t)
 {
     lac_ratings_t r = make(t);
     lac_mf_model_t m = NULL;
@@ -132,7 +105,7 @@ static lac_mf_model_t train(const lac_mf_params *p, const triples *t)
     return m;
 }
 
-static lac_mf_model_t update(lac_mf_model_t m, const triples *t, int rounds, int sweeps, lac_mf_update_report *rep)
+static lac_mf_model_t update(lac_mf_model_t m, const harness_triples *t, int rounds, int sweeps, lac_mf_update_report *rep)
 {
     lac_mf_update_params up = lac_mf_update_params_default();
     up.rounds = rounds;
@@ -184,7 +157,7 @@ TEST(new_users_within_retrain_neighbourhood) { within_retrain(LAC_MF_MODEL_NEIGH
 
 /* J(theta) of user u over its ratings in t: sum (r - r_hat)^2 + lambda (n +
  * 10) |theta|^2, from the model's own predictions. */
-static double user_objective(lac_mf_model_t m, int64_t u, const triples *t, const char *uid, double lb, double lu)
+static double user_objective(lac_mf_model_t m, int64_t u, const harness_triples *t, const char *uid, double lb, double lu)
 {
     double J = 0.0;
     int64_t n = 0;
@@ -254,8 +227,8 @@ static void lsh_from_scratch(lac_mf_nbr_method method)
     cut(&s, 400, 200, 12000, 5, 0.1, 0.1, 9);
     for (int64_t x = 0; x < s.base.n; x += 40) {   /* re-rated pairs */
         float v = s.base.r[x] >= 3 ? 1.0f : 5.0f;
-        push(&s.fresh, s.base.u[x], s.base.i[x], v);
-        push(&s.all, s.base.u[x], s.base.i[x], v);
+        harness_triples_push(&s.fresh, s.base.u[x], s.base.i[x], v);
+        harness_triples_push(&s.all, s.base.u[x], s.base.i[x], v);
     }
     lac_mf_params p = lac_mf_params_default();
     p.model = LAC_MF_MODEL_NEIGHBOURHOOD;

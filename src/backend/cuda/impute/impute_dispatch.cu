@@ -946,6 +946,9 @@ lac_status cuda_transform(lac_ctx_t ctx, const struct lac_gft *g, int64_t mn, co
 
 } // namespace
 
+/* No svt_part / estimate: over MPI ranks each rank runs its device's whole
+ * SVT (the device shares split it inside a rank). */
 extern "C" const lac_impute_backend lac_impute_cuda_table = {
     "cuda", cuda_setup, cuda_gft, cuda_svt, cuda_igft, cuda_finish, cuda_release, cuda_eigen, cuda_transform,
+    nullptr, nullptr,
 };
