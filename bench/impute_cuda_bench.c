@@ -51,10 +51,11 @@ static double gaussian(unsigned long long *s)
     return sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2);
 }
 
-#ifdef LACUNA_HAVE_CUDA
 /* The device's rates, measured here: SGEMM (flop/s) on a square problem and
- * device-to-device copy bandwidth (bytes/s, read + write). */
-static double sgemm_rate, copy_rate;
+ * device-to-device copy bandwidth (bytes/s, read + write); NaN without CUDA. */
+static double sgemm_rate = NAN, copy_rate = NAN;
+
+#ifdef LACUNA_HAVE_CUDA
 
 static void measure_rates(void)
 {
@@ -150,11 +151,8 @@ static void bench_svt(shape s, int reps, lac_ctx_t ctx)
     double sec = median(t, n_ok);
     const double big = (double)(s.m > s.n ? s.m : s.n), small = (double)(s.m < s.n ? s.m : s.n);
     const double flops = (double)N * (4 * big * big * small + 8 * big * small * small + 9 * small * small * small);
-    double bytes = 3.0 * sizeof(float) * (double)(N * mn), floor_bytes = NAN, floor_flops = NAN;
-#ifdef LACUNA_HAVE_CUDA
-    floor_bytes = bytes / copy_rate;
-    floor_flops = flops / sgemm_rate;
-#endif
+    const double bytes = 3.0 * sizeof(float) * (double)(N * mn);
+    const double floor_bytes = bytes / copy_rate, floor_flops = flops / sgemm_rate;
     printf("svt %s %4lldx%-4lld x %6lld  %9.3f ms  bytes floor %.3f ms  flops floor %.3f ms  mean rank %.2f\n",
            start, (long long)s.m, (long long)s.n, (long long)N, sec * 1e3, floor_bytes * 1e3, floor_flops * 1e3,
            (double)stats.rank_sum / (double)N);
@@ -268,10 +266,7 @@ static void bench_iteration(shape s, int iters, lac_ctx_t ctx, const char *path,
     lac_impute_result b = run_iterations(ctx, &p, first + iters, gemm);
     const double it = (double)(b.iterations - a.iterations), mn = (double)(s.m * s.n), N = (double)s.N;
     const double missing = (double)(b.partial_vertices + b.missing_vertices);
-    double gemm_floor = NAN;
-#ifdef LACUNA_HAVE_CUDA
-    gemm_floor = 2 * mn * N * missing / sgemm_rate;
-#endif
+    const double gemm_floor = 2 * mn * N * missing / sgemm_rate;
     double gft = (b.seconds_gft - a.seconds_gft) / it, svt = (b.seconds_svt - a.seconds_svt) / it;
     double igft = (b.seconds_igft - a.seconds_igft) / it;
     printf("iter  %4lldx%-4lld x %6lld  %9.3f ms  = GFT %.3f (floor %.3f, %s) + SVT %.3f (%s) + iGFT %.3f; "

@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #define LAC_TOPK_DEFINE(name, T, better)                                     \
-    static inline void name##_down(T *h, int64_t n, int64_t i)               \
+    static inline __attribute__((unused)) void name##_down(T *h, int64_t n, int64_t i)               \
     {                                                                        \
         for (;;) {                                                           \
             int64_t l = 2 * i + 1, r = l + 1, w = i;                         \
@@ -23,7 +23,7 @@
             i = w;                                                           \
         }                                                                    \
     }                                                                        \
-    static inline void name##_offer(T *h, int64_t *n, int64_t k, T x)        \
+    static inline __attribute__((unused)) void name##_offer(T *h, int64_t *n, int64_t k, T x)        \
     {                                                                        \
         if (*n < k) {                                                        \
             int64_t i = (*n)++;                                              \
@@ -41,7 +41,7 @@
             name##_down(h, k, 0);                                            \
         }                                                                    \
     }                                                                        \
-    static inline void name##_sort(T *h, int64_t n)                          \
+    static inline __attribute__((unused)) void name##_sort(T *h, int64_t n)                          \
     {                                                                        \
         for (int64_t end = n - 1; end > 0; end--) {                          \
             T t_ = h[0];                                                     \
