@@ -13,7 +13,7 @@ set -u
 tool=$(readlink -f "$1")
 out=${2:-$(mktemp -d)}
 threads=${THREADS:-2}
-data_dir=${DATA_DIR:-/work/shared/data}
+data_dir=${DATA_DIR:-}   # a folder holding movietweetings-20k/ratings.dat, or nothing
 mkdir -p "$out" && cd "$out" || exit 1
 echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), threads $threads"
 
@@ -25,8 +25,8 @@ for seed in 1 2; do
 done
 for f in train test; do awk '{print $1, $2, ($3 - 1) * 25}' ml1_$f.txt > ml1x25_$f.txt; done
 sets+=(ml1x25)
-mt=$data_dir/movietweetings-20k/ratings.dat
-if [ -f "$mt" ]; then
+mt=${data_dir:+$data_dir/movietweetings-20k/ratings.dat}
+if [ -n "$mt" ] && [ -f "$mt" ]; then
   # dense integer ids for LIBMF (IMDb ids are 7 digits)
   awk -F'::' '{ if (!($1 in u)) u[$1] = nu++; if (!($2 in i)) i[$2] = ni++; print u[$1], i[$2], $3 }' "$mt" > mt.txt
   "$tool" mf split --fraction 0.2 --seed 7 mt.txt mt_train.txt mt_test.txt >/dev/null 2>&1

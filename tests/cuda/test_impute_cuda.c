@@ -287,6 +287,17 @@ static lac_graph_t ring_with_chords(lac_ctx_t c, int64_t N, unsigned long long s
     return g;
 }
 
+/* ‖b - a‖ / ‖a‖ over n doubles (‖b - a‖ when a is zero). */
+static double relative_difference(const double *a, const double *b, int64_t n)
+{
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < n; i++) {
+        num += (a[i] - b[i]) * (a[i] - b[i]);
+        den += a[i] * a[i];
+    }
+    return sqrt(num / (den > 0 ? den : 1));
+}
+
 /* mode 0: plain; 1: λ chosen by hold-out (the same step on both); 2: the GPU
  * on TF32 against the CPU (float32). TF32 keeps 10 bits of each product's
  * mantissa: on this small, poorly determined problem (rMSE 0.67) the
@@ -356,13 +367,7 @@ static void impute_both(lac_dtype precision, int entry_mask, int accelerate, int
             CHECK(memcmp(out_one.data, out_gpu.data, sizeof(double) * (size_t)(N * mn)) == 0);
             CHECK_INT(r1.iterations, rg.iterations);
         } else {
-            double num1 = 0, den1 = 0;
-            for (int64_t i = 0; i < N * mn; i++) {
-                double a = ((double *)out_one.data)[i], b = ((double *)out_gpu.data)[i];
-                num1 += (a - b) * (a - b);
-                den1 += a * a;
-            }
-            double rel1 = sqrt(num1 / (den1 > 0 ? den1 : 1));
+            double rel1 = relative_difference(out_one.data, out_gpu.data, N * mn);
             printf("    two shares against one device (%s): relative difference %.3g\n", lac_dtype_name(precision), rel1);
             if (!(rel1 <= (precision == LAC_FLOAT32 ? 1e-4 : 1e-10)))
                 HARNESS_FAIL("two shares and one device differ by %.3g", rel1);
@@ -372,13 +377,7 @@ static void impute_both(lac_dtype precision, int entry_mask, int accelerate, int
         lac_ctx_destroy(&two);
     }
     if (mode == 1) CHECK_INT(sel_gpu.chosen_step, sel_cpu.chosen_step);
-    double num = 0, den = 0;
-    for (int64_t i = 0; i < N * mn; i++) {
-        double a = ((double *)out_cpu.data)[i], b = ((double *)out_gpu.data)[i];
-        num += (a - b) * (a - b);
-        den += a * a;
-    }
-    double rel = sqrt(num / (den > 0 ? den : 1));
+    double rel = relative_difference(out_cpu.data, out_gpu.data, N * mn);
     double tol = mode == 2 ? 0.15 : mode == 3 || mode == 5 ? 2e-3 : precision == LAC_FLOAT32 ? 2e-4 : 1e-9;
     if (mode == 2 || mode == 3)
         printf("    %s against the CPU's FP32: relative difference %.3g\n", mode == 2 ? "TF32" : "3xTF32", rel);
@@ -526,13 +525,7 @@ TEST(ego_facebook_agrees_with_the_cpu_float64_path)
         lac_impute_result rc, rg;
         CHECK_OK(cpu, lac_impute(cpu, &p, on_cpu, &truth, &observed, &truth, &out_cpu, &rc));
         CHECK_OK(gpu, lac_impute(gpu, &p, on_gpu, &truth, &observed, &truth, &out_gpu, &rg));
-        double num = 0, den = 0;
-        for (int64_t i = 0; i < N * m * n; i++) {
-            double a = ((double *)out_cpu.data)[i], b = ((double *)out_gpu.data)[i];
-            num += (a - b) * (a - b);
-            den += a * a;
-        }
-        double rel = sqrt(num / den);
+        double rel = relative_difference(out_cpu.data, out_gpu.data, N * m * n);
         printf("    completions: relative difference %.3g; rmse CPU %.5g, GPU %.5g (%lld / %lld iterations)\n", rel,
                rc.rmse_all, rg.rmse_all, (long long)rc.iterations, (long long)rg.iterations);
         if (!(rel <= 1e-3)) HARNESS_FAIL("ego-Facebook: GPU float32 and CPU float64 completions differ by %.3g", rel);
