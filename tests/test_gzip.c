@@ -69,7 +69,7 @@ TEST(ratings_in_every_format)
     } files[] = {
         {"r.txt", "# triples\n1 10 4\n2 10 3.5\n1 11 5\n"},
         {"r.dat", "1::10::4::978300760\n2::10::3.5::978300761\n1::11::5::978300762\n"},
-        {"u.data", "1\t10\t4\t881250949\n2\t10\t3.5\t881250950\n1\t11\t5\t881250951\n"},
+        {"r.tsv", "1\t10\t4\t881250949\n2\t10\t3.5\t881250950\n1\t11\t5\t881250951\n"},
         {"r.csv", "userId,movieId,rating,timestamp\n1,10,4,1\n\"2,b\",10,3.5,2\n1,11,5,3\n"},
         {"r.mtx", "%%MatrixMarket matrix coordinate real general\n2 11 3\n1 10 4\n2 10 3.5\n1 11 5\n"},
     };
