@@ -186,12 +186,10 @@ lac_status lac_gft_load(lac_ctx_t ctx, const char *path, lac_graph_t graph, lac_
     return gft_load(ctx, path, graph, precision, out, &old);
 }
 
-lac_status lac_gft_load_or_create(lac_ctx_t ctx, lac_graph_t graph, lac_dtype precision, const char *path,
-                                  lac_gft_t *out, int *from_cache)
+/* lac_gft_load_or_create in this process alone. */
+static lac_status load_or_create_here(lac_ctx_t ctx, lac_graph_t graph, lac_dtype precision, const char *path,
+                                      lac_gft_t *out, int *from_cache)
 {
-    LAC_ARG_NOT_NULL(ctx, graph);
-    LAC_ARG_NOT_NULL(ctx, out);
-    if (from_cache) *from_cache = 0;
     if (path) {
         /* A file that is not a cache is refused before the work, not replaced after it. */
         LAC_CHECK(lac_basis_cache_replaceable(ctx, path));
@@ -216,6 +214,34 @@ lac_status lac_gft_load_or_create(lac_ctx_t ctx, lac_graph_t graph, lac_dtype pr
     if (path && lac_gft_save(ctx, *out, path) < 0)
         lac_log(ctx, LAC_LOG_WARN, "could not write the cache: %s", lac_last_error(ctx));
     lac_clear_error(ctx);
+    return LAC_SUCCESS;
+}
+
+lac_status lac_gft_load_or_create(lac_ctx_t ctx, lac_graph_t graph, lac_dtype precision, const char *path,
+                                  lac_gft_t *out, int *from_cache)
+{
+    LAC_ARG_NOT_NULL(ctx, graph);
+    LAC_ARG_NOT_NULL(ctx, out);
+    int cached = 0;
+    if (from_cache) *from_cache = 0;
+    if (ctx->ranks == 1) return load_or_create_here(ctx, graph, precision, path, out, from_cache ? from_cache : &cached);
+    /* Over MPI ranks the eigendecomposition runs once: rank 0 reads the cache
+     * or solves (and alone writes the cache), then broadcasts the basis. */
+    LAC_CHECK(check_precision(ctx, precision));
+    *out = NULL;
+    lac_status st = LAC_SUCCESS;
+    if (ctx->rank == 0) {
+        st = load_or_create_here(ctx, graph, precision, path, out, &cached);
+    } else {
+        *out = gft_alloc(ctx, lac_graph_num_vertices(graph), precision);
+        if (!*out) st = LAC_ERR_OUT_OF_MEMORY;
+    }
+    st = lac_gft_share(ctx, st, *out, &cached);
+    if (st < 0) {
+        lac_gft_destroy(out);
+        return st;
+    }
+    if (from_cache) *from_cache = cached;
     return LAC_SUCCESS;
 }
 

@@ -269,7 +269,7 @@ static lac_status walk_path(lac_ctx_t ctx, const lac_impute_backend *backend, co
         for (int64_t inner = 0; inner < params->inner && t < cap; inner++) {
             t++;
             t0 = omp_get_wtime();
-            LAC_CHECK(backend->gft(ctx, w->state));
+            LAC_CHECK(lac_impute_gft_dist(ctx, backend, w->state, N));
             double t1 = omp_get_wtime();
             lac_impute_svt_stats stats;
             const int first = auto_lambda && t == 1;
@@ -288,7 +288,7 @@ static lac_status walk_path(lac_ctx_t ctx, const lac_impute_backend *backend, co
                 theta = (fista - 1) / next;
                 fista = next;
             }
-            LAC_CHECK(backend->igft(ctx, w->state, theta, &w->missing_err_sq));
+            LAC_CHECK(lac_impute_igft_dist(ctx, backend, w->state, problem->num_incomplete, theta, &w->missing_err_sq));
             double t3 = omp_get_wtime();
             res->seconds_gft += t1 - t0;
             res->seconds_svt += t2 - t1;

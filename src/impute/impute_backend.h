@@ -99,22 +99,62 @@ typedef struct {
     lac_status (*svt_part)(lac_ctx_t ctx, void *state, int64_t k_lo, int64_t k_hi, const double *lambda,
                            double *sigma_max, lac_impute_svt_stats *stats);
     void *(*estimate)(void *state, int64_t *slice_elements, lac_dtype *dtype);
+    /* For the GFT and iGFT split over MPI ranks (NULL: every rank runs the
+     * whole phase). gft_part is gft for the frequencies [k_lo, k_hi) only (the
+     * other columns of Ĝ are left stale: svt_part of the same range reads only
+     * its own). igft_part is igft for the incomplete vertices [i_lo, i_hi) of
+     * the problem's list (positions in `incomplete`, not vertex numbers);
+     * *missing_error_sq covers those. incomplete gives the host buffers that
+     * igft writes, ni columns of *vertex_elements values of *dtype: what line
+     * 7 imputes, and in *x_est (NULL without momentum) the estimate itself. */
+    lac_status (*gft_part)(lac_ctx_t ctx, void *state, int64_t k_lo, int64_t k_hi);
+    lac_status (*igft_part)(lac_ctx_t ctx, void *state, int64_t i_lo, int64_t i_hi, double momentum,
+                            double *missing_error_sq);
+    void *(*incomplete)(void *state, void **x_est, int64_t *vertex_elements, lac_dtype *dtype);
 } lac_impute_backend;
 
-/* One SVT pass over the context's MPI ranks: rank r thresholds its range of
- * the N frequencies, then every rank gathers the others' Ĝest slices (and
- * sigma_max) and the stats are summed in rank order, so every rank goes on
- * with the whole estimate. Without MPI, or one rank, or a backend without
- * svt_part: the table's svt. */
+/* The phases over the context's MPI ranks (src/dist/impute_dist.c), each rank
+ * owning a range of the N frequencies (GFT, SVT) and of the incomplete
+ * vertices (iGFT). svt: rank r thresholds its frequencies, then every rank
+ * gathers the others' Ĝest slices (and sigma_max) and the stats are summed
+ * in rank order, so every rank goes on with the whole estimate. gft: each
+ * rank computes only its own frequencies' columns of Ĝ (all the SVT reads).
+ * igft: each rank computes its vertices, then gathers the others' (the sum
+ * of the errors in rank order). Without MPI, or one rank, or a backend
+ * without the part entries: the table's whole phase. */
 #ifdef LACUNA_HAVE_MPI
+lac_status lac_impute_gft_dist(lac_ctx_t ctx, const lac_impute_backend *backend, void *state, int64_t N);
 lac_status lac_impute_svt_dist(lac_ctx_t ctx, const lac_impute_backend *backend, void *state, int64_t N,
                                const double *lambda, double *sigma_max, lac_impute_svt_stats *stats);
+lac_status lac_impute_igft_dist(lac_ctx_t ctx, const lac_impute_backend *backend, void *state, int64_t num_incomplete,
+                                double momentum, double *missing_error_sq);
+/* Rank 0's graph Fourier basis (made, or read from the cache, with status
+ * `status` there) to every rank's g (allocated with the graph's n and the
+ * precision; NULL where status failed), and rank 0's *from_cache. Collective:
+ * returns the lowest failing rank's status everywhere. */
+lac_status lac_gft_share(lac_ctx_t ctx, lac_status status, struct lac_gft *g, int *from_cache);
 #else
+static inline lac_status lac_gft_share(lac_ctx_t ctx, lac_status status, struct lac_gft *g, int *from_cache)
+{
+    (void)ctx, (void)g, (void)from_cache;
+    return status;
+}
+static inline lac_status lac_impute_gft_dist(lac_ctx_t ctx, const lac_impute_backend *backend, void *state, int64_t N)
+{
+    (void)N;
+    return backend->gft(ctx, state);
+}
 static inline lac_status lac_impute_svt_dist(lac_ctx_t ctx, const lac_impute_backend *backend, void *state, int64_t N,
                                              const double *lambda, double *sigma_max, lac_impute_svt_stats *stats)
 {
     (void)N;
     return backend->svt(ctx, state, lambda, sigma_max, stats);
+}
+static inline lac_status lac_impute_igft_dist(lac_ctx_t ctx, const lac_impute_backend *backend, void *state,
+                                              int64_t num_incomplete, double momentum, double *missing_error_sq)
+{
+    (void)num_incomplete;
+    return backend->igft(ctx, state, momentum, missing_error_sq);
 }
 #endif
 

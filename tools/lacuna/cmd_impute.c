@@ -299,7 +299,7 @@ static int make_basis(lac_ctx_t ctx, const impute_options *o, lac_graph_t graph,
     lac_status st = lac_gft_load_or_create(ctx, graph, precision_of(o), cache, gft, cached);
     cli_progress_done();
     if (st < 0) return cli_status_error(CMD, ctx, st);
-    if (!o->quiet)
+    if (!o->quiet && lac_ctx_rank(ctx) == 0)   /* over MPI: rank 0 made it, the others were sent it */
         fprintf(stderr, "lacuna impute: graph Fourier basis %s (%.2f s)%s%s\n", *cached ? "from the cache" : "computed",
                 lac_gft_seconds(*gft), cache ? ", cache " : "", cache ? cache : "");
     return CLI_OK;

@@ -69,11 +69,24 @@ static lac_status cpu_setup(lac_ctx_t ctx, const lac_impute_problem *problem, vo
     return LAC_SUCCESS;
 }
 
-static lac_status cpu_gft(lac_ctx_t ctx, void *state)
+/* Frequencies / incomplete vertices of the state (for the whole ranges). */
+static int64_t cpu_count(const cpu_handle *h, int incomplete)
+{
+    if (h->precision == LAC_FLOAT32) {
+        const cpu_state_f32 *s = h->impl;
+        return incomplete ? s->ni : s->N;
+    }
+    const cpu_state_f64 *s = h->impl;
+    return incomplete ? s->ni : s->N;
+}
+
+static lac_status cpu_gft_part(lac_ctx_t ctx, void *state, int64_t k_lo, int64_t k_hi)
 {
     cpu_handle *h = state;
-    return h->precision == LAC_FLOAT32 ? cpu_gft_f32(ctx, h->impl) : cpu_gft_f64(ctx, h->impl);
+    return h->precision == LAC_FLOAT32 ? cpu_gft_f32(ctx, h->impl, k_lo, k_hi) : cpu_gft_f64(ctx, h->impl, k_lo, k_hi);
 }
+
+static lac_status cpu_gft(lac_ctx_t ctx, void *state) { return cpu_gft_part(ctx, state, 0, cpu_count(state, 0)); }
 
 static lac_status cpu_svt_part(lac_ctx_t ctx, void *state, int64_t k_lo, int64_t k_hi, const double *lambda,
                                double *sigma_max, lac_impute_svt_stats *stats)
@@ -87,8 +100,7 @@ static lac_status cpu_svt(lac_ctx_t ctx, void *state, const double *lambda, doub
                           lac_impute_svt_stats *stats)
 {
     cpu_handle *h = state;
-    int64_t N = h->precision == LAC_FLOAT32 ? ((cpu_state_f32 *)h->impl)->N : ((cpu_state_f64 *)h->impl)->N;
-    return cpu_svt_part(ctx, state, 0, N, lambda, sigma_max, stats);
+    return cpu_svt_part(ctx, state, 0, cpu_count(h, 0), lambda, sigma_max, stats);
 }
 
 /* Ĝest: N slices of mn values in the state's precision, one after the other. */
@@ -104,11 +116,35 @@ static void *cpu_estimate(void *state, int64_t *slice_elements, lac_dtype *dtype
     return ((cpu_state_f64 *)h->impl)->gest;
 }
 
-static lac_status cpu_igft(lac_ctx_t ctx, void *state, double momentum, double *missing_error_sq)
+static lac_status cpu_igft_part(lac_ctx_t ctx, void *state, int64_t i_lo, int64_t i_hi, double momentum,
+                                double *missing_error_sq)
 {
     cpu_handle *h = state;
-    return h->precision == LAC_FLOAT32 ? cpu_igft_f32(ctx, h->impl, momentum, missing_error_sq)
-                                       : cpu_igft_f64(ctx, h->impl, momentum, missing_error_sq);
+    return h->precision == LAC_FLOAT32 ? cpu_igft_f32(ctx, h->impl, i_lo, i_hi, momentum, missing_error_sq)
+                                       : cpu_igft_f64(ctx, h->impl, i_lo, i_hi, momentum, missing_error_sq);
+}
+
+static lac_status cpu_igft(lac_ctx_t ctx, void *state, double momentum, double *missing_error_sq)
+{
+    return cpu_igft_part(ctx, state, 0, cpu_count(state, 1), momentum, missing_error_sq);
+}
+
+/* What line 7 imputes on the incomplete vertices (and with momentum the
+ * unextrapolated estimate): ni columns of mn values each. */
+static void *cpu_incomplete(void *state, void **x_est, int64_t *vertex_elements, lac_dtype *dtype)
+{
+    cpu_handle *h = state;
+    *dtype = h->precision;
+    if (h->precision == LAC_FLOAT32) {
+        cpu_state_f32 *s = h->impl;
+        *vertex_elements = s->mn;
+        *x_est = s->x_est != s->x_inc ? s->x_est : NULL;
+        return s->x_inc;
+    }
+    cpu_state_f64 *s = h->impl;
+    *vertex_elements = s->mn;
+    *x_est = s->x_est != s->x_inc ? s->x_est : NULL;
+    return s->x_inc;
 }
 
 static lac_status cpu_finish(lac_ctx_t ctx, void *state, lac_impute_output output, void *out, lac_dtype out_dtype,
@@ -140,6 +176,9 @@ const lac_impute_backend lac_impute_cpu_backend = {
     .transform = lac_impute_cpu_transform,
     .svt_part = cpu_svt_part,
     .estimate = cpu_estimate,
+    .gft_part = cpu_gft_part,
+    .igft_part = cpu_igft_part,
+    .incomplete = cpu_incomplete,
 };
 
 lac_status lac_impute_cpu_eigen(lac_ctx_t ctx, lac_dtype precision, int64_t n, void *a, int vectors,

@@ -946,9 +946,10 @@ lac_status cuda_transform(lac_ctx_t ctx, const struct lac_gft *g, int64_t mn, co
 
 } // namespace
 
-/* No svt_part / estimate: over MPI ranks each rank runs its device's whole
- * SVT (the device shares split it inside a rank). */
+/* No svt_part / estimate / gft_part / igft_part / incomplete: over MPI ranks
+ * each rank runs its device's whole iteration (the device shares split it
+ * inside a rank). */
 extern "C" const lac_impute_backend lac_impute_cuda_table = {
     "cuda", cuda_setup, cuda_gft, cuda_svt, cuda_igft, cuda_finish, cuda_release, cuda_eigen, cuda_transform,
-    nullptr, nullptr,
+    nullptr, nullptr, nullptr, nullptr, nullptr,
 };
