@@ -142,7 +142,8 @@ LAC_API int lac_ctx_threads(lac_ctx_t ctx);
 /* This process's rank among the context's MPI ranks, and how many there are
  * (0 and 1 for one process). In an MPI build a context joins the job when the
  * process was started by mpirun (knob LACUNA_DIST); map then splits the rows
- * of S and R by ranges across the ranks and every rank gets the whole T
+ * of S and R by ranges across the ranks and every rank gets the whole T, and
+ * mf trains rating blocks on every rank and gives every rank the whole model
  * (docs/scaling.md). */
 LAC_API int lac_ctx_rank(lac_ctx_t ctx);
 LAC_API int lac_ctx_ranks(lac_ctx_t ctx);

@@ -178,6 +178,16 @@ class Context(Closeable):
     def threads(self):
         return lib.lac_ctx_threads(self.handle)
 
+    @property
+    def rank(self):
+        """This process's MPI rank (0 in one process)."""
+        return lib.lac_ctx_rank(self.handle)
+
+    @property
+    def ranks(self):
+        """MPI ranks the context works with (1 in one process)."""
+        return lib.lac_ctx_ranks(self.handle)
+
     def close(self):
         if self.handle is not None:
             self._destroy(ctypes.byref(self.handle))

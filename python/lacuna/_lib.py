@@ -460,6 +460,8 @@ PROTOTYPES = {
     "lac_ctx_destroy": (None, [_P(lac_ctx_t)]),
     "lac_ctx_backend": (c_enum, [lac_ctx_t]),
     "lac_ctx_threads": (c_int, [lac_ctx_t]),
+    "lac_ctx_rank": (c_int, [lac_ctx_t]),
+    "lac_ctx_ranks": (c_int, [lac_ctx_t]),
     "lac_last_error": (c_char_p, [lac_ctx_t]),
     "lac_cuda_device_count": (c_int, []),
     "lac_cuda_device_describe": (_st, [c_int, c_char_p, c_size_t]),

@@ -178,6 +178,15 @@ class TestPackage(unittest.TestCase):
             with self.assertRaises(lacuna.LacunaInputError):
                 _core.parse_device(bad)
 
+    def test_rank_and_ranks(self):
+        # one process (tests/cli_mpi_mf.sh runs these under mpirun -np 2)
+        self.assertEqual((lacuna.rank(), lacuna.ranks()), (0, 1))
+        ctx = _core.Context("cpu")
+        try:
+            self.assertEqual((ctx.rank, ctx.ranks), (0, 1))
+        finally:
+            ctx.close()
+
     def test_one_context_per_thread(self):
         seen = []
 

@@ -30,6 +30,11 @@ lac_status lac_dist_broadcast(lac_ctx_t ctx, void *buf, int64_t bytes, int root)
  * mine NULL: in place, the rank's elements already lie at their place in all. */
 lac_status lac_dist_allgatherv(lac_ctx_t ctx, const void *mine, int64_t count, size_t elem_bytes, void *all,
                                int64_t *total);
+/* A ring step: send_bytes of send to rank `to` while recv_bytes from rank
+ * `from` arrive in recv (MPI_Sendrecv: no order between the pairs to
+ * deadlock on). Each side under 2 GiB. */
+lac_status lac_dist_sendrecv(lac_ctx_t ctx, const void *send, int64_t send_bytes, int to, void *recv,
+                             int64_t recv_bytes, int from);
 /* Collective: every rank passes its status; when any failed, every rank
  * returns the failure of the lowest failing rank, with its message. */
 lac_status lac_dist_agree(lac_ctx_t ctx, lac_status status);

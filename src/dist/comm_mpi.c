@@ -202,6 +202,17 @@ lac_status lac_dist_allgatherv(lac_ctx_t ctx, const void *mine, int64_t count, s
     return st;
 }
 
+lac_status lac_dist_sendrecv(lac_ctx_t ctx, const void *send, int64_t send_bytes, int to, void *recv,
+                             int64_t recv_bytes, int from)
+{
+    if (send_bytes > INT_MAX || recv_bytes > INT_MAX)
+        return lac_error(ctx, LAC_ERR_UNSUPPORTED, "sendrecv: %lld bytes, more than one MPI call moves",
+                         (long long)(send_bytes > recv_bytes ? send_bytes : recv_bytes));
+    int rc = MPI_Sendrecv(send, (int)send_bytes, MPI_BYTE, to, 0, recv, (int)recv_bytes, MPI_BYTE, from, 0,
+                          ctx->comm->comm, MPI_STATUS_IGNORE);
+    return rc == MPI_SUCCESS ? LAC_SUCCESS : mpi_failed(ctx, rc, "MPI_Sendrecv");
+}
+
 lac_status lac_dist_agree(lac_ctx_t ctx, lac_status status)
 {
     if (ctx->ranks == 1) return status;

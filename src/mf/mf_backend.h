@@ -81,6 +81,13 @@ typedef struct {
      * `negatives` uniform negatives per interaction (one for BPR), drawn
      * from seed, epoch and user; epoch's *train_sse is the summed loss. */
     int implicit, loss, negatives;
+    /* One part of the items (the blocks of src/dist/mf_dist.c): with
+     * item_part (num_items entries), the epochs train only the ratings of
+     * the items j with item_part[j] == part; the neighbourhood terms still see
+     * the user's whole row of data. NULL: all the ratings. Explicit ratings
+     * only; a backend without `parts` below refuses it. */
+    const int32_t *item_part;
+    int part;
 } lac_mf_call;
 
 /* Online updates (src/mf/update.c): some users' or items' parameters solved
@@ -142,7 +149,28 @@ typedef struct {
     /* Online updates: solves rows of call->factors in closed form (below);
      * NULL: the front end uses the CPU table's. */
     lac_status (*fold_in)(lac_ctx_t ctx, const struct lac_mf_fold_call *call);
+    /* Trains a part of the items (call.item_part), with the factors in the
+     * host arrays of call.factors between epochs (read and written there by
+     * the caller); 0: neither. */
+    int parts;
 } lac_mf_backend;
+
+/* Training over the context's MPI ranks (src/dist/mf_dist.c): with more than
+ * one rank, *table becomes the distributed table and *state its state, which
+ * trains each rank's blocks through `inner` (a table with `parts`); with one
+ * rank (or without MPI in the build) it is inner->begin and *table stays
+ * inner. Every rank passes the same call (the same data, model and
+ * options); after download every rank holds the whole model. */
+#ifdef LACUNA_HAVE_MPI
+lac_status lac_mf_dist_begin(lac_ctx_t ctx, const lac_mf_call *call, const lac_mf_backend **table,
+                             lac_mf_state **state);
+#else
+static inline lac_status lac_mf_dist_begin(lac_ctx_t ctx, const lac_mf_call *call, const lac_mf_backend **table,
+                                           lac_mf_state **state)
+{
+    return (*table)->begin(ctx, call, state);
+}
+#endif
 
 /* The CPU backend (src/mf/cpu/), always built. */
 extern const lac_mf_backend lac_mf_cpu_backend;

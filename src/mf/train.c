@@ -143,7 +143,14 @@ static lac_status sort_rated_items(lac_ctx_t ctx, lac_mf_model_t m, const lac_mf
 static lac_status find_neighbours(lac_ctx_t ctx, lac_mf_model_t m, const lac_nbr_data *both)
 {
     lac_mf_nbr_t n = NULL;
-    LAC_CHECK(lac_mf_nbr_search(ctx, &m->params.neighbours, both, 1, &n));
+    /* Over MPI ranks every rank holds all the ratings and searches them
+     * whole: its map calls stay in the process (a search's many small maps
+     * cost more in reductions than they save; the training keeps rank 0's). */
+    const int ranks = ctx->ranks;
+    ctx->ranks = 1;
+    lac_status found = lac_mf_nbr_search(ctx, &m->params.neighbours, both, 1, &n);
+    ctx->ranks = ranks;
+    LAC_CHECK(found);
     lac_status st = lac_mf_model_alloc_nbr(ctx, m, n->k);
     if (st == LAC_SUCCESS) {
         memcpy(m->nbr, n->list, (size_t)n->num_items * (size_t)n->k * sizeof *m->nbr);
@@ -166,6 +173,8 @@ static lac_status find_neighbours(lac_ctx_t ctx, lac_mf_model_t m, const lac_nbr
 static const lac_mf_backend *pick_backend(lac_ctx_t ctx, const lac_mf_params *p, int64_t ratings, lac_status *st)
 {
     if (ctx->backend != LAC_BACKEND_CUDA) return &lac_mf_cpu_backend;
+    /* over MPI ranks each rank's blocks train on the CPU (lac_mf_dist_begin) */
+    if (ctx->ranks > 1 && ctx->params.backend == LAC_BACKEND_AUTO) return &lac_mf_cpu_backend;
     if (p->implicit) {   /* no CUDA kernel for the ranking losses yet */
         if (ctx->params.backend == LAC_BACKEND_AUTO) return &lac_mf_cpu_backend;
         *st = lac_error(ctx, LAC_ERR_UNSUPPORTED, "implicit feedback trains on the CPU only in this build "
@@ -227,6 +236,9 @@ lac_status lac_mf_train_checkpointed(lac_ctx_t ctx, const lac_mf_params *params,
     if (ck_path && checkpoint->every < 1)
         return lac_error(ctx, LAC_ERR_ARGUMENT, "checkpoint every %d epochs: must be >= 1", checkpoint->every);
     if (checkpoint->resume && !ck_path) return lac_error(ctx, LAC_ERR_ARGUMENT, "resume without a checkpoint path");
+    if (ck_path && ctx->ranks > 1)
+        return lac_error(ctx, LAC_ERR_UNSUPPORTED, "checkpoints of a training over %d MPI ranks are not built: "
+                                                   "train in one process", ctx->ranks);
     if (ck_path && !checkpoint->resume) LAC_CHECK(lac_mf_checkpoint_replaceable(ctx, ck_path));
     lac_mf_params eff = *params;
     if (eff.model == LAC_MF_MODEL_NEIGHBOURHOOD) eff.use_bias = 1;   /* eq. (1) has mu + b_i + bhat_j */
@@ -286,7 +298,7 @@ lac_status lac_mf_train_checkpointed(lac_ctx_t ctx, const lac_mf_params *params,
     }
 
     call = lac_mf_model_call(m, &data, valid ? &veval : NULL);
-    LAC_CHECK_GOTO(be->begin(ctx, &call, &state), st, done);
+    LAC_CHECK_GOTO(lac_mf_dist_begin(ctx, &call, &be, &state), st, done);   /* over MPI ranks: the rotation */
     if (checkpoint->resume) LAC_CHECK_GOTO(lac_mf_checkpoint_apply(ctx, &ck, be, state), st, done);
 
     /* a resumed training that had stopped early stops again at once */

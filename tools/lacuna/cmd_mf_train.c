@@ -234,7 +234,9 @@ int cmd_mf_train(int argc, char **argv)
         cli_progress_done();
     }
     progress_state ps = {p.epochs, quiet, {.width = CLI_MF_CURVE_WIDTH}, NULL, p.implicit, NAN};
-    if (st == LAC_SUCCESS && log_path && !(ps.log = !strcmp(log_path, "-") ? stdout : fopen(log_path, "w"))) {
+    /* over MPI ranks rank 0 writes the log (every rank sees the same epochs) */
+    if (st == LAC_SUCCESS && log_path && lac_ctx_rank(ctx) == 0 &&
+        !(ps.log = !strcmp(log_path, "-") ? stdout : fopen(log_path, "w"))) {
         fprintf(stderr, "lacuna %s: cannot write --log %s: %s\n", cmd, log_path, strerror(errno));
         rc = CLI_RUNTIME;
         goto cleanup;

@@ -36,16 +36,19 @@ static void cpu_end(lac_ctx_t ctx, lac_mf_state *s)
 }
 
 /* Each user's ratings split by column block: counted (fill 0) or written in
- * block order (fill 1). A block's segments are its users in count order. */
+ * block order (fill 1). A block's segments are its users in count order.
+ * With call.item_part, only the ratings of the call's part of the items. */
 static void place_rows(lac_mf_state *s, const lac_mf_data *d, const int32_t *row_block, const int32_t *col_block,
                        int64_t *cnt, int64_t *segs, int64_t *row_cnt, int64_t *write_at, int fill)
 {
     int B = s->blocks;
+    const int32_t *part = s->call.item_part;
     for (int64_t r = 0; r < d->num_users; r++) {
         int32_t u = d->row_order[r];
         int64_t base = (int64_t)row_block[u] * B;
         for (int c = 0; c < B; c++) row_cnt[c] = 0;
-        for (int64_t a = d->row_start[u]; a < d->row_start[u + 1]; a++) row_cnt[col_block[d->col[a]]]++;
+        for (int64_t a = d->row_start[u]; a < d->row_start[u + 1]; a++)
+            if (!part || part[d->col[a]] == s->call.part) row_cnt[col_block[d->col[a]]]++;
         for (int c = 0; c < B; c++) {
             if (!row_cnt[c]) continue;
             if (!fill) {
@@ -62,6 +65,7 @@ static void place_rows(lac_mf_state *s, const lac_mf_data *d, const int32_t *row
         if (!fill) continue;
         for (int64_t a = d->row_start[u]; a < d->row_start[u + 1]; a++) {
             int32_t j = d->col[a];
+            if (part && part[j] != s->call.part) continue;
             int64_t at = write_at[col_block[j]]++;
             s->item[at] = j;
             s->val[at] = d->val[a];
@@ -91,10 +95,8 @@ static lac_status cpu_begin(lac_ctx_t ctx, const lac_mf_call *call, lac_mf_state
     s->block_seg = lac_calloc(ctx, (size_t)nb + 1, sizeof *s->block_seg);
     s->block_sse = lac_calloc(ctx, (size_t)nb, sizeof *s->block_sse);
     s->stratum_order = lac_malloc(ctx, (size_t)B * sizeof *s->stratum_order);
-    s->item = lac_malloc(ctx, (size_t)(d->nnz ? d->nnz : 1) * sizeof *s->item);
-    s->val = lac_malloc(ctx, (size_t)(d->nnz ? d->nnz : 1) * sizeof *s->val);
     if (!row_block || !col_block || !cnt || !segs || !row_cnt || !write_at || !s->block_seg || !s->block_sse ||
-        !s->stratum_order || !s->item || !s->val) {
+        !s->stratum_order) {
         st = LAC_ERR_OUT_OF_MEMORY;
         goto done;
     }
@@ -102,15 +104,18 @@ static lac_status cpu_begin(lac_ctx_t ctx, const lac_mf_call *call, lac_mf_state
 
     /* counting pass: ratings and user segments per block */
     place_rows(s, d, row_block, col_block, cnt, segs, row_cnt, write_at, 0);
-    int64_t total_segs = 0;
+    int64_t total_segs = 0, placed = 0;
     for (int64_t b = 0; b < nb; b++) {
         s->block_seg[b] = total_segs;
         total_segs += segs[b];
+        placed += cnt[b];
     }
     s->block_seg[nb] = total_segs;
     s->seg_user = lac_malloc(ctx, (size_t)(total_segs ? total_segs : 1) * sizeof *s->seg_user);
     s->seg_start = lac_malloc(ctx, ((size_t)total_segs + 1) * sizeof *s->seg_start);
-    if (!s->seg_user || !s->seg_start) {
+    s->item = lac_malloc(ctx, (size_t)(placed ? placed : 1) * sizeof *s->item);
+    s->val = lac_malloc(ctx, (size_t)(placed ? placed : 1) * sizeof *s->val);
+    if (!s->seg_user || !s->seg_start || !s->item || !s->val) {
         st = LAC_ERR_OUT_OF_MEMORY;
         goto done;
     }
@@ -123,7 +128,7 @@ static lac_status cpu_begin(lac_ctx_t ctx, const lac_mf_call *call, lac_mf_state
             segs[b] = s->block_seg[b];   /* now: the next segment of block b */
         }
         place_rows(s, d, row_block, col_block, cnt, segs, row_cnt, write_at, 1);
-        s->seg_start[total_segs] = d->nnz;
+        s->seg_start[total_segs] = placed;
     }
     /* per chunk of segments (Hogwild) or of users (implicit feedback) */
     s->chunk_sse = lac_calloc(ctx, (size_t)((total_segs > nu ? total_segs : nu) / LAC_MF_HOGWILD_CHUNK + 1),
@@ -278,5 +283,5 @@ static lac_status cpu_put(lac_ctx_t ctx, lac_mf_state *s, int kept, const lac_mf
 
 const lac_mf_backend lac_mf_cpu_backend = {
     "cpu", 1, cpu_begin, lac_mf_cpu_epoch, cpu_valid_rmse, cpu_keep, cpu_download, cpu_end, cpu_get, cpu_put, 1,
-    lac_mf_cpu_fold_in,
+    lac_mf_cpu_fold_in, 1,
 };

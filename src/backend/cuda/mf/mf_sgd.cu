@@ -412,4 +412,5 @@ static void cuda_end(lac_ctx_t ctx, lac_mf_state *s)
 extern "C" const lac_mf_backend lac_mf_cuda_table = {
     "cuda", 0, cuda_begin, cuda_epoch, cuda_valid_rmse, cuda_keep, cuda_download, cuda_end, cuda_get, cuda_put, 1,
     NULL,   /* fold_in: the CPU table's */
+    0,      /* parts: trains the whole grid (one rank) */
 };
