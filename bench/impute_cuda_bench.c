@@ -19,7 +19,12 @@
  *
  *   impute_cuda_bench [--shapes 50x50x4039,64x64x2100,128x128x2000,512x512x300]
  *                     [--reps 5] [--iters 20] [--graph data/ego-facebook/facebook_combined.txt]
- *                     [--ratios 0.5,0.9] [--json]
+ *                     [--ratios 0.5,0.9] [--cap BYTES [--stream-only]] [--json]
+ *
+ * --cap adds, per shape, one iteration under LACUNA_CUDA_MEMORY_CAP=BYTES (the
+ * streamed plan when the resident one does not fit) against its copy floor
+ * (the bytes streamed in and out over the pinned bandwidth measured here);
+ * --stream-only runs just that and the resident iteration beside it.
  */
 #include "bench_util.h"
 #include "impute/impute_backend.h"
@@ -40,6 +45,20 @@ typedef struct {
 } shape;
 
 static lac_ctx_t gpu, gpu_cold, gpu_gram;   /* gpu_cold: every SVT pass starts cold; gpu_gram: the Gram route */
+static lac_ctx_t gpu_capped;                 /* --cap: LACUNA_CUDA_MEMORY_CAP, the streamed plan */
+static const char *stream_cap;
+static long long stream_slab;   /* the slab width the streamed plan logged */
+
+static void note_slab(lac_log_level level, const char *message, void *user)
+{
+    (void)level;
+    (void)user;
+    const char *at = strstr(message, "in slabs of ");
+    if (at && stream_slab != atoll(at + strlen("in slabs of "))) {
+        stream_slab = atoll(at + strlen("in slabs of "));
+        printf("      %s\n", message);
+    }
+}
 static int json;
 
 static double gaussian(unsigned long long *s)
@@ -54,6 +73,9 @@ static double gaussian(unsigned long long *s)
 /* The device's rates, measured here: SGEMM (flop/s) on a square problem and
  * device-to-device copy bandwidth (bytes/s, read + write); NaN without CUDA. */
 static double sgemm_rate = NAN, copy_rate = NAN;
+/* Pinned host-to-device and device-to-host bandwidth (bytes/s), the floor of
+ * a streamed iteration. */
+static double h2d_rate = NAN, d2h_rate = NAN;
 
 #ifdef LACUNA_HAVE_CUDA
 
@@ -92,13 +114,31 @@ static void measure_rates(void)
         if (r > 0 && ms < best) best = ms;
     }
     copy_rate = 2.0 * sizeof(float) * n * (double)n / (best * 1e-3);
+    float *host = NULL;
+    if (cudaMallocHost((void **)&host, sizeof(float) * n * n) == cudaSuccess) {
+        for (int dir = 0; dir < 2; dir++) {
+            best = 1e30;
+            for (int r = 0; r < 3; r++) {
+                cudaEventRecord(e0, 0);
+                if (dir == 0) cudaMemcpyAsync(a, host, sizeof(float) * n * n, cudaMemcpyHostToDevice, 0);
+                else cudaMemcpyAsync(host, a, sizeof(float) * n * n, cudaMemcpyDeviceToHost, 0);
+                cudaEventRecord(e1, 0);
+                cudaEventSynchronize(e1);
+                cudaEventElapsedTime(&ms, e0, e1);
+                if (r > 0 && ms < best) best = ms;
+            }
+            *(dir == 0 ? &h2d_rate : &d2h_rate) = sizeof(float) * n * (double)n / (best * 1e-3);
+        }
+        cudaFreeHost(host);
+    }
     cublasDestroy(h);
     cudaFree(a);
     cudaFree(b);
     cudaFree(c);
     cudaEventDestroy(e0);
     cudaEventDestroy(e1);
-    printf("measured: SGEMM %.1f TFLOP/s (8192^3), copy %.2f TB/s\n", sgemm_rate / 1e12, copy_rate / 1e12);
+    printf("measured: SGEMM %.1f TFLOP/s (8192^3), copy %.2f TB/s, pinned host to device %.1f GB/s, back %.1f GB/s\n",
+           sgemm_rate / 1e12, copy_rate / 1e12, h2d_rate / 1e9, d2h_rate / 1e9);
 }
 #endif
 
@@ -273,6 +313,20 @@ static void bench_iteration(shape s, int iters, lac_ctx_t ctx, const char *path,
            "basis %.3f s\n",
            (long long)s.m, (long long)s.n, (long long)s.N, (gft + svt + igft) * 1e3, gft * 1e3, gemm_floor * 1e3,
            gemm_names[gemm], svt * 1e3, path, igft * 1e3, p.eigen_s);
+    if (strcmp(path, "streamed") == 0) {
+        /* Each iteration copies in C, the previous estimate and U_I (by
+         * frequency) and copies the estimate back: the copies' floor. */
+        const double in = N * (2 * mn + missing) * sizeof(float), out = N * mn * sizeof(float);
+        const double floor_s = fmax(in / h2d_rate, out / d2h_rate);
+        printf("      streamed (LACUNA_CUDA_MEMORY_CAP=%s, slabs of %lld frequencies): %.0f MB in, %.0f MB out an "
+               "iteration; copy floor %.3f ms\n",
+               stream_cap, stream_slab, in / 1e6, out / 1e6, floor_s * 1e3);
+        if (json)
+            printf("{\"capability\":\"impute\",\"case\":\"streamed\",\"cap\":\"%s\",\"slab\":%lld,\"m\":%lld,\"n\":%lld,"
+                   "\"N\":%lld,\"ms\":%.4f,\"in_mb\":%.1f,\"out_mb\":%.1f,\"copy_floor_ms\":%.4f}\n",
+                   stream_cap, stream_slab, (long long)s.m, (long long)s.n, (long long)s.N, (gft + svt + igft) * 1e3, in / 1e6,
+                   out / 1e6, floor_s * 1e3);
+    }
     if (json)
         printf("{\"capability\":\"impute\",\"case\":\"iteration\",\"svt_path\":\"%s\",\"gemm\":\"%s\",\"m\":%lld,\"n\":%lld,"
                "\"N\":%lld,\"ms\":%.4f,\"gft_ms\":%.4f,\"svt_ms\":%.4f,\"igft_ms\":%.4f,\"gemm_floor_ms\":%.4f,"
@@ -323,6 +377,7 @@ int main(int argc, char **argv)
 {
     const char *shapes = "50x50x4039,64x64x2100,128x128x2000,512x512x300";
     const char *graph = "data/ego-facebook/facebook_combined.txt", *ratios = "0.5,0.9";
+    int stream_only = 0;
     int reps = 5, iters = 20;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0) json = 1;
@@ -331,6 +386,8 @@ int main(int argc, char **argv)
         else if (i + 1 < argc && strcmp(argv[i], "--iters") == 0) iters = atoi(argv[++i]);
         else if (i + 1 < argc && strcmp(argv[i], "--graph") == 0) graph = argv[++i];
         else if (i + 1 < argc && strcmp(argv[i], "--ratios") == 0) ratios = argv[++i];
+        else if (i + 1 < argc && strcmp(argv[i], "--cap") == 0) stream_cap = argv[++i];
+        else if (strcmp(argv[i], "--stream-only") == 0) stream_only = 1;
         else {
             fprintf(stderr, "impute_cuda_bench: unknown option %s (see the source banner)\n", argv[i]);
             return 2;
@@ -360,6 +417,21 @@ int main(int argc, char **argv)
         fprintf(stderr, "impute_cuda_bench: %s\n", lac_last_error(NULL));
         return 1;
     }
+    if (stream_only && !stream_cap) {
+        fprintf(stderr, "impute_cuda_bench: --stream-only needs --cap BYTES\n");
+        return 2;
+    }
+    char cap_knob[96];
+    if (stream_cap) {
+        snprintf(cap_knob, sizeof cap_knob, "CUDA_MEMORY_CAP=%s", stream_cap);
+        cp.knobs = cap_knob;
+        cp.log = note_slab;
+        cp.log_level = LAC_LOG_INFO;
+        if (lac_ctx_create(&cp, &gpu_capped)) {
+            fprintf(stderr, "impute_cuda_bench: %s\n", lac_last_error(NULL));
+            return 1;
+        }
+    }
 #ifdef LACUNA_HAVE_CUDA
     measure_rates();
 #endif
@@ -375,7 +447,12 @@ int main(int argc, char **argv)
             s.m = m;
             s.n = n;
             s.N = N;
-            if (pass == 0) {
+            if (stream_only) {
+                if (pass == 1) {
+                    bench_iteration(s, iters, gpu, "default", LAC_GEMM_FP32);
+                    bench_iteration(s, iters, gpu_capped, "streamed", LAC_GEMM_FP32);
+                }
+            } else if (pass == 0) {
                 bench_svt(s, reps, gpu_cold);
                 bench_svt(s, reps, gpu);
             }
@@ -384,11 +461,12 @@ int main(int argc, char **argv)
                 bench_iteration(s, iters, gpu_gram, "gram", LAC_GEMM_FP32);
                 bench_iteration(s, iters, gpu, "default", LAC_GEMM_TF32);
                 bench_iteration(s, iters, gpu, "default", LAC_GEMM_3XTF32);
+                if (gpu_capped) bench_iteration(s, iters, gpu_capped, "streamed", LAC_GEMM_FP32);
             }
             c += used;
             if (*c == ',') c++;
         }
-    for (const char *c = ratios; *c;) {
+    for (const char *c = stream_only ? "" : ratios; *c;) {
         char *end;
         double ratio = strtod(c, &end);
         if (end == c || !(ratio > 0 && ratio <= 1)) {
@@ -403,5 +481,6 @@ int main(int argc, char **argv)
     lac_ctx_destroy(&gpu);
     lac_ctx_destroy(&gpu_cold);
     lac_ctx_destroy(&gpu_gram);
+    if (gpu_capped) lac_ctx_destroy(&gpu_capped);
     return 0;
 }

@@ -39,6 +39,8 @@ static const struct {
     [LAC_KNOB_IMPUTE_CUDA_WARM] = {"LACUNA_IMPUTE_CUDA_WARM", "0: the GPU SVT starts every pass cold (no warm start)"},
     [LAC_KNOB_DIST] = {"LACUNA_DIST", "auto|on|off: join the MPI job (auto: only when started by mpirun; on: always, MPI builds)"},
     [LAC_KNOB_IMPUTE_CUDA_SVT] = {"LACUNA_IMPUTE_CUDA_SVT", "jacobi|gram: force the GPU SVT's path (Jacobi only where it fits)"},
+    [LAC_KNOB_CUDA_MEMORY_CAP] = {"LACUNA_CUDA_MEMORY_CAP",
+                                  "bytes (k/M/G/T: powers of 1024) of device memory impute may use; beyond, it streams"},
 };
 
 /* The environment as the process first saw it: read once. */

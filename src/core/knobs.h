@@ -39,6 +39,7 @@ typedef enum {
     LAC_KNOB_IMPUTE_CUDA_WARM,   /* 0: every Jacobi SVT pass starts cold */
     LAC_KNOB_IMPUTE_CUDA_SVT,    /* jacobi|gram: force the GPU SVT's path */
     LAC_KNOB_DIST,               /* auto|on|off: join MPI ranks (auto: when started by mpirun) */
+    LAC_KNOB_CUDA_MEMORY_CAP,    /* bytes of device memory impute may use; beyond, it streams */
     LAC_KNOB_COUNT
 } lac_knob;
 

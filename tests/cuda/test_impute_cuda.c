@@ -8,7 +8,9 @@
  * thresholds between singular values, 0 and above σmax; the σmax-only pass.
  * Then whole imputations against the CPU backend with the same basis (float32
  * and float64, vertex and entry masks, with and without acceleration), the
- * basis eigendecomposition against LAPACK's, and the generator's transform. */
+ * basis eigendecomposition against LAPACK's, and the generator's transform.
+ * And the streamed (out-of-core) plan under LACUNA_CUDA_MEMORY_CAP against
+ * the resident one. */
 #include "harness.h"
 #include "impute/impute_backend.h"
 #include "lacuna/lacuna.h"
@@ -412,6 +414,291 @@ TEST(imputation_matches_the_cpu)
     impute_both(LAC_FLOAT32, 0, 1, 5);   /* two shares, 3xTF32 */
 }
 
+/* ------------------------------------------------------------------------ */
+/* Out of core: LACUNA_CUDA_MEMORY_CAP against the resident plan             */
+/* ------------------------------------------------------------------------ */
+/* The slab width the streamed plan logged (0: the run stayed resident). */
+static long long logged_slab;
+
+static void note_slab(lac_log_level level, const char *message, void *user)
+{
+    (void)level;
+    (void)user;
+    const char *at = strstr(message, "in slabs of ");
+    if (at) logged_slab = atoll(at + strlen("in slabs of "));
+}
+
+/* A CUDA context with `knobs`, logging at info level into note_slab. */
+static lac_ctx_t capped_context(const char *knobs)
+{
+    lac_ctx_params p = lac_ctx_params_default();
+    p.backend = LAC_BACKEND_CUDA;
+    p.knobs = knobs;
+    p.log = note_slab;
+    p.log_level = LAC_LOG_INFO;
+    lac_ctx_t c = NULL;
+    if (lac_ctx_create(&p, &c) != 0) HARNESS_FAIL("context with %s: %s", knobs, lac_last_error(NULL));
+    return c;
+}
+
+/* Whole imputations on a random graph (ring with chords, 90 vertices, 6 x 5
+ * slices, rank 2, 60% observed), resident and with a cap that holds about a
+ * fifth of the frequencies a slab. The streamed run adds the iGFT's
+ * per-slab products in another order than the one resident GEMM: float
+ * rounding only, so the completions agree to 1e-4 (float32) and 1e-10
+ * (float64) relative, the bounds of the two-share split whose iGFT sum is
+ * split the same way, and the iteration counts to one. knobs without a cap:
+ * a cap placed between one slab and the resident plan. */
+static void streamed_equals_resident(lac_dtype precision, int entry_mask, int accelerate, const char *knobs)
+{
+    const int64_t N = 90, m = 6, n = 5, mn = m * n;
+    lac_graph_t graph = ring_with_chords(cpu, N, 7);
+    lac_gft_t gft = NULL;
+    CHECK_OK(cpu, lac_gft_create(cpu, graph, precision, &gft));
+    int64_t shape[3] = {N, m, n};
+    lac_array truth, observed, tensor, out_res, out_str;
+    CHECK_OK(cpu, lac_array_alloc(cpu, LAC_FLOAT64, 3, shape, &truth));
+    CHECK_OK(cpu, lac_array_alloc(cpu, LAC_BOOL, 1, shape, &observed));
+    lac_impute_gen_params gp = lac_impute_gen_params_default();
+    gp.m = m;
+    gp.n = n;
+    gp.rank = 2;
+    gp.observed_ratio = 0.6;
+    gp.seed = 23;
+    CHECK_OK(cpu, lac_impute_generate(cpu, &gp, gft, &truth, &observed));
+    CHECK_OK(cpu, lac_array_alloc(cpu, LAC_FLOAT64, 3, shape, &tensor));
+    CHECK_OK(cpu, lac_array_alloc(cpu, LAC_FLOAT64, 3, shape, &out_res));
+    CHECK_OK(cpu, lac_array_alloc(cpu, LAC_FLOAT64, 3, shape, &out_str));
+    double *t = tensor.data, *g = truth.data;
+    unsigned char *obs = observed.data;
+    unsigned long long seed = 9;
+    for (int64_t v = 0; v < N; v++)
+        for (int64_t e = 0; e < mn; e++) {
+            int seen = obs[v] || (entry_mask && harness_rand_uniform(&seed) < 0.5);
+            t[v * mn + e] = seen ? g[v * mn + e] : NAN;
+        }
+    lac_impute_params p = lac_impute_params_default();
+    p.accelerate = accelerate;
+    lac_impute_result rr, rs;
+    char auto_knobs[160];
+    if (strstr(knobs, "CUDA_MEMORY_CAP") == NULL) {
+        /* A quarter of the way from one slab to the resident plan, as the
+         * error for a cap of 1000 bytes names them (the Gram path's solver
+         * workspace is the library's to size). */
+        snprintf(auto_knobs, sizeof auto_knobs, "CUDA_MEMORY_CAP=1000,%s", knobs);
+        lac_ctx_t probe = capped_context(auto_knobs);
+        CHECK_STATUS(probe, lac_impute(probe, &p, gft, &tensor, NULL, &truth, &out_str, &rs), LAC_ERR_VALUE);
+        const char *msg = lac_last_error(probe), *lo = strstr(msg, "below the "), *hi = strstr(msg, "plan needs ");
+        unsigned long long least = lo ? strtoull(lo + 10, NULL, 10) : 0, resident = hi ? strtoull(hi + 11, NULL, 10) : 0;
+        CHECK(least > 0 && resident > least);
+        snprintf(auto_knobs, sizeof auto_knobs, "CUDA_MEMORY_CAP=%llu,%s", least + (resident - least) / 4, knobs);
+        knobs = auto_knobs;
+        lac_ctx_destroy(&probe);
+    }
+    lac_ctx_t capped = capped_context(knobs);
+    logged_slab = 0;
+    CHECK_OK(gpu, lac_impute(gpu, &p, gft, &tensor, NULL, &truth, &out_res, &rr));
+    CHECK_OK(capped, lac_impute(capped, &p, gft, &tensor, NULL, &truth, &out_str, &rs));
+    printf("    %s, %s mask, accelerate %d (%s): slabs of %lld of %lld frequencies, ", lac_dtype_name(precision),
+           entry_mask ? "entry" : "vertex", accelerate, knobs, logged_slab, (long long)N);
+    CHECK(logged_slab >= 1 && logged_slab <= N / 4);
+    double rel = relative_difference(out_res.data, out_str.data, N * mn);
+    const double tol = precision == LAC_FLOAT32 ? 1e-4 : 1e-10;
+    printf("relative difference %.3g (bound %.0e)\n", rel, tol);
+    if (!(rel <= tol)) HARNESS_FAIL("streamed and resident completions differ by %.3g", rel);
+    CHECK(llabs(rr.iterations - rs.iterations) <= 1);
+    CHECK_NEAR(rs.rmse_all, rr.rmse_all, 10 * tol + 10 * tol * rr.rmse_all);
+    CHECK_NEAR(rs.rmse_missing, rr.rmse_missing, 10 * tol + 10 * tol * rr.rmse_missing);
+    lac_ctx_destroy(&capped);
+    lac_array_release(&truth);
+    lac_array_release(&observed);
+    lac_array_release(&tensor);
+    lac_array_release(&out_res);
+    lac_array_release(&out_str);
+    lac_gft_destroy(&gft);
+    lac_graph_destroy(&graph);
+}
+
+TEST(streamed_imputation_equals_the_resident_one)
+{
+    /* 60 kB: about two fifths of the resident plan's 150 kB (float32). */
+    streamed_equals_resident(LAC_FLOAT32, 0, 1, "CUDA_MEMORY_CAP=60000");
+    streamed_equals_resident(LAC_FLOAT32, 1, 0, "CUDA_MEMORY_CAP=60000");
+    streamed_equals_resident(LAC_FLOAT64, 1, 1, "CUDA_MEMORY_CAP=110000");
+    streamed_equals_resident(LAC_FLOAT32, 1, 1, "IMPUTE_CUDA_SVT=gram");
+}
+
+/* Through the backend table with the canonical basis (U = I): every product
+ * with U or U_I is then exact, so the streamed pass must give the resident
+ * one's numbers (bound 1e-7 relative, float32, expected 0): the slabs, the
+ * copies between them and the per-slab SVT lose nothing. Entry masks,
+ * truth, momentum; a σmax-only pass, then λ at half of σmax. */
+static void canonical_run(lac_ctx_t c, int64_t N, int64_t m, int64_t n, const float *tensor, const unsigned char *state,
+                          const unsigned char *entry, const int64_t *incomplete, int64_t ni, const float *truth,
+                          float *completed, float *estimate, double *figures)
+{
+    const lac_impute_backend *be = lac_impute_backend_cuda();
+    float *identity = calloc((size_t)(N * N), sizeof(float));
+    double *eigenvalues = calloc((size_t)N, sizeof(double)), *sigma = malloc(sizeof(double) * (size_t)N);
+    double *lambda = malloc(sizeof(double) * (size_t)N);
+    for (int64_t v = 0; v < N; v++) identity[v + v * N] = 1;
+    struct lac_gft g = {N, LAC_FLOAT32, identity, eigenvalues, 0, 0};
+    lac_impute_problem pr;
+    memset(&pr, 0, sizeof pr);
+    pr.precision = LAC_FLOAT32;
+    pr.N = N;
+    pr.m = m;
+    pr.n = n;
+    pr.gft = &g;
+    pr.tensor = tensor;
+    pr.tensor_dtype = LAC_FLOAT32;
+    pr.vertex_state = state;
+    pr.entry_observed = entry;
+    pr.num_incomplete = ni;
+    pr.incomplete = incomplete;
+    pr.truth = truth;
+    pr.truth_dtype = LAC_FLOAT32;
+    pr.momentum = 1;
+    void *st = NULL;
+    double truth_sq = 0, missing_sq = 0;
+    int f = 0;
+    CHECK_OK(c, be->setup(c, &pr, &st, &truth_sq, &missing_sq));
+    if (st) {
+        figures[f++] = truth_sq;
+        figures[f++] = missing_sq;
+        for (int it = 0; it < 6; it++) {
+            lac_impute_svt_stats stats;
+            double err = 0;
+            CHECK_OK(c, be->gft(c, st));
+            if (it == 0) CHECK_OK(c, be->svt(c, st, NULL, sigma, &stats));
+            else {
+                for (int64_t k = 0; k < N; k++) lambda[k] = 0.5 * sigma[k];
+                CHECK_OK(c, be->svt(c, st, lambda, NULL, &stats));
+            }
+            CHECK_OK(c, be->igft(c, st, it > 1 ? 0.3 : 0, &err));
+            figures[f++] = stats.change_sq;
+            figures[f++] = stats.truth_error_sq;
+            figures[f++] = (double)stats.rank_sum;
+            figures[f++] = err;
+        }
+        double e1 = 0, e2 = 0;
+        CHECK_OK(c, be->finish(c, st, LAC_IMPUTE_COMPLETED, completed, LAC_FLOAT32, &e1));
+        CHECK_OK(c, be->finish(c, st, LAC_IMPUTE_ESTIMATE, estimate, LAC_FLOAT32, &e2));
+        figures[f++] = e1;
+        figures[f++] = e2;
+        be->release(st);
+    }
+    free(identity);
+    free(eigenvalues);
+    free(sigma);
+    free(lambda);
+}
+
+enum { CANONICAL_FIGURES = 2 + 6 * 4 + 2 };
+
+TEST(streamed_pass_with_the_canonical_basis_loses_nothing)
+{
+    const int64_t N = 64, m = 8, n = 6, mn = m * n;
+    float *tensor = malloc(sizeof(float) * (size_t)(N * mn)), *truth = malloc(sizeof(float) * (size_t)(N * mn));
+    unsigned char *state = malloc((size_t)N), *entry = malloc((size_t)(N * mn));
+    int64_t *incomplete = malloc(sizeof(int64_t) * (size_t)N), ni = 0;
+    unsigned long long seed = 31;
+    for (int64_t v = 0; v < N; v++) {
+        /* Rank-2 slices: a·bᵀ + c·dᵀ with random factors. */
+        double f[2][14];
+        for (int r = 0; r < 2; r++)
+            for (int i = 0; i < 14; i++) f[r][i] = harness_rand_uniform(&seed) - 0.5;
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++)
+                truth[v * mn + i * n + j] = (float)(f[0][i] * f[0][8 + j] + f[1][i] * f[1][8 + j]);
+        double u = harness_rand_uniform(&seed);
+        state[v] = u < 0.5 ? LAC_VERTEX_OBSERVED : u < 0.8 ? LAC_VERTEX_PARTIAL : LAC_VERTEX_MISSING;
+        if (state[v] != LAC_VERTEX_OBSERVED) incomplete[ni++] = v;
+        for (int64_t e = 0; e < mn; e++) {
+            entry[v * mn + e] = state[v] == LAC_VERTEX_OBSERVED ||
+                                (state[v] == LAC_VERTEX_PARTIAL && harness_rand_uniform(&seed) < 0.5);
+            tensor[v * mn + e] = entry[v * mn + e] ? truth[v * mn + e] : NAN;
+        }
+    }
+    float *c_res = malloc(sizeof(float) * (size_t)(N * mn)), *c_str = malloc(sizeof(float) * (size_t)(N * mn));
+    float *e_res = malloc(sizeof(float) * (size_t)(N * mn)), *e_str = malloc(sizeof(float) * (size_t)(N * mn));
+    double f_res[CANONICAL_FIGURES] = {0}, f_str[CANONICAL_FIGURES] = {0};
+    lac_ctx_t capped = capped_context("CUDA_MEMORY_CAP=42000");
+    logged_slab = 0;
+    canonical_run(gpu, N, m, n, tensor, state, entry, incomplete, ni, truth, c_res, e_res, f_res);
+    canonical_run(capped, N, m, n, tensor, state, entry, incomplete, ni, truth, c_str, e_str, f_str);
+    printf("    slabs of %lld of %lld frequencies, %lld incomplete vertices\n", logged_slab, (long long)N, (long long)ni);
+    CHECK(logged_slab >= 1 && logged_slab <= N / 4);
+    double worst = 0;
+    for (int i = 0; i < CANONICAL_FIGURES; i++) {
+        double d = fabs(f_res[i] - f_str[i]) / (fabs(f_res[i]) > 1e-30 ? fabs(f_res[i]) : 1);
+        if (d > worst) worst = d;
+    }
+    double *a = malloc(sizeof(double) * (size_t)(N * mn)), *b = malloc(sizeof(double) * (size_t)(N * mn));
+    for (int k = 0; k < 2; k++) {
+        const float *x = k ? e_res : c_res, *y = k ? e_str : c_str;
+        for (int64_t i = 0; i < N * mn; i++) {
+            a[i] = x[i];
+            b[i] = y[i];
+        }
+        double rel = relative_difference(a, b, N * mn);
+        printf("    %s: relative difference %.3g (bound 1e-7)\n", k ? "estimate" : "completion", rel);
+        if (!(rel <= 1e-7)) HARNESS_FAIL("canonical basis: streamed and resident %s differ by %.3g", k ? "estimates" : "completions", rel);
+    }
+    printf("    figures (norms, change, truth error, rank, missing error): worst relative difference %.3g\n", worst);
+    CHECK(worst <= 1e-7);
+    lac_ctx_destroy(&capped);
+    free(a);
+    free(b);
+    free(tensor);
+    free(truth);
+    free(state);
+    free(entry);
+    free(incomplete);
+    free(c_res);
+    free(c_str);
+    free(e_res);
+    free(e_str);
+}
+
+/* A cap below one slab: a clear error naming the knob and the minimum, no crash,
+ * no state; a cap that is not a byte count: the same. */
+TEST(streamed_cap_below_one_slab_is_a_clear_error)
+{
+    const int64_t N = 90, m = 6, n = 5;
+    lac_graph_t graph = ring_with_chords(cpu, N, 7);
+    lac_gft_t gft = NULL;
+    CHECK_OK(cpu, lac_gft_create(cpu, graph, LAC_FLOAT32, &gft));
+    int64_t shape[3] = {N, m, n};
+    lac_array truth, observed, out;
+    CHECK_OK(cpu, lac_array_alloc(cpu, LAC_FLOAT32, 3, shape, &truth));
+    CHECK_OK(cpu, lac_array_alloc(cpu, LAC_BOOL, 1, shape, &observed));
+    CHECK_OK(cpu, lac_array_alloc(cpu, LAC_FLOAT32, 3, shape, &out));
+    lac_impute_gen_params gp = lac_impute_gen_params_default();
+    gp.m = m;
+    gp.n = n;
+    gp.rank = 2;
+    gp.observed_ratio = 0.6;
+    CHECK_OK(cpu, lac_impute_generate(cpu, &gp, gft, &truth, &observed));
+    static const char *knobs[] = {"CUDA_MEMORY_CAP=2000", "CUDA_MEMORY_CAP=1.5G", "CUDA_MEMORY_CAP=12MB"};
+    for (int k = 0; k < 3; k++) {
+        lac_ctx_t capped = capped_context(knobs[k]);
+        lac_impute_params p = lac_impute_params_default();
+        lac_impute_result r;
+        CHECK_STATUS(capped, lac_impute(capped, &p, gft, &truth, &observed, NULL, &out, &r), LAC_ERR_VALUE);
+        const char *msg = lac_last_error(capped);
+        printf("    %s: %s\n", knobs[k], msg);
+        CHECK_STR_CONTAINS(msg, "LACUNA_CUDA_MEMORY_CAP");
+        if (k == 0) CHECK_STR_CONTAINS(msg, "one frequency a slab");
+        lac_ctx_destroy(&capped);
+    }
+    lac_array_release(&truth);
+    lac_array_release(&observed);
+    lac_array_release(&out);
+    lac_gft_destroy(&gft);
+    lac_graph_destroy(&graph);
+}
+
 /* The basis on the device: eigenvalues as LAPACK's; each eigenvector of a
  * simple eigenvalue equal up to sign. */
 TEST(basis_eigendecomposition_matches_lapack)
@@ -563,6 +850,9 @@ int main(void)
     RUN(each_svt_path_matches_lapack_where_the_other_is_the_default);
     RUN(svt_split_across_shares_matches_lapack);
     RUN(imputation_matches_the_cpu);
+    RUN(streamed_imputation_equals_the_resident_one);
+    RUN(streamed_pass_with_the_canonical_basis_loses_nothing);
+    RUN(streamed_cap_below_one_slab_is_a_clear_error);
     RUN(basis_eigendecomposition_matches_lapack);
     RUN(generator_transform_matches_the_cpu);
     if (full) RUN(ego_facebook_agrees_with_the_cpu_float64_path);

@@ -6,6 +6,7 @@
 
 #include "backend/cuda/cuda_internal.h"
 #include "impute/impute_backend.h"
+#include "impute/stream_plan.h"
 
 /* Per-slice figures an SVT pass leaves on the device, LAC_SVT_STATS doubles a
  * slice, summed on the host in slice order (so the sums do not depend on the
@@ -44,6 +45,10 @@ struct lac_svt_gram_cache;
 void lac_svt_gram_cache_free(lac_svt_gram_cache *cache);
 template <typename REAL>
 lac_status lac_svt_gram(lac_ctx_t ctx, const lac_svt_batch<REAL> &b, size_t budget, lac_svt_gram_cache **cache);
+/* The device bytes a slice adds to a Gram chunk (its buffers and the batched
+ * eigensolver's workspace) and what a chunk needs whatever its size, for the
+ * memory plan. */
+void lac_svt_gram_bytes(lac_ctx_t ctx, int64_t rows, int64_t cols, size_t *per_slice, size_t *fixed);
 
 /* Element-wise steps (impute_kernels.cu), all on the context's stream. */
 /* dst[v*mn + e] = the observed part of src (any float dtype) for vertices
@@ -64,10 +69,81 @@ lac_status lac_impute_cuda_impute_step(lac_ctx_t ctx, int64_t count, const REAL 
                                        const REAL *truth, REAL *x_inc, REAL *x_est, REAL theta, int extrapolate,
                                        double *partial, int *blocks);
 
+/* The imputation step, its missing-error partial sums read back through
+ * the pinned partial_host and added in block order into *error_sq. */
+template <typename REAL>
+lac_status lac_impute_cuda_impute_sum(lac_ctx_t ctx, int64_t count, const REAL *x_new, const unsigned char *obs,
+                                      const REAL *truth, REAL *x_inc, REAL *x_est, REAL theta, int extrapolate,
+                                      double *partial, double *partial_host, double *error_sq);
+
 /* 3xTF32 operands: hi = a rounded to TF32, lo = a - hi, so that
  * hi·hi' + hi·lo' + lo·hi' on TF32 tensor cores keeps ~fp32 accuracy. */
 lac_status lac_impute_cuda_split_tf32(lac_ctx_t ctx, const float *a, float *hi, float *lo, int64_t count);
 
 #define LAC_IMPUTE_CUDA_PARTIALS 512   /* most partial sums a reduction leaves */
+
+/* GEMMs of either precision on a cuBLAS handle. */
+static inline cublasStatus_t lac_gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int64_t m, int64_t n,
+                                      int64_t k, float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
+                                      float beta, float *c, int64_t ldc)
+{
+    return cublasSgemm_64(h, ta, tb, m, n, k, &alpha, a, lda, b, ldb, &beta, c, ldc);
+}
+
+static inline cublasStatus_t lac_gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int64_t m,
+                                      int64_t n, int64_t k, double alpha, const double *a, int64_t lda, const double *b,
+                                      int64_t ldb, double beta, double *c, int64_t ldc)
+{
+    return cublasDgemm_64(h, ta, tb, m, n, k, &alpha, a, lda, b, ldb, &beta, c, ldc);
+}
+
+/* The context's cuBLAS handle in TF32 mode for one GEMM when the state asks
+ * for it, restored after (the handle is shared with other capabilities). */
+struct lac_math_mode_scope {
+    cublasHandle_t h;
+    cublasMath_t previous;
+    bool changed = false;
+    lac_math_mode_scope(cublasHandle_t handle, bool tf32) : h(handle)
+    {
+        if (tf32 && cublasGetMathMode(h, &previous) == CUBLAS_STATUS_SUCCESS)
+            changed = cublasSetMathMode(h, CUBLAS_TF32_TENSOR_OP_MATH) == CUBLAS_STATUS_SUCCESS;
+    }
+    ~lac_math_mode_scope()
+    {
+        if (changed) cublasSetMathMode(h, previous);
+    }
+};
+
+/* Host-side steps both plans share (impute_dispatch.cu). */
+/* ‖G‖² and its part over the missing entries, from the host's truth. */
+template <typename REAL> void lac_impute_cuda_truth_norms(const lac_impute_problem *pr, double *all, double *missing);
+/* An SVT pass's per-slice figures (N x LAC_SVT_STATS, host) summed in slice
+ * order; an error for a slice that was not finite. */
+lac_status lac_impute_cuda_sum_stats(lac_ctx_t ctx, const double *stats_host, int64_t N, bool jacobi, int warm,
+                                     double *sigma_max, lac_impute_svt_stats *out);
+/* The backend's finish once `estimate` can fill a host copy of U Ĝest
+ * (mn x N): the error against the truth, the ESTIMATE, or the COMPLETED
+ * tensor from the device's imputed entries x_est (mn x ni). */
+template <typename REAL>
+lac_status lac_impute_cuda_finish(lac_ctx_t ctx, const lac_impute_problem *pr,
+                                  lac_status (*estimate)(lac_ctx_t ctx, void *state, REAL *full), void *state,
+                                  const REAL *x_est, lac_impute_output output, void *out, lac_dtype out_dtype,
+                                  double *error_sq);
+
+/* The streamed plan (impute_stream.cu): the frequency-indexed buffers in
+ * pinned host memory, slabs of `plan->slab` frequencies through the device.
+ * One pass over the slabs does the GFT, the SVT and the iGFT's product, so
+ * gft is empty and igft only the imputation step. */
+template <typename REAL>
+lac_status lac_impute_stream_setup(lac_ctx_t ctx, const lac_impute_problem *pr, const lac_impute_plan *plan, bool jacobi,
+                                   void **state, double *truth_sq, double *truth_missing_sq);
+template <typename REAL>
+lac_status lac_impute_stream_svt(lac_ctx_t ctx, void *state, const double *lambda, double *sigma_max,
+                                 lac_impute_svt_stats *stats);
+template <typename REAL> lac_status lac_impute_stream_igft(lac_ctx_t ctx, void *state, double momentum, double *missing_sq);
+template <typename REAL>
+lac_status lac_impute_stream_finish(lac_ctx_t ctx, void *state, lac_impute_output output, void *out, lac_dtype out_dtype,
+                                    double *error_sq);
+template <typename REAL> void lac_impute_stream_release(void *state);
 
 #endif

@@ -13,26 +13,13 @@
 #include "backend/cuda/impute/impute_cuda.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <new>
 
 namespace {
-
-cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int64_t m, int64_t n, int64_t k,
-                    float alpha, const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
-                    int64_t ldc)
-{
-    return cublasSgemm_64(h, ta, tb, m, n, k, &alpha, a, lda, b, ldb, &beta, c, ldc);
-}
-
-cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int64_t m, int64_t n, int64_t k,
-                    double alpha, const double *a, int64_t lda, const double *b, int64_t ldb, double beta, double *c,
-                    int64_t ldc)
-{
-    return cublasDgemm_64(h, ta, tb, m, n, k, &alpha, a, lda, b, ldb, &beta, c, ldc);
-}
 
 cublasStatus_t axpy(cublasHandle_t h, int64_t n, float alpha, const float *x, float *y)
 {
@@ -68,12 +55,13 @@ lac_status split_tf32(lac_ctx_t ctx, const double *, double *, double *, int64_t
 #define JACOBI_MAX_SIDE 96
 
 /* Bytes of device memory the Gram path may use for its chunks. */
-size_t gram_budget(lac_ctx_t ctx)
+size_t gram_budget(lac_ctx_t ctx, size_t bound = SIZE_MAX)
 {
     size_t free_bytes = 0, total = 0;
-    if (cudaMemGetInfo(&free_bytes, &total) != cudaSuccess) return (size_t)1 << 30;
+    if (cudaMemGetInfo(&free_bytes, &total) != cudaSuccess) return (size_t)1 << 30 < bound ? (size_t)1 << 30 : bound;
     size_t budget = free_bytes / 2;
-    return budget > ((size_t)4 << 30) ? (size_t)4 << 30 : budget;
+    if (budget > ((size_t)4 << 30)) budget = (size_t)4 << 30;
+    return budget < bound ? budget : bound;
 }
 
 /* The SVT slices [first, first + count) that another device of the context
@@ -118,6 +106,7 @@ template <typename REAL> struct impute_cuda {
     double *lambda = nullptr, *stats = nullptr, *partial = nullptr;
     double *v = nullptr;   /* Jacobi path: each slice's right singular vectors, the next pass's start */
     lac_svt_gram_cache *gram_cache = nullptr;   /* Gram path: its buffers, kept between passes */
+    size_t svt_budget = 0;                      /* the plan's bound on the Gram path's chunks */
     int v_valid = 0;
     int warm_start = 1;    /* LACUNA_IMPUTE_CUDA_WARM */
     double *stats_host = nullptr, *partial_host = nullptr;   /* pinned */
@@ -286,9 +275,76 @@ template <typename REAL> lac_status split_svt(lac_ctx_t ctx, impute_cuda<REAL> *
     return LAC_SUCCESS;
 }
 
+/* Jacobi in shared memory for small slices; beyond JACOBI_MAX_SIDE the
+ * Gram route is faster inside an iteration even where Jacobi fits (H200:
+ * 128 x 128 x 2000 26.0 ms against 32.7; 64 x 64 x 2100 7.8 against 4.8;
+ * bench/RESULTS.md). */
+template <typename REAL> bool use_jacobi(lac_ctx_t ctx, const lac_impute_problem *pr)
+{
+    const bool fits = lac_svt_jacobi_fits<REAL>(ctx->cuda->prop, pr->n, pr->m);
+    const char *path = lac_knob_string(ctx, LAC_KNOB_IMPUTE_CUDA_SVT);
+    const int64_t side = pr->m < pr->n ? pr->m : pr->n;
+    if (path && strcmp(path, "gram") == 0) return false;
+    if (path && strcmp(path, "jacobi") == 0) return fits;
+    return fits && side <= JACOBI_MAX_SIDE;
+}
+
+/* The memory plan against LACUNA_CUDA_MEMORY_CAP, or the device's free
+ * memory less a margin for the libraries' own workspaces. */
+template <typename REAL> lac_status plan_for(lac_ctx_t ctx, const lac_impute_problem *pr, lac_impute_plan *plan)
+{
+    const bool jacobi = use_jacobi<REAL>(ctx, pr);
+    const int64_t p = pr->m < pr->n ? pr->m : pr->n, ni = pr->num_incomplete;
+    lac_impute_footprint f;
+    memset(&f, 0, sizeof f);
+    f.N = pr->N;
+    f.mn = pr->m * pr->n;
+    f.ni = ni;
+    f.real_size = sizeof(REAL);
+    f.tensor_size = lac_dtype_size(pr->tensor_dtype);
+    if (pr->truth && lac_dtype_size(pr->truth_dtype) > f.tensor_size) f.tensor_size = lac_dtype_size(pr->truth_dtype);
+    if (sizeof(REAL) > f.tensor_size) f.tensor_size = sizeof(REAL);   /* finish's tiles stage the estimate */
+    f.truth = pr->truth != nullptr;
+    f.momentum = pr->momentum;
+    f.entry_mask = pr->entry_observed != nullptr && ni > 0;
+    f.split_tf32 = sizeof(REAL) == sizeof(float) && pr->gemm_tf32 == LAC_GEMM_3XTF32 && ni > 0;
+    f.svt_slice_bytes = jacobi ? (size_t)(p * p) * sizeof(double) : 0;
+    if (!jacobi) lac_svt_gram_bytes(ctx, pr->n, pr->m, &f.svt_work_slice, &f.svt_work_fixed);
+    f.stats_slice = LAC_SVT_STATS * sizeof(double);
+    size_t free_bytes = 0, total = 0;
+    LAC_CUDA_CHECK(ctx, cudaMemGetInfo(&free_bytes, &total));
+    size_t margin = free_bytes / 20 > ((size_t)256 << 20) ? free_bytes / 20 : (size_t)256 << 20;
+    size_t available = free_bytes > margin ? free_bytes - margin : 0;
+    const char *cap_text = lac_knob_string(ctx, LAC_KNOB_CUDA_MEMORY_CAP);
+    uint64_t cap = 0;
+    const bool capped = cap_text && *cap_text;
+    if (capped && lac_parse_bytes(cap_text, &cap) != 0)
+        return lac_error(ctx, LAC_ERR_VALUE, "LACUNA_CUDA_MEMORY_CAP=%s is not a byte count (digits, optionally k, M, G or T)",
+                         cap_text);
+    if (capped && cap < available) available = (size_t)cap;
+    lac_impute_plan_make(&f, available, plan);
+    if (plan->mode == LAC_IMPUTE_TOO_SMALL) {
+        const bool by_cap = capped && cap <= available;
+        return lac_error(ctx, by_cap ? LAC_ERR_VALUE : LAC_ERR_OUT_OF_MEMORY,
+                         "impute (cuda): %zu bytes of device memory (%s) is below the %zu bytes a streamed run of this "
+                         "tensor needs with one frequency a slab (%zu of them for the incomplete vertices' slices, "
+                         "which stay on the device; the resident plan needs %zu)",
+                         available, by_cap ? "LACUNA_CUDA_MEMORY_CAP" : "free", plan->min_bytes, plan->fixed_bytes,
+                         plan->resident_bytes);
+    }
+    const double mb = 1.0 / (1 << 20);
+    if (plan->mode == LAC_IMPUTE_STREAMED)
+        lac_log(ctx, LAC_LOG_INFO,
+                "impute (cuda): the resident plan needs %.1f MB of %.1f MB: streamed from pinned host memory in slabs "
+                "of %lld frequencies (%.1f MB on the device)",
+                (double)plan->resident_bytes * mb, (double)available * mb, (long long)plan->slab,
+                (double)(plan->fixed_bytes + plan->slab_bytes) * mb);
+    return LAC_SUCCESS;
+}
+
 template <typename REAL>
-lac_status setup(lac_ctx_t ctx, const lac_impute_problem *pr, impute_cuda<REAL> **out, double *truth_sq,
-                 double *truth_missing_sq)
+lac_status setup(lac_ctx_t ctx, const lac_impute_problem *pr, size_t svt_budget, impute_cuda<REAL> **out,
+                 double *truth_sq, double *truth_missing_sq)
 {
     impute_cuda<REAL> *s = new (std::nothrow) impute_cuda<REAL>();
     if (!s) return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "impute state");
@@ -300,18 +356,8 @@ lac_status setup(lac_ctx_t ctx, const lac_impute_problem *pr, impute_cuda<REAL> 
     unsigned char *obs_host = nullptr;
     lac_status st = LAC_SUCCESS;
     LAC_CHECK_GOTO(lac_cuda_cublas(ctx, &blas), st, fail);
-    {
-        /* Jacobi in shared memory for small slices; beyond JACOBI_MAX_SIDE the
-         * Gram route is faster inside an iteration even where Jacobi fits
-         * (H200: 128 x 128 x 2000 26.0 ms against 32.7; 64 x 64 x 2100 7.8
-         * against 4.8; bench/RESULTS.md). */
-        const bool fits = lac_svt_jacobi_fits<REAL>(ctx->cuda->prop, pr->n, pr->m);
-        const char *path = lac_knob_string(ctx, LAC_KNOB_IMPUTE_CUDA_SVT);
-        const int64_t side = pr->m < pr->n ? pr->m : pr->n;
-        s->jacobi = fits && side <= JACOBI_MAX_SIDE;
-        if (path && strcmp(path, "gram") == 0) s->jacobi = false;
-        if (path && strcmp(path, "jacobi") == 0) s->jacobi = fits;
-    }
+    s->jacobi = use_jacobi<REAL>(ctx, pr);
+    s->svt_budget = svt_budget;
     s->warm_start = lac_knob_int(ctx, LAC_KNOB_IMPUTE_CUDA_WARM, 1) != 0;
     s->gemm_mode = sizeof(REAL) == sizeof(float) ? pr->gemm_tf32 : LAC_GEMM_FP32;
     if (s->jacobi) {
@@ -360,7 +406,7 @@ lac_status setup(lac_ctx_t ctx, const lac_impute_problem *pr, impute_cuda<REAL> 
     /* C = P_Ω(G) U. */
     LAC_CHECK_GOTO(upload_tensor<REAL>(ctx, pr, pr->tensor, pr->tensor_dtype, s->ghat, 1), st, fail);
     {
-        cublasStatus_t bs = gemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, mn, N, N, (REAL)1, s->ghat, mn, s->u, N, (REAL)0, s->c, mn);
+        cublasStatus_t bs = lac_gemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, mn, N, N, (REAL)1, s->ghat, mn, s->u, N, (REAL)0, s->c, mn);
         if (bs != CUBLAS_STATUS_SUCCESS) {
             st = lac_cublas_fail(ctx, (int)bs, "C = P(G) U", __FILE__, __LINE__);
             goto fail;
@@ -386,29 +432,14 @@ lac_status setup(lac_ctx_t ctx, const lac_impute_problem *pr, impute_cuda<REAL> 
         LAC_CHECK_GOTO(device_alloc(ctx, &s->true_hat, mn * N), st, fail);
         LAC_CHECK_GOTO(device_alloc(ctx, &s->true_inc, mn * ni), st, fail);
         LAC_CHECK_GOTO(upload_tensor<REAL>(ctx, pr, pr->truth, pr->truth_dtype, s->ghat, 0), st, fail);
-        cublasStatus_t bs = gemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, mn, N, N, (REAL)1, s->ghat, mn, s->u, N, (REAL)0,
+        cublasStatus_t bs = lac_gemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, mn, N, N, (REAL)1, s->ghat, mn, s->u, N, (REAL)0,
                                  s->true_hat, mn);
         if (bs != CUBLAS_STATUS_SUCCESS) {
             st = lac_cublas_fail(ctx, (int)bs, "U^T G", __FILE__, __LINE__);
             goto fail;
         }
         LAC_CHECK_GOTO(gather_columns<REAL>(ctx, s->true_inc, s->ghat, pr->incomplete, ni, mn), st, fail);
-        /* The norms errors are relative to, in float64 from the host's truth. */
-        double all = 0, missing = 0;
-        int64_t next = 0;
-        for (int64_t v = 0; v < N; v++) {
-            const int incomplete = next < ni && pr->incomplete[next] == v;
-            for (int64_t e = 0; e < mn; e++) {
-                double t = (double)(REAL)lac_load_real(pr->truth, pr->truth_dtype, v * mn + e);
-                all += t * t;
-                if (incomplete && !(pr->entry_observed && pr->vertex_state[v] == LAC_VERTEX_PARTIAL &&
-                                    pr->entry_observed[v * mn + e]))
-                    missing += t * t;
-            }
-            next += incomplete;
-        }
-        *truth_sq = all;
-        *truth_missing_sq = missing;
+        lac_impute_cuda_truth_norms<REAL>(pr, truth_sq, truth_missing_sq);
     }
     LAC_CUDA_CHECK_GOTO(ctx, cudaStreamSynchronize(stream), st, fail);
     LAC_CHECK_GOTO(split_svt<REAL>(ctx, s), st, fail);
@@ -424,23 +455,6 @@ fail:
     return st;
 }
 
-/* The context's cuBLAS handle in TF32 mode for one GEMM when the state asks
- * for it, restored after (the handle is shared with other capabilities). */
-struct math_mode_scope {
-    cublasHandle_t h;
-    cublasMath_t previous;
-    bool changed = false;
-    math_mode_scope(cublasHandle_t handle, bool tf32) : h(handle)
-    {
-        if (tf32 && cublasGetMathMode(h, &previous) == CUBLAS_STATUS_SUCCESS)
-            changed = cublasSetMathMode(h, CUBLAS_TF32_TENSOR_OP_MATH) == CUBLAS_STATUS_SUCCESS;
-    }
-    ~math_mode_scope()
-    {
-        if (changed) cublasSetMathMode(h, previous);
-    }
-};
-
 /* C = A op(U_I) + beta C, A m x k (lda m), for the loop's GFT (op N) and iGFT
  * (op T), in the problem's GEMM mode. 3xTF32: A = A_hi + A_lo and U_I the
  * same, C = A_lo U_hi + A_hi U_lo + A_hi U_hi on TF32 tensor cores (the small
@@ -451,16 +465,16 @@ lac_status loop_gemm(lac_ctx_t ctx, impute_cuda<REAL> *s, cublasOperation_t tb, 
 {
     cublasHandle_t blas;
     LAC_CHECK(lac_cuda_cublas(ctx, &blas));
-    math_mode_scope mode(blas, s->gemm_mode != LAC_GEMM_FP32);
+    lac_math_mode_scope mode(blas, s->gemm_mode != LAC_GEMM_FP32);
     const int64_t ldb = s->ni;
     if (s->gemm_mode != LAC_GEMM_3XTF32) {
-        LAC_CUBLAS_CHECK(ctx, gemm(blas, CUBLAS_OP_N, tb, m, n, k, (REAL)1, a, m, s->u_inc, ldb, beta, c, m));
+        LAC_CUBLAS_CHECK(ctx, lac_gemm(blas, CUBLAS_OP_N, tb, m, n, k, (REAL)1, a, m, s->u_inc, ldb, beta, c, m));
         return LAC_SUCCESS;
     }
     LAC_CHECK(split_tf32(ctx, a, s->a_hi, s->a_lo, m * k));
-    LAC_CUBLAS_CHECK(ctx, gemm(blas, CUBLAS_OP_N, tb, m, n, k, (REAL)1, s->a_lo, m, s->u_inc_hi, ldb, beta, c, m));
-    LAC_CUBLAS_CHECK(ctx, gemm(blas, CUBLAS_OP_N, tb, m, n, k, (REAL)1, s->a_hi, m, s->u_inc_lo, ldb, (REAL)1, c, m));
-    LAC_CUBLAS_CHECK(ctx, gemm(blas, CUBLAS_OP_N, tb, m, n, k, (REAL)1, s->a_hi, m, s->u_inc_hi, ldb, (REAL)1, c, m));
+    LAC_CUBLAS_CHECK(ctx, lac_gemm(blas, CUBLAS_OP_N, tb, m, n, k, (REAL)1, s->a_lo, m, s->u_inc_hi, ldb, beta, c, m));
+    LAC_CUBLAS_CHECK(ctx, lac_gemm(blas, CUBLAS_OP_N, tb, m, n, k, (REAL)1, s->a_hi, m, s->u_inc_lo, ldb, (REAL)1, c, m));
+    LAC_CUBLAS_CHECK(ctx, lac_gemm(blas, CUBLAS_OP_N, tb, m, n, k, (REAL)1, s->a_hi, m, s->u_inc_hi, ldb, (REAL)1, c, m));
     return LAC_SUCCESS;
 }
 
@@ -481,8 +495,8 @@ lac_status share_gemm(lac_ctx_t ctx, bool tf32, cublasOperation_t tb, int64_t m,
 {
     cublasHandle_t blas;
     LAC_CHECK(lac_cuda_cublas(ctx, &blas));
-    math_mode_scope mode(blas, tf32);
-    LAC_CUBLAS_CHECK(ctx, gemm(blas, CUBLAS_OP_N, tb, m, n, k, (REAL)1, a, m, b, ldb, beta, c, m));
+    lac_math_mode_scope mode(blas, tf32);
+    LAC_CUBLAS_CHECK(ctx, lac_gemm(blas, CUBLAS_OP_N, tb, m, n, k, (REAL)1, a, m, b, ldb, beta, c, m));
     return LAC_SUCCESS;
 }
 
@@ -601,7 +615,7 @@ lac_status svt(lac_ctx_t ctx, impute_cuda<REAL> *s, const double *lambda, double
     b.stats = s->stats;
     b.v = s->v;
     b.warm = s->v_valid;
-    lac_status own = s->jacobi ? lac_svt_jacobi<REAL>(ctx, b) : lac_svt_gram<REAL>(ctx, b, gram_budget(ctx), &s->gram_cache);
+    lac_status own = s->jacobi ? lac_svt_jacobi<REAL>(ctx, b) : lac_svt_gram<REAL>(ctx, b, gram_budget(ctx, s->svt_budget), &s->gram_cache);
     parts = svt_parts_wait<REAL>(ctx, s);
     LAC_CHECK(own);
     LAC_CHECK(parts);
@@ -609,26 +623,7 @@ lac_status svt(lac_ctx_t ctx, impute_cuda<REAL> *s, const double *lambda, double
     LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(s->stats_host, s->stats, (size_t)(s->own * LAC_SVT_STATS) * sizeof(double),
                                         cudaMemcpyDeviceToHost, stream));
     LAC_CUDA_CHECK(ctx, cudaStreamSynchronize(stream));
-    lac_impute_svt_stats sum;
-    memset(&sum, 0, sizeof sum);
-    double sweeps = 0, sweeps_max = 0;
-    for (int64_t k = 0; k < N; k++) {
-        const double *st = s->stats_host + k * LAC_SVT_STATS;
-        if (st[LAC_SVT_RANK] < 0)
-            return lac_error(ctx, LAC_ERR_VALUE, "spectral slice %lld is not finite: the iteration diverged", (long long)k);
-        sum.change_sq += st[LAC_SVT_CHANGE];
-        sum.previous_sq += st[LAC_SVT_PREVIOUS];
-        sum.truth_error_sq += st[LAC_SVT_TRUTH];
-        sum.rank_sum += (int64_t)st[LAC_SVT_RANK];
-        if (sigma_max) sigma_max[k] = st[LAC_SVT_SIGMA_MAX];
-        sweeps += st[LAC_SVT_SWEEPS];
-        if (st[LAC_SVT_SWEEPS] > sweeps_max) sweeps_max = st[LAC_SVT_SWEEPS];
-    }
-    if (s->jacobi)
-        lac_log(ctx, LAC_LOG_DEBUG, "impute (cuda): SVT by Jacobi, %s start, sweeps mean %.2f, max %.0f",
-                b.warm ? "warm" : "cold", sweeps / (double)N, sweeps_max);
-    *out = sum;
-    return LAC_SUCCESS;
+    return lac_impute_cuda_sum_stats(ctx, s->stats_host, N, s->jacobi, b.warm, sigma_max, out);
 }
 
 /* The iGFT split by columns: each share's Ĝest_part U_I,partᵀ, summed on
@@ -671,90 +666,38 @@ template <typename REAL> lac_status igft(lac_ctx_t ctx, impute_cuda<REAL> *s, do
 {
     *missing_error_sq = 0;
     if (s->ni == 0) return LAC_SUCCESS;
-    cudaStream_t stream = ctx->cuda->stream;
     /* G^est on the incomplete vertices: Ĝest U_Iᵀ (line 10). */
     if (s->gft_split) LAC_CHECK(igft_split<REAL>(ctx, s));
     else LAC_CHECK(loop_gemm<REAL>(ctx, s, CUBLAS_OP_T, s->mn, s->ni, s->N, s->gest, (REAL)0, s->x_new));
-    int blocks = 0;
-    LAC_CHECK(lac_impute_cuda_impute_step<REAL>(ctx, s->mn * s->ni, s->x_new, s->obs_inc, s->true_inc, s->x_inc,
-                                                s->x_est, (REAL)momentum, s->x_new != s->x_inc, s->partial, &blocks));
-    LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(s->partial_host, s->partial, (size_t)blocks * sizeof(double),
-                                        cudaMemcpyDeviceToHost, stream));
-    LAC_CUDA_CHECK(ctx, cudaStreamSynchronize(stream));
     double err = 0;
-    for (int i = 0; i < blocks; i++) err += s->partial_host[i];
+    LAC_CHECK(lac_impute_cuda_impute_sum<REAL>(ctx, s->mn * s->ni, s->x_new, s->obs_inc, s->true_inc, s->x_inc, s->x_est,
+                                               (REAL)momentum, s->x_est != s->x_inc, s->partial, s->partial_host, &err));
     *missing_error_sq = s->true_inc ? err : 0;
     return LAC_SUCCESS;
 }
 
-template <typename REAL> void store(void *out, lac_dtype dtype, int64_t i, REAL value)
+/* U Ĝest (mn x N) into the host's `full`, through ghat (free now: the last
+ * GFT has been thresholded). */
+template <typename REAL> lac_status resident_estimate(lac_ctx_t ctx, void *state, REAL *full)
 {
-    if (dtype == LAC_FLOAT32) ((float *)out)[i] = (float)value;
-    else ((double *)out)[i] = (double)value;
+    impute_cuda<REAL> *s = (impute_cuda<REAL> *)state;
+    const int64_t N = s->N, mn = s->mn;
+    cublasHandle_t blas;
+    LAC_CHECK(lac_cuda_cublas(ctx, &blas));
+    LAC_CUBLAS_CHECK(ctx, lac_gemm(blas, CUBLAS_OP_N, CUBLAS_OP_T, mn, N, N, (REAL)1, s->gest, mn, s->u, N, (REAL)0,
+                                   s->ghat, mn));
+    cudaStream_t stream = ctx->cuda->stream;
+    LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(full, s->ghat, (size_t)(mn * N) * sizeof(REAL), cudaMemcpyDeviceToHost, stream));
+    LAC_CUDA_CHECK(ctx, cudaStreamSynchronize(stream));
+    return LAC_SUCCESS;
 }
 
 template <typename REAL>
 lac_status finish(lac_ctx_t ctx, impute_cuda<REAL> *s, lac_impute_output output, void *out, lac_dtype out_dtype,
                   double *error_sq)
 {
-    const lac_impute_problem *pr = &s->problem;
-    const int64_t N = s->N, mn = s->mn, ni = s->ni;
-    cudaStream_t stream = ctx->cuda->stream;
-    if (output == LAC_IMPUTE_ESTIMATE || pr->truth) {
-        cublasHandle_t blas;
-        LAC_CHECK(lac_cuda_cublas(ctx, &blas));
-        /* U Ĝest into ghat, free now: the last GFT has been thresholded. */
-        LAC_CUBLAS_CHECK(ctx, gemm(blas, CUBLAS_OP_N, CUBLAS_OP_T, mn, N, N, (REAL)1, s->gest, mn, s->u, N, (REAL)0,
-                                   s->ghat, mn));
-        REAL *full = (REAL *)malloc((size_t)(mn * N) * sizeof(REAL));
-        if (!full) return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "the %lld x %lld estimate", (long long)N, (long long)mn);
-        cudaError_t ce = cudaMemcpyAsync(full, s->ghat, (size_t)(mn * N) * sizeof(REAL), cudaMemcpyDeviceToHost, stream);
-        if (ce == cudaSuccess) ce = cudaStreamSynchronize(stream);
-        if (ce != cudaSuccess) {
-            free(full);
-            return lac_cuda_fail(ctx, ce, "download of the estimate", __FILE__, __LINE__);
-        }
-        if (pr->truth) {
-            double err = 0;
-            for (int64_t i = 0; i < mn * N; i++) {
-                double d = (double)full[i] - (double)(REAL)lac_load_real(pr->truth, pr->truth_dtype, i);
-                err += d * d;
-            }
-            *error_sq = err;
-        }
-        if (output == LAC_IMPUTE_ESTIMATE)
-            for (int64_t i = 0; i < mn * N; i++) store<REAL>(out, out_dtype, i, full[i]);
-        free(full);
-        if (output == LAC_IMPUTE_ESTIMATE) return LAC_SUCCESS;
-    }
-    /* COMPLETED: the given entries where observed, the estimate elsewhere;
-     * out may be the tensor itself. */
-    REAL *x = (REAL *)malloc((size_t)(mn * (ni > 0 ? ni : 1)) * sizeof(REAL));
-    if (!x) return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "the imputed entries of %lld vertices", (long long)ni);
-    cudaError_t ce = cudaMemcpyAsync(x, s->x_est, (size_t)(mn * ni) * sizeof(REAL), cudaMemcpyDeviceToHost, stream);
-    if (ce == cudaSuccess) ce = cudaStreamSynchronize(stream);
-    if (ce != cudaSuccess) {
-        free(x);
-        return lac_cuda_fail(ctx, ce, "download of the imputed entries", __FILE__, __LINE__);
-    }
-    const size_t esize = lac_dtype_size(out_dtype);
-    if (out != pr->tensor)
-        for (int64_t v = 0; v < N; v++)
-            if (pr->vertex_state[v] == LAC_VERTEX_OBSERVED)
-                memcpy((char *)out + (size_t)(v * mn) * esize, (const char *)pr->tensor + (size_t)(v * mn) * esize,
-                       (size_t)mn * esize);
-    for (int64_t i = 0; i < ni; i++) {
-        const int64_t v = pr->incomplete[i];
-        for (int64_t e = 0; e < mn; e++) {
-            const int64_t at = v * mn + e;
-            if (pr->entry_observed && pr->entry_observed[at])
-                store<double>(out, out_dtype, at, lac_load_real(pr->tensor, pr->tensor_dtype, at));
-            else
-                store<REAL>(out, out_dtype, at, x[i * mn + e]);
-        }
-    }
-    free(x);
-    return LAC_SUCCESS;
+    return lac_impute_cuda_finish<REAL>(ctx, &s->problem, resident_estimate<REAL>, s, s->x_est, output, out, out_dtype,
+                                        error_sq);
 }
 
 /* The Laplacian's eigendecomposition (syevd) on the device. */
@@ -845,7 +788,7 @@ lac_status transform(lac_ctx_t ctx, const struct lac_gft *g, int64_t mn, const v
                         st, done);
     LAC_CUDA_CHECK_GOTO(ctx, cudaMemcpyAsync(x, in, (size_t)(mn * N) * sizeof(REAL), cudaMemcpyHostToDevice, stream), st,
                         done);
-    bs = gemm(blas, CUBLAS_OP_N, inverse ? CUBLAS_OP_T : CUBLAS_OP_N, mn, N, N, (REAL)1, x, mn, u, N, (REAL)0, y, mn);
+    bs = lac_gemm(blas, CUBLAS_OP_N, inverse ? CUBLAS_OP_T : CUBLAS_OP_N, mn, N, N, (REAL)1, x, mn, u, N, (REAL)0, y, mn);
     if (bs != CUBLAS_STATUS_SUCCESS) {
         st = lac_cublas_fail(ctx, (int)bs, "basis transform", __FILE__, __LINE__);
         goto done;
@@ -861,11 +804,29 @@ done:
     return st;
 }
 
-/* The table: the precision is fixed at setup and recorded beside the state. */
+/* The table: the precision and the plan are fixed at setup and recorded
+ * beside the state. */
 struct handle {
     lac_dtype precision;
+    bool streamed;
     void *impl;
 };
+
+template <typename REAL>
+lac_status setup_by_plan(lac_ctx_t ctx, const lac_impute_problem *problem, handle *h, double *truth_sq,
+                         double *truth_missing_sq)
+{
+    lac_impute_plan plan;
+    LAC_CHECK(plan_for<REAL>(ctx, problem, &plan));
+    h->streamed = plan.mode == LAC_IMPUTE_STREAMED;
+    if (h->streamed) {
+        if (ctx->cuda->share_count > 1)
+            lac_log(ctx, LAC_LOG_INFO, "impute (cuda): streamed on the first device only (no split across devices)");
+        return lac_impute_stream_setup<REAL>(ctx, problem, &plan, use_jacobi<REAL>(ctx, problem), &h->impl, truth_sq,
+                                             truth_missing_sq);
+    }
+    return setup<REAL>(ctx, problem, plan.svt_budget, (impute_cuda<REAL> **)&h->impl, truth_sq, truth_missing_sq);
+}
 
 lac_status cuda_setup(lac_ctx_t ctx, const lac_impute_problem *problem, void **state, double *truth_sq,
                       double *truth_missing_sq)
@@ -875,8 +836,8 @@ lac_status cuda_setup(lac_ctx_t ctx, const lac_impute_problem *problem, void **s
     if (!h) return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "impute state");
     h->precision = problem->precision;
     lac_status st = problem->precision == LAC_FLOAT32
-                        ? setup<float>(ctx, problem, (impute_cuda<float> **)&h->impl, truth_sq, truth_missing_sq)
-                        : setup<double>(ctx, problem, (impute_cuda<double> **)&h->impl, truth_sq, truth_missing_sq);
+                        ? setup_by_plan<float>(ctx, problem, h, truth_sq, truth_missing_sq)
+                        : setup_by_plan<double>(ctx, problem, h, truth_sq, truth_missing_sq);
     if (st < 0) {
         free(h);
         return st;
@@ -885,31 +846,61 @@ lac_status cuda_setup(lac_ctx_t ctx, const lac_impute_problem *problem, void **s
     return LAC_SUCCESS;
 }
 
-#define LAC_BY_PRECISION(h, call_f32, call_f64) \
-    ((h)->precision == LAC_FLOAT32 ? (call_f32) : (call_f64))
+/* One phase by precision and plan. */
+#define LAC_BY_PLAN(h, resident_f, streamed_f)                                                      \
+    ((h)->precision == LAC_FLOAT32 ? ((h)->streamed ? streamed_f<float> : resident_f<float>)     \
+                                   : ((h)->streamed ? streamed_f<double> : resident_f<double>))
+
+template <typename REAL> lac_status resident_gft(lac_ctx_t ctx, void *impl)
+{
+    return gft<REAL>(ctx, (impute_cuda<REAL> *)impl);
+}
+
+/* Streamed: the GFT runs inside the SVT's pass over the slabs. */
+template <typename REAL> lac_status streamed_gft(lac_ctx_t, void *) { return LAC_SUCCESS; }
+
+template <typename REAL>
+lac_status resident_svt(lac_ctx_t ctx, void *impl, const double *lambda, double *sigma_max, lac_impute_svt_stats *stats)
+{
+    return svt<REAL>(ctx, (impute_cuda<REAL> *)impl, lambda, sigma_max, stats);
+}
+
+template <typename REAL> lac_status resident_igft(lac_ctx_t ctx, void *impl, double momentum, double *missing_sq)
+{
+    return igft<REAL>(ctx, (impute_cuda<REAL> *)impl, momentum, missing_sq);
+}
+
+template <typename REAL>
+lac_status resident_finish(lac_ctx_t ctx, void *impl, lac_impute_output output, void *out, lac_dtype out_dtype,
+                           double *error_sq)
+{
+    return finish<REAL>(ctx, (impute_cuda<REAL> *)impl, output, out, out_dtype, error_sq);
+}
+
+template <typename REAL> void resident_release(void *impl)
+{
+    delete (impute_cuda<REAL> *)impl;
+}
 
 lac_status cuda_gft(lac_ctx_t ctx, void *state)
 {
     handle *h = (handle *)state;
     LAC_CHECK(lac_cuda_use_device(ctx));
-    return LAC_BY_PRECISION(h, gft<float>(ctx, (impute_cuda<float> *)h->impl),
-                            gft<double>(ctx, (impute_cuda<double> *)h->impl));
+    return LAC_BY_PLAN(h, resident_gft, streamed_gft)(ctx, h->impl);
 }
 
 lac_status cuda_svt(lac_ctx_t ctx, void *state, const double *lambda, double *sigma_max, lac_impute_svt_stats *stats)
 {
     handle *h = (handle *)state;
     LAC_CHECK(lac_cuda_use_device(ctx));
-    return LAC_BY_PRECISION(h, svt<float>(ctx, (impute_cuda<float> *)h->impl, lambda, sigma_max, stats),
-                            svt<double>(ctx, (impute_cuda<double> *)h->impl, lambda, sigma_max, stats));
+    return LAC_BY_PLAN(h, resident_svt, lac_impute_stream_svt)(ctx, h->impl, lambda, sigma_max, stats);
 }
 
 lac_status cuda_igft(lac_ctx_t ctx, void *state, double momentum, double *missing_error_sq)
 {
     handle *h = (handle *)state;
     LAC_CHECK(lac_cuda_use_device(ctx));
-    return LAC_BY_PRECISION(h, igft<float>(ctx, (impute_cuda<float> *)h->impl, momentum, missing_error_sq),
-                            igft<double>(ctx, (impute_cuda<double> *)h->impl, momentum, missing_error_sq));
+    return LAC_BY_PLAN(h, resident_igft, lac_impute_stream_igft)(ctx, h->impl, momentum, missing_error_sq);
 }
 
 lac_status cuda_finish(lac_ctx_t ctx, void *state, lac_impute_output output, void *out, lac_dtype out_dtype,
@@ -917,16 +908,14 @@ lac_status cuda_finish(lac_ctx_t ctx, void *state, lac_impute_output output, voi
 {
     handle *h = (handle *)state;
     LAC_CHECK(lac_cuda_use_device(ctx));
-    return LAC_BY_PRECISION(h, finish<float>(ctx, (impute_cuda<float> *)h->impl, output, out, out_dtype, error_sq),
-                            finish<double>(ctx, (impute_cuda<double> *)h->impl, output, out, out_dtype, error_sq));
+    return LAC_BY_PLAN(h, resident_finish, lac_impute_stream_finish)(ctx, h->impl, output, out, out_dtype, error_sq);
 }
 
 void cuda_release(void *state)
 {
     handle *h = (handle *)state;
     if (!h) return;
-    if (h->precision == LAC_FLOAT32) delete (impute_cuda<float> *)h->impl;
-    else delete (impute_cuda<double> *)h->impl;
+    LAC_BY_PLAN(h, resident_release, lac_impute_stream_release)(h->impl);
     free(h);
 }
 
@@ -945,6 +934,130 @@ lac_status cuda_transform(lac_ctx_t ctx, const struct lac_gft *g, int64_t mn, co
 }
 
 } // namespace
+
+template <typename REAL> void lac_impute_cuda_truth_norms(const lac_impute_problem *pr, double *truth_sq,
+                                                          double *truth_missing_sq)
+{
+    const int64_t N = pr->N, mn = pr->m * pr->n, ni = pr->num_incomplete;
+    /* The norms errors are relative to, in float64 from the host's truth. */
+    double all = 0, missing = 0;
+    int64_t next = 0;
+    for (int64_t v = 0; v < N; v++) {
+        const int incomplete = next < ni && pr->incomplete[next] == v;
+        for (int64_t e = 0; e < mn; e++) {
+            double t = (double)(REAL)lac_load_real(pr->truth, pr->truth_dtype, v * mn + e);
+            all += t * t;
+            if (incomplete && !(pr->entry_observed && pr->vertex_state[v] == LAC_VERTEX_PARTIAL &&
+                                pr->entry_observed[v * mn + e]))
+                missing += t * t;
+        }
+        next += incomplete;
+    }
+    *truth_sq = all;
+    *truth_missing_sq = missing;
+}
+
+lac_status lac_impute_cuda_sum_stats(lac_ctx_t ctx, const double *stats_host, int64_t N, bool jacobi, int warm,
+                                     double *sigma_max, lac_impute_svt_stats *out)
+{
+    lac_impute_svt_stats sum;
+    memset(&sum, 0, sizeof sum);
+    double sweeps = 0, sweeps_max = 0;
+    for (int64_t k = 0; k < N; k++) {
+        const double *st = stats_host + k * LAC_SVT_STATS;
+        if (st[LAC_SVT_RANK] < 0)
+            return lac_error(ctx, LAC_ERR_VALUE, "spectral slice %lld is not finite: the iteration diverged", (long long)k);
+        sum.change_sq += st[LAC_SVT_CHANGE];
+        sum.previous_sq += st[LAC_SVT_PREVIOUS];
+        sum.truth_error_sq += st[LAC_SVT_TRUTH];
+        sum.rank_sum += (int64_t)st[LAC_SVT_RANK];
+        if (sigma_max) sigma_max[k] = st[LAC_SVT_SIGMA_MAX];
+        sweeps += st[LAC_SVT_SWEEPS];
+        if (st[LAC_SVT_SWEEPS] > sweeps_max) sweeps_max = st[LAC_SVT_SWEEPS];
+    }
+    if (jacobi)
+        lac_log(ctx, LAC_LOG_DEBUG, "impute (cuda): SVT by Jacobi, %s start, sweeps mean %.2f, max %.0f",
+                warm ? "warm" : "cold", sweeps / (double)N, sweeps_max);
+    *out = sum;
+    return LAC_SUCCESS;
+}
+
+namespace {
+template <typename REAL> void store(void *out, lac_dtype dtype, int64_t i, REAL value)
+{
+    if (dtype == LAC_FLOAT32) ((float *)out)[i] = (float)value;
+    else ((double *)out)[i] = (double)value;
+}
+} // namespace
+
+template <typename REAL>
+lac_status lac_impute_cuda_finish(lac_ctx_t ctx, const lac_impute_problem *pr,
+                                  lac_status (*estimate)(lac_ctx_t ctx, void *state, REAL *full), void *state,
+                                  const REAL *x_est, lac_impute_output output, void *out, lac_dtype out_dtype,
+                                  double *error_sq)
+{
+    const int64_t N = pr->N, mn = pr->m * pr->n, ni = pr->num_incomplete;
+    cudaStream_t stream = ctx->cuda->stream;
+    if (output == LAC_IMPUTE_ESTIMATE || pr->truth) {
+        REAL *full = (REAL *)malloc((size_t)(mn * N) * sizeof(REAL));
+        if (!full) return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "the %lld x %lld estimate", (long long)N, (long long)mn);
+        lac_status st = estimate(ctx, state, full);
+        if (st < 0) {
+            free(full);
+            return st;
+        }
+        if (pr->truth) {
+            double err = 0;
+            for (int64_t i = 0; i < mn * N; i++) {
+                double d = (double)full[i] - (double)(REAL)lac_load_real(pr->truth, pr->truth_dtype, i);
+                err += d * d;
+            }
+            *error_sq = err;
+        }
+        if (output == LAC_IMPUTE_ESTIMATE)
+            for (int64_t i = 0; i < mn * N; i++) store<REAL>(out, out_dtype, i, full[i]);
+        free(full);
+        if (output == LAC_IMPUTE_ESTIMATE) return LAC_SUCCESS;
+    }
+    /* COMPLETED: the given entries where observed, the estimate elsewhere;
+     * out may be the tensor itself. */
+    REAL *x = (REAL *)malloc((size_t)(mn * (ni > 0 ? ni : 1)) * sizeof(REAL));
+    if (!x) return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "the imputed entries of %lld vertices", (long long)ni);
+    cudaError_t ce = cudaMemcpyAsync(x, x_est, (size_t)(mn * ni) * sizeof(REAL), cudaMemcpyDeviceToHost, stream);
+    if (ce == cudaSuccess) ce = cudaStreamSynchronize(stream);
+    if (ce != cudaSuccess) {
+        free(x);
+        return lac_cuda_fail(ctx, ce, "download of the imputed entries", __FILE__, __LINE__);
+    }
+    const size_t esize = lac_dtype_size(out_dtype);
+    if (out != pr->tensor)
+        for (int64_t v = 0; v < N; v++)
+            if (pr->vertex_state[v] == LAC_VERTEX_OBSERVED)
+                memcpy((char *)out + (size_t)(v * mn) * esize, (const char *)pr->tensor + (size_t)(v * mn) * esize,
+                       (size_t)mn * esize);
+    for (int64_t i = 0; i < ni; i++) {
+        const int64_t v = pr->incomplete[i];
+        for (int64_t e = 0; e < mn; e++) {
+            const int64_t at = v * mn + e;
+            if (pr->entry_observed && pr->entry_observed[at])
+                store<double>(out, out_dtype, at, lac_load_real(pr->tensor, pr->tensor_dtype, at));
+            else
+                store<REAL>(out, out_dtype, at, x[i * mn + e]);
+        }
+    }
+    free(x);
+    return LAC_SUCCESS;
+}
+
+
+#define LAC_INSTANTIATE(REAL) \
+    template void lac_impute_cuda_truth_norms<REAL>(const lac_impute_problem *, double *, double *); \
+    template lac_status lac_impute_cuda_finish<REAL>(lac_ctx_t, const lac_impute_problem *, \
+                                                     lac_status (*)(lac_ctx_t, void *, REAL *), void *, const REAL *, \
+                                                     lac_impute_output, void *, lac_dtype, double *);
+LAC_INSTANTIATE(float)
+LAC_INSTANTIATE(double)
+#undef LAC_INSTANTIATE
 
 /* No svt_part / estimate / gft_part / igft_part / incomplete: over MPI ranks
  * each rank runs its device's whole iteration (the device shares split it

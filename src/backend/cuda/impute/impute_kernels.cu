@@ -132,12 +132,33 @@ lac_status lac_impute_cuda_impute_step(lac_ctx_t ctx, int64_t count, const REAL 
     return LAC_SUCCESS;
 }
 
+template <typename REAL>
+lac_status lac_impute_cuda_impute_sum(lac_ctx_t ctx, int64_t count, const REAL *x_new, const unsigned char *obs,
+                                      const REAL *truth, REAL *x_inc, REAL *x_est, REAL theta, int extrapolate,
+                                      double *partial, double *partial_host, double *error_sq)
+{
+    int blocks = 0;
+    cudaStream_t stream = ctx->cuda->stream;
+    LAC_CHECK(lac_impute_cuda_impute_step<REAL>(ctx, count, x_new, obs, truth, x_inc, x_est, theta, extrapolate, partial,
+                                                &blocks));
+    LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(partial_host, partial, (size_t)blocks * sizeof(double), cudaMemcpyDeviceToHost,
+                                        stream));
+    LAC_CUDA_CHECK(ctx, cudaStreamSynchronize(stream));
+    double err = 0;
+    for (int i = 0; i < blocks; i++) err += partial_host[i];
+    *error_sq = err;
+    return LAC_SUCCESS;
+}
+
 #define LAC_INSTANTIATE(REAL)                                                                                     \
     template lac_status lac_impute_cuda_load<REAL>(lac_ctx_t, REAL *, const void *, lac_dtype, int64_t, int64_t,  \
                                                    const unsigned char *, const unsigned char *, int);            \
     template lac_status lac_impute_cuda_gather_rows<REAL>(lac_ctx_t, REAL *, const REAL *, const int64_t *,       \
                                                           int64_t, int64_t, int64_t);                             \
     template lac_status lac_impute_cuda_impute_step<REAL>(lac_ctx_t, int64_t, const REAL *, const unsigned char *, \
-                                                          const REAL *, REAL *, REAL *, REAL, int, double *, int *);
+                                                          const REAL *, REAL *, REAL *, REAL, int, double *, int *); \
+    template lac_status lac_impute_cuda_impute_sum<REAL>(lac_ctx_t, int64_t, const REAL *, const unsigned char *,   \
+                                                         const REAL *, REAL *, REAL *, REAL, int, double *, double *, \
+                                                         double *);
 LAC_INSTANTIATE(float)
 LAC_INSTANTIATE(double)

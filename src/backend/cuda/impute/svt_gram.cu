@@ -207,7 +207,41 @@ lac_status resolve_alone(lac_ctx_t ctx, cusolverDnHandle_t solver, cublasHandle_
     return LAC_SUCCESS;
 }
 
+/* A chunk's buffers a slice (gram_alloc), the eigensolver's workspace apart. */
+size_t chunk_slice_bytes(int64_t size, int64_t p)
+{
+    return (size_t)(2 * size + p * p + 2 * p + 4) * sizeof(double) + 2 * sizeof(int);
+}
+
 } // namespace
+
+
+void lac_svt_gram_bytes(lac_ctx_t ctx, int64_t rows, int64_t cols, size_t *per_slice, size_t *fixed)
+{
+    const int64_t p = cols <= rows ? cols : rows;
+    /* The batched eigensolver's workspace asked for chunks of 64 and 128:
+     * the difference grows with the chunk, the rest does not. Where the
+     * query is refused, twice the Gram matrix a slice. */
+    size_t work[2] = {0, 0}, host = 0;
+    bool asked = false;
+    cusolverDnHandle_t solver;
+    cusolverDnParams_t params = nullptr;
+    if (lac_cuda_cusolver(ctx, &solver) == LAC_SUCCESS && cusolverDnCreateParams(&params) == CUSOLVER_STATUS_SUCCESS) {
+        asked = true;
+        for (int i = 0; i < 2 && asked; i++)
+            asked = cusolverDnXsyevBatched_bufferSize(solver, params, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_UPPER, p,
+                                                      CUDA_R_64F, nullptr, p, CUDA_R_64F, nullptr, CUDA_R_64F, &work[i],
+                                                      &host, 64 << i) == CUSOLVER_STATUS_SUCCESS;
+        cusolverDnDestroyParams(params);
+    }
+    size_t slope = (size_t)(2 * p * p) * sizeof(double), base = 0;
+    if (asked && work[1] >= work[0]) {
+        slope = (work[1] - work[0] + 63) / 64;
+        base = work[0] > 64 * slope ? work[0] - 64 * slope : 0;
+    }
+    *per_slice = chunk_slice_bytes(rows * cols, p) + slope;
+    *fixed = base;
+}
 
 template <typename REAL>
 lac_status lac_svt_gram(lac_ctx_t ctx, const lac_svt_batch<REAL> &b, size_t budget, lac_svt_gram_cache **cache)
@@ -222,7 +256,7 @@ lac_status lac_svt_gram(lac_ctx_t ctx, const lac_svt_batch<REAL> &b, size_t budg
     if (b.stride != size) return lac_error(ctx, LAC_ERR_INTERNAL, "Gram SVT: slices must be packed");
     const int right = cols <= rows;   /* B = AᵀA: its eigenvectors are right singular vectors */
     const int64_t p = right ? cols : rows, len = right ? rows : cols;
-    const size_t per_slice = (size_t)(2 * size + p * p + 2 * p + 4) * sizeof(double) + 2 * sizeof(int);
+    const size_t per_slice = chunk_slice_bytes(size, p);
     int64_t chunk = (int64_t)(budget / per_slice);
     if (chunk < 1) chunk = 1;
     if (chunk > b.count) chunk = b.count;
