@@ -300,6 +300,52 @@ static double relative_difference(const double *a, const double *b, int64_t n)
     return sqrt(num / (den > 0 ? den : 1));
 }
 
+/* A generated problem on a ring with chords (90 vertices, 6 x 5 slices,
+ * rank 2, 60% of the vertices observed; with entry_mask, half the entries of
+ * the others too): the tensor has NaN where unobserved. */
+enum { CASE_N = 90, CASE_M = 6, CASE_NN = 5 };
+typedef struct {
+    lac_graph_t graph;
+    lac_gft_t gft;
+    lac_array truth, observed, tensor;
+} impute_case;
+
+static void impute_case_make(lac_dtype precision, int entry_mask, uint64_t gen_seed, unsigned long long mask_seed,
+                             impute_case *c)
+{
+    const int64_t N = CASE_N, mn = CASE_M * CASE_NN;
+    c->graph = ring_with_chords(cpu, N, 7);
+    c->gft = NULL;
+    CHECK_OK(cpu, lac_gft_create(cpu, c->graph, precision, &c->gft));
+    int64_t shape[3] = {N, CASE_M, CASE_NN};
+    CHECK_OK(cpu, lac_array_alloc(cpu, LAC_FLOAT64, 3, shape, &c->truth));
+    CHECK_OK(cpu, lac_array_alloc(cpu, LAC_BOOL, 1, shape, &c->observed));
+    lac_impute_gen_params gp = lac_impute_gen_params_default();
+    gp.m = CASE_M;
+    gp.n = CASE_NN;
+    gp.rank = 2;
+    gp.observed_ratio = 0.6;
+    gp.seed = gen_seed;
+    CHECK_OK(cpu, lac_impute_generate(cpu, &gp, c->gft, &c->truth, &c->observed));
+    CHECK_OK(cpu, lac_array_alloc(cpu, LAC_FLOAT64, 3, shape, &c->tensor));
+    double *t = c->tensor.data, *g = c->truth.data;
+    unsigned char *obs = c->observed.data;
+    for (int64_t v = 0; v < N; v++)
+        for (int64_t e = 0; e < mn; e++) {
+            int seen = obs[v] || (entry_mask && harness_rand_uniform(&mask_seed) < 0.5);
+            t[v * mn + e] = seen ? g[v * mn + e] : NAN;
+        }
+}
+
+static void impute_case_free(impute_case *c)
+{
+    lac_array_release(&c->truth);
+    lac_array_release(&c->observed);
+    lac_array_release(&c->tensor);
+    lac_gft_destroy(&c->gft);
+    lac_graph_destroy(&c->graph);
+}
+
 /* mode 0: plain; 1: λ chosen by hold-out (the same step on both); 2: the GPU
  * on TF32 against the CPU (float32). TF32 keeps 10 bits of each product's
  * mantissa: on this small, poorly determined problem (rMSE 0.67) the
@@ -313,32 +359,14 @@ static double relative_difference(const double *a, const double *b, int64_t n)
  * does not depend on which share runs it, so bit for bit one device's. */
 static void impute_both(lac_dtype precision, int entry_mask, int accelerate, int mode)
 {
-    const int64_t N = 90, m = 6, n = 5, mn = m * n;
-    lac_graph_t graph = ring_with_chords(cpu, N, 7);
-    lac_gft_t gft = NULL;
-    CHECK_OK(cpu, lac_gft_create(cpu, graph, precision, &gft));
-    int64_t shape[3] = {N, m, n};
-    lac_array truth, observed, tensor, out_cpu, out_gpu;
-    CHECK_OK(cpu, lac_array_alloc(cpu, LAC_FLOAT64, 3, shape, &truth));
-    CHECK_OK(cpu, lac_array_alloc(cpu, LAC_BOOL, 1, shape, &observed));
-    lac_impute_gen_params gp = lac_impute_gen_params_default();
-    gp.m = m;
-    gp.n = n;
-    gp.rank = 2;
-    gp.observed_ratio = 0.6;
-    gp.seed = 11;
-    CHECK_OK(cpu, lac_impute_generate(cpu, &gp, gft, &truth, &observed));
-    CHECK_OK(cpu, lac_array_alloc(cpu, LAC_FLOAT64, 3, shape, &tensor));
+    const int64_t N = CASE_N, mn = CASE_M * CASE_NN;
+    int64_t shape[3] = {N, CASE_M, CASE_NN};
+    impute_case c;
+    impute_case_make(precision, entry_mask, 11, 5, &c);
+    lac_gft_t gft = c.gft;
+    lac_array truth = c.truth, tensor = c.tensor, out_cpu, out_gpu;
     CHECK_OK(cpu, lac_array_alloc(cpu, LAC_FLOAT64, 3, shape, &out_cpu));
     CHECK_OK(cpu, lac_array_alloc(cpu, LAC_FLOAT64, 3, shape, &out_gpu));
-    double *t = tensor.data, *g = truth.data;
-    unsigned char *obs = observed.data;
-    unsigned long long seed = 5;
-    for (int64_t v = 0; v < N; v++)
-        for (int64_t e = 0; e < mn; e++) {
-            int seen = obs[v] || (entry_mask && harness_rand_uniform(&seed) < 0.5);
-            t[v * mn + e] = seen ? g[v * mn + e] : NAN;
-        }
     lac_impute_params p = lac_impute_params_default();
     p.accelerate = accelerate;
     lac_impute_selection sel_cpu = lac_impute_selection_default(), sel_gpu = lac_impute_selection_default();
@@ -389,13 +417,9 @@ static void impute_both(lac_dtype precision, int entry_mask, int accelerate, int
     if (mode < 2) CHECK_INT(rg.iterations, rc.iterations);
     CHECK_NEAR(rg.rmse_missing, rc.rmse_missing,
                mode == 2 ? 0.05 * rc.rmse_missing : mode == 3 || mode == 5 ? 1e-3 : precision == LAC_FLOAT32 ? 1e-4 : 1e-9);
-    lac_array_release(&truth);
-    lac_array_release(&observed);
-    lac_array_release(&tensor);
     lac_array_release(&out_cpu);
     lac_array_release(&out_gpu);
-    lac_gft_destroy(&gft);
-    lac_graph_destroy(&graph);
+    impute_case_free(&c);
 }
 
 TEST(imputation_matches_the_cpu)
@@ -451,32 +475,14 @@ static lac_ctx_t capped_context(const char *knobs)
  * a cap placed between one slab and the resident plan. */
 static void streamed_equals_resident(lac_dtype precision, int entry_mask, int accelerate, const char *knobs)
 {
-    const int64_t N = 90, m = 6, n = 5, mn = m * n;
-    lac_graph_t graph = ring_with_chords(cpu, N, 7);
-    lac_gft_t gft = NULL;
-    CHECK_OK(cpu, lac_gft_create(cpu, graph, precision, &gft));
-    int64_t shape[3] = {N, m, n};
-    lac_array truth, observed, tensor, out_res, out_str;
-    CHECK_OK(cpu, lac_array_alloc(cpu, LAC_FLOAT64, 3, shape, &truth));
-    CHECK_OK(cpu, lac_array_alloc(cpu, LAC_BOOL, 1, shape, &observed));
-    lac_impute_gen_params gp = lac_impute_gen_params_default();
-    gp.m = m;
-    gp.n = n;
-    gp.rank = 2;
-    gp.observed_ratio = 0.6;
-    gp.seed = 23;
-    CHECK_OK(cpu, lac_impute_generate(cpu, &gp, gft, &truth, &observed));
-    CHECK_OK(cpu, lac_array_alloc(cpu, LAC_FLOAT64, 3, shape, &tensor));
+    const int64_t N = CASE_N, mn = CASE_M * CASE_NN;
+    int64_t shape[3] = {N, CASE_M, CASE_NN};
+    impute_case c;
+    impute_case_make(precision, entry_mask, 23, 9, &c);
+    lac_gft_t gft = c.gft;
+    lac_array truth = c.truth, tensor = c.tensor, out_res, out_str;
     CHECK_OK(cpu, lac_array_alloc(cpu, LAC_FLOAT64, 3, shape, &out_res));
     CHECK_OK(cpu, lac_array_alloc(cpu, LAC_FLOAT64, 3, shape, &out_str));
-    double *t = tensor.data, *g = truth.data;
-    unsigned char *obs = observed.data;
-    unsigned long long seed = 9;
-    for (int64_t v = 0; v < N; v++)
-        for (int64_t e = 0; e < mn; e++) {
-            int seen = obs[v] || (entry_mask && harness_rand_uniform(&seed) < 0.5);
-            t[v * mn + e] = seen ? g[v * mn + e] : NAN;
-        }
     lac_impute_params p = lac_impute_params_default();
     p.accelerate = accelerate;
     lac_impute_result rr, rs;
@@ -510,13 +516,9 @@ static void streamed_equals_resident(lac_dtype precision, int entry_mask, int ac
     CHECK_NEAR(rs.rmse_all, rr.rmse_all, 10 * tol + 10 * tol * rr.rmse_all);
     CHECK_NEAR(rs.rmse_missing, rr.rmse_missing, 10 * tol + 10 * tol * rr.rmse_missing);
     lac_ctx_destroy(&capped);
-    lac_array_release(&truth);
-    lac_array_release(&observed);
-    lac_array_release(&tensor);
     lac_array_release(&out_res);
     lac_array_release(&out_str);
-    lac_gft_destroy(&gft);
-    lac_graph_destroy(&graph);
+    impute_case_free(&c);
 }
 
 TEST(streamed_imputation_equals_the_resident_one)
