@@ -240,15 +240,17 @@ section_map() {
 # mf (added by the mf capability): CUSGD++ timed by bench/mf_bench on the
 # MovieLens-10M and Netflix shapes at F = 32 and 128 (MF_EPOCHS epochs, default
 # 100; the peer is Lacuna's CPU path on every host core, MF_PEER_EPOCHS
-# epochs; the kernel's schedule, logged at info level, goes to mf_bench.log).
-# Its CUDA tests (tests/cuda/test_mf_cuda.c) run in section test.
+# epochs; the kernel's schedule, logged at info level, goes to mf_bench.log;
+# MF_SHAPES, default "ml10m netflix"). On the ML-10M shape also an epoch of
+# implicit feedback beside the explicit one (--implicit). Its CUDA tests
+# (tests/cuda/test_mf_cuda.c, test_mf_implicit_cuda.c) run in section test.
 section_mf() {
     local e=${MF_EPOCHS:-100} p=${MF_PEER_EPOCHS:-2}
     : >"$OUT/mf.txt"
-    for shape in ml10m netflix; do
+    for shape in ${MF_SHAPES:-ml10m netflix}; do
         say "mf_bench --device cuda --shape $shape -k 32,128 --epochs $e"
         LACUNA_LOG=info "$BUILD/bench/mf_bench" --device cuda --shape "$shape" -k 32,128 --epochs "$e" --peer-epochs "$p" \
-            --figures "$FIGURES" \
+            --figures "$FIGURES" $([ "$shape" = ml10m ] && echo --implicit) \
             >>"$OUT/mf.txt" 2>>"$OUT/mf_bench.log" || say "mf_bench $shape FAILED (see mf_bench.log)"
     done
     cat "$OUT/mf.txt" | tee -a "$SUMMARY"

@@ -12,6 +12,7 @@
  *   mf_bench [--shape ml10m|netflix|small] [--scale F] [-k 32,128] [--epochs 100]
  *            [--device cpu|cuda] [--threads N] [--peer-epochs 2] [--deterministic]
  *            [--users N --items N --ratings N] [--seed S] [--json] [--figures FILE]
+ *            [--implicit]
  *
  * --scale F keeps a fraction F of the users and ratings (items kept), for the
  * Netflix shape on a small machine. Floor: the larger of (a) the bytes an epoch
@@ -19,7 +20,15 @@
  * copy bandwidth measured here and (b) the epoch's flops (8 k per update:
  * 2k for u.v, 6k for the two row updates) over the float multiply-add rate
  * measured here with the same vector width. On CUDA the floor is (a) with the
- * device copy bandwidth (the item rows themselves are re-read from L2). */
+ * device copy bandwidth (the item rows themselves are re-read from L2).
+ *
+ * --implicit: for each k also an epoch of implicit feedback on the same
+ * training pairs read as interactions (cross-entropy with 4 negatives, and
+ * BPR with one; the tool's implicit beta; median of a short run), beside
+ * the explicit epoch (issue 14's target: within 2x) and its floor: the
+ * bytes it must move (8 per cell, 8 per negative: drawn, written and read
+ * back, each factor row read and written once) over the copy bandwidth;
+ * and on CUDA the same epoch on this library's CPU path (the peer). */
 #include "bench_util.h"
 #include "lacuna/lacuna.h"
 
@@ -147,21 +156,45 @@ static int parse_list(const char *s, int *out, int max)
     return n;
 }
 
+/* The median epoch (the first left out) of a short implicit training. */
+static double implicit_epoch_s(lac_ctx_t ctx, const lac_mf_params *p, lac_ratings_t train, int epochs)
+{
+    lac_mf_params q = *p;
+    q.epochs = epochs;
+    q.patience = epochs;
+    trace *t = calloc(1, sizeof *t);
+    lac_mf_model_t m = NULL;
+    double s = NAN;
+    if (lac_mf_train(ctx, &q, train, NULL, record, t, &m, NULL) == LAC_SUCCESS && t->epochs > 1) {
+        double d[MAX_EPOCHS];
+        for (int e = 2; e <= t->epochs; e++) d[e - 2] = t->seconds[e] - t->seconds[e - 1];
+        s = median(d, t->epochs - 1);
+    } else {
+        fprintf(stderr, "mf_bench: implicit: %s\n", lac_last_error(ctx));
+    }
+    lac_mf_model_destroy(&m);
+    free(t);
+    return s;
+}
+
 int main(int argc, char **argv)
 {
     const char *shape = "ml10m", *device = "cpu", *figures_path = NULL;
     double scale = 1.0;
     int ks[MAX_K] = {32, 128}, nk = 2, epochs = 100, threads = 0, peer_epochs = 2, json = 0, deterministic = 0;
+    int implicit = 0;
     uint64_t seed = 1;
     int64_t users = 0, items = 0, ratings = 0;   /* 0: the shape's */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--json")) { json = 1; continue; }
         if (!strcmp(a, "--deterministic")) { deterministic = 1; continue; }
+        if (!strcmp(a, "--implicit")) { implicit = 1; continue; }
         if (!strcmp(a, "--help") || !v) {
             fprintf(stderr, "usage: mf_bench [--shape ml10m|netflix|small] [--scale F] [-k 32,128] [--epochs N]\n"
                             "                [--device cpu|cuda] [--threads N] [--peer-epochs N] [--deterministic]\n"
-                            "                [--users N --items N --ratings N] [--seed S] [--json] [--figures FILE]\n");
+                            "                [--users N --items N --ratings N] [--seed S] [--json] [--figures FILE]\n"
+                            "                [--implicit]\n");
             return strcmp(a, "--help") ? 2 : 0;
         }
         i++;
@@ -357,6 +390,26 @@ int main(int argc, char **argv)
         bench_figure(&figures, "mf", name, sgd_s * 1e3, "ms per epoch", floor_s * 1e3,
                      !on_cuda ? "serial loop" : "lacuna on the CPU", peer_s * 1e3);
         if (hit) bench_figure(&figures, "mf", name, to_target, "s to within 1% of the best RMSE", NAN, NULL, NAN);
+        for (int loss = LAC_MF_LOSS_XENT; implicit && loss <= LAC_MF_LOSS_BPR; loss++) {
+            lac_mf_params q = p;
+            q.implicit = 1;
+            q.loss = loss;
+            q.beta = 0.1;   /* the tool's for implicit feedback */
+            int negs = loss == LAC_MF_LOSS_BPR ? 1 : q.negatives;
+            double imp_s = implicit_epoch_s(ctx, &q, train, 6), imp_peer = NAN;
+            if (peer_epochs > 0 && on_cuda && loss == LAC_MF_LOSS_XENT)
+                imp_peer = implicit_epoch_s(host, &q, train, peer_epochs + 1);
+            double imp_bytes = (8.0 + 8.0 * negs) * (double)n + 8.0 * ks[c] * (double)(nu + ni);
+            printf("# implicit k=%d %s: %d negative(s), epoch %.3f ms, explicit %.3f ms, ratio %.2f (target <= 2), "
+                   "floor %.3f ms (floor/t %.3f), %s %.1f ms\n",
+                   ks[c], loss == LAC_MF_LOSS_BPR ? "bpr" : "xent", negs, imp_s * 1e3, sgd_s * 1e3, imp_s / sgd_s,
+                   imp_bytes / bw * 1e3, imp_bytes / bw / imp_s, on_cuda ? "cpu" : "-", imp_peer * 1e3);
+            fflush(stdout);
+            snprintf(name, sizeof name, "%s %s k=%d implicit %s, %lld interactions", device, shape, ks[c],
+                     loss == LAC_MF_LOSS_BPR ? "bpr" : "xent", (long long)n);
+            bench_figure(&figures, "mf", name, imp_s * 1e3, "ms per epoch", imp_bytes / bw * 1e3,
+                         isnan(imp_peer) ? NULL : "lacuna on the CPU", imp_peer * 1e3);
+        }
         lac_mf_model_destroy(&m);
         free(tr);
     }

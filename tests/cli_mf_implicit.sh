@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # lacuna mf train --implicit end to end: both losses and both models train,
 # --json has the implicit keys, recommend works on the model; the refusals
-# (--valid, --loss without --implicit, CUDA, a weight that is not > 0) exit 2
+# (--valid, --loss without --implicit, the neighbourhood model on CUDA, a weight that is not > 0) exit 2
 # and write no model.
 set -u
 tool=$1
@@ -28,8 +28,8 @@ check "--weighted takes the ratings as weights" "[ $rc -eq 0 ]"
 check "--implicit --valid exits 2" "[ $rc -eq 2 ] && [ ! -e no1.model ]"
 "$tool" mf train --loss bpr -t 2 seen.txt no2.model >/dev/null 2>&1; rc=$?
 check "--loss without --implicit exits 2" "[ $rc -eq 2 ] && [ ! -e no2.model ]"
-err=$("$tool" mf train --implicit --device cuda -t 2 seen.txt no3.model 2>&1); rc=$?
-check "--implicit --device cuda exits 2, says so" "[ $rc -eq 2 ] && grep -q 'not supported on CUDA' <<<\"\$err\" && [ ! -e no3.model ]"
+err=$("$tool" mf train --implicit --model neighbourhood --device cuda -t 2 seen.txt no3.model 2>&1); rc=$?
+check "--implicit --model neighbourhood --device cuda exits 2, says so" "[ $rc -eq 2 ] && grep -q 'not supported on CUDA' <<<\"\$err\" && [ ! -e no3.model ]"
 printf '1 1 1\n1 2 0\n2 1 3\n' > zero.txt
 "$tool" mf train --implicit --weighted -k 2 -t 2 zero.txt no4.model >/dev/null 2>&1; rc=$?
 check "a weight of 0 exits 2" "[ $rc -eq 2 ] && [ ! -e no4.model ]"

@@ -930,7 +930,9 @@ typedef struct {
      * - r_hat(i, j')) with one sampled j' per interaction. Update rule (5)
      * with e the loss's gradient in r_hat. No validation set (rank with
      * held-out interactions instead); the epoch callback's train_rmse is
-     * the mean loss. CPU only: LAC_ERR_UNSUPPORTED on a CUDA context. */
+     * the mean loss. The plain model trains on CUDA too; the
+     * neighbourhood model's implicit training is CPU only
+     * (LAC_ERR_UNSUPPORTED on a CUDA context, the CPU under auto). */
     int implicit;                     /* default 0 */
     int loss;                         /* lac_mf_loss; default LAC_MF_LOSS_XENT */
     int negatives;                    /* per interaction (cross-entropy); default 4 */

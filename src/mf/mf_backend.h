@@ -13,6 +13,7 @@
 #define LACUNA_MF_BACKEND_H
 
 #include "core/internal.h"
+#include "core/random.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -89,6 +90,27 @@ typedef struct {
     const int32_t *item_part;
     int part;
 } lac_mf_call;
+
+/* Implicit feedback's negatives, the same on every backend: candidate r
+ * (r < LAC_MF_DRAWS) for negative t of user u's interaction with item j is a
+ * counter-based splitmix64 draw keyed by (seed, epoch, u, j, t, r), so any
+ * thread or device can draw it in any order (j is unique within a user, so a
+ * row split over several device groups draws the same). The first candidate
+ * u has not seen is the negative; after LAC_MF_DRAWS seen ones, the last. */
+#define LAC_MF_DRAWS 32
+
+static inline LAC_RANDOM_HD uint64_t lac_mf_draw_seed(uint64_t seed, int epoch, int64_t u)
+{
+    uint64_t e = lac_mix64(seed * 0x9E3779B97F4A7C15ull + (uint64_t)epoch);
+    return lac_mix64(e ^ lac_mix64((uint64_t)u + 0x51ED270B2A3C2D59ull));
+}
+
+static inline LAC_RANDOM_HD int32_t lac_mf_draw_item(uint64_t user_seed, int32_t j, int t, int r, int64_t num_items)
+{
+    uint64_t key = (uint64_t)(uint32_t)j << 15 | (uint64_t)t << 5 | (uint64_t)r;   /* t < 1024, r < 32 */
+    uint64_t state = user_seed + key * 0x9E3779B97F4A7C15ull;
+    return (int32_t)((lac_splitmix64(&state) >> 11) % (uint64_t)num_items);
+}
 
 /* Online updates (src/mf/update.c): some users' or items' parameters solved
  * with everything else fixed. Eq. (1) is linear in one row's parameters, a

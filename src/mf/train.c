@@ -175,10 +175,10 @@ static const lac_mf_backend *pick_backend(lac_ctx_t ctx, const lac_mf_params *p,
     if (ctx->backend != LAC_BACKEND_CUDA) return &lac_mf_cpu_backend;
     /* over MPI ranks each rank's blocks train on the CPU (lac_mf_dist_begin) */
     if (ctx->ranks > 1 && ctx->params.backend == LAC_BACKEND_AUTO) return &lac_mf_cpu_backend;
-    if (p->implicit) {   /* no CUDA kernel for the ranking losses yet */
+    if (p->implicit && p->model == LAC_MF_MODEL_NEIGHBOURHOOD) {   /* no CUDA kernel for it yet */
         if (ctx->params.backend == LAC_BACKEND_AUTO) return &lac_mf_cpu_backend;
-        *st = lac_error(ctx, LAC_ERR_UNSUPPORTED, "implicit feedback trains on the CPU only in this build "
-                                                  "(--device cpu or auto)");
+        *st = lac_error(ctx, LAC_ERR_UNSUPPORTED, "implicit feedback with the neighbourhood model trains on the CPU "
+                                                  "only in this build (--device cpu or auto)");
         return NULL;
     }
     const lac_mf_backend *cuda = lac_mf_backend_cuda();

@@ -193,8 +193,9 @@ int cmd_mf_train(int argc, char **argv)
     if (!p.implicit && (cli_find(&command, "--loss")->seen || cli_find(&command, "--negatives")->seen ||
                         cli_find(&command, "--weighted")->seen))
         return cli_usage_error(cmd, "--loss, --negatives and --weighted go with --implicit");
-    if (p.implicit && !strncmp(device, "cuda", 4))
-        return cli_usage_error(cmd, "--implicit is not supported on CUDA yet: use --device cpu or auto");
+    if (p.implicit && kind == LAC_MF_MODEL_NEIGHBOURHOOD && !strncmp(device, "cuda", 4))
+        return cli_usage_error(cmd, "--implicit with --model neighbourhood is not supported on CUDA yet: use "
+                                    "--device cpu or auto");
     if (p.implicit) {   /* the logistic losses want a slower decay and, for eq. (1), larger rates (docs/mf.md) */
         if (!cli_find(&command, "--beta")->seen) p.beta = 0.1;
         p.rates = (lac_mf_groups){0.2, 0.2, 0.2, 0.2, 0.02, 0.02};

@@ -8,10 +8,10 @@
  *     e = c sigmoid(-x) at (i, j) and -c sigmoid(-x) at (i, j') (both
  *     predictions made before either step).
  * Threads take whole users (Hogwild over items, as the explicit schedule);
- * a user's draws come from (seed, epoch, user), so one thread is
- * reproducible. The user's interactions are written into the thread's dense
- * row `seen` (NaN elsewhere): the negative test and R(i) of eq. (1) in one
- * load. */
+ * the draws are counter-based (seed, epoch, user, item: mf_backend.h),
+ * the CUDA backend's too, so one thread is reproducible. The user's
+ * interactions are written into the thread's dense row `seen` (NaN
+ * elsewhere): the negative test and R(i) of eq. (1) in one load. */
 #include "core/random.h"
 #include "mf/cpu/mf_cpu.h"
 #include "mf/cpu/nbr_step.h"
@@ -19,38 +19,36 @@
 #include <math.h>
 #include <omp.h>
 
-#define DRAWS 32   /* tries for an unseen item before taking a seen one as the negative */
-
 static inline float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 
 /* -log sigmoid(x), without overflow. */
 static inline double log_loss(double x) { return x > 0 ? log1p(exp(-x)) : -x + log1p(exp(x)); }
 
-/* An item u has not seen (after DRAWS tries, whatever came last). */
-static int32_t draw_negative(uint64_t *rng, int64_t ni, const float *seen)
+/* Negative t of the interaction with item j (the rule of mf_backend.h). */
+static int32_t draw_negative(uint64_t user_seed, int32_t j, int t, int64_t ni, const float *seen)
 {
-    int32_t j = 0;
-    for (int t = 0; t < DRAWS; t++) {
-        j = (int32_t)((lac_splitmix64(rng) >> 11) % (uint64_t)ni);
-        if (seen[j] != seen[j]) break;
+    int32_t n = 0;
+    for (int r = 0; r < LAC_MF_DRAWS; r++) {
+        n = lac_mf_draw_item(user_seed, j, t, r, ni);
+        if (seen[n] != seen[n]) break;
     }
-    return j;
+    return n;
 }
 
 /* One user's interactions. */
-static double user_epoch(const lac_mf_state *s, const lac_mf_step_consts *c, int64_t u, float *seen, uint64_t seed)
+static double user_epoch(const lac_mf_state *s, const lac_mf_step_consts *c, int64_t u, float *seen, int epoch)
 {
     const lac_mf_data *d = s->call.data;
     const int64_t ni = c->m->num_items;
     float resid[2][LAC_MF_NBR_MAX_K], rr[2] = {0, 0}, rc[2] = {0, 0};
-    uint64_t rng = lac_mix64(seed ^ lac_mix64((uint64_t)u + 0x51ED270B2A3C2D59ull));
+    uint64_t useed = lac_mf_draw_seed(s->call.seed, epoch, u);
     double loss = 0.0;
     for (int64_t a = d->row_start[u]; a < d->row_start[u + 1]; a++) seen[d->col[a]] = d->val[a];
     for (int64_t a = d->row_start[u]; a < d->row_start[u + 1]; a++) {
         int32_t j = d->col[a];
         float weight = d->val[a];
         if (s->call.loss == LAC_MF_LOSS_BPR) {
-            int32_t n = draw_negative(&rng, ni, seen);
+            int32_t n = draw_negative(useed, j, 0, ni, seen);
             float x = lac_mf_step_predict(c, u, j, seen, resid[0], &rr[0], &rc[0]) - lac_mf_step_predict(c, u, n, seen, resid[1], &rr[1], &rc[1]);
             float e = weight * sigmoid(-x);
             loss += weight * log_loss(x);
@@ -62,7 +60,7 @@ static double user_epoch(const lac_mf_state *s, const lac_mf_step_consts *c, int
         loss += weight * log_loss(x);
         lac_mf_step(c, u, j, weight * (1.0f - sigmoid(x)), resid[0], rr[0], rc[0]);
         for (int t = 0; t < s->call.negatives; t++) {
-            int32_t n = draw_negative(&rng, ni, seen);
+            int32_t n = draw_negative(useed, j, t, ni, seen);
             x = lac_mf_step_predict(c, u, n, seen, resid[1], &rr[1], &rc[1]);
             loss += log_loss(-x);
             lac_mf_step(c, u, n, -sigmoid(x), resid[1], rr[1], rc[1]);
@@ -89,7 +87,6 @@ lac_status lac_mf_cpu_implicit_epoch(lac_ctx_t ctx, lac_mf_state *s, float lr, i
         c.l[g] = (float)lambdas[g];
     }
     if (m->nbr_k > LAC_MF_NBR_MAX_K) return lac_error(ctx, LAC_ERR_ARGUMENT, "implicit training takes K <= %d", LAC_MF_NBR_MAX_K);
-    uint64_t seed = lac_mix64(s->call.seed * 0x9E3779B97F4A7C15ull + (uint64_t)epoch);
     int64_t nu = d->num_users, chunks = (nu + LAC_MF_HOGWILD_CHUNK - 1) / LAC_MF_HOGWILD_CHUNK;
     double *part = s->chunk_sse;
     int threads = s->call.deterministic ? 1 : s->threads;   /* one thread: the draws and steps in user order */
@@ -98,7 +95,7 @@ lac_status lac_mf_cpu_implicit_epoch(lac_ctx_t ctx, lac_mf_state *s, float lr, i
         float *seen = s->seen + (int64_t)omp_get_thread_num() * m->num_items;
         double sum = 0.0;
         for (int64_t u = ch * LAC_MF_HOGWILD_CHUNK; u < nu && u < (ch + 1) * LAC_MF_HOGWILD_CHUNK; u++)
-            sum += user_epoch(s, &c, d->row_order[u], seen, seed);
+            sum += user_epoch(s, &c, d->row_order[u], seen, epoch);
         part[ch] = sum;
     }
     double sum = 0.0;

@@ -1,6 +1,8 @@
 /* CUSGD++ on CUDA: what the host driver (mf_sgd.cu) and the kernels
  * (mf_sgd_kernels.cu) share: the epoch's arguments, the layout constants, the
- * choice of kernel and the launches. Only those two files include this. */
+ * device helpers of u_i in registers, the choice of kernel and the launches.
+ * The neighbourhood model's and implicit feedback's files (mf_nbr*,
+ * mf_implicit*) build on it. */
 #ifndef LACUNA_BACKEND_CUDA_MF_CUDA_H
 #define LACUNA_BACKEND_CUDA_MF_CUDA_H
 
@@ -24,6 +26,28 @@ static __device__ __forceinline__ float lac_mf_warp_sum(float x)
     return x;
 }
 
+/* The sum of x over a group's G lanes (G a power of two), in every lane. */
+template <int G>
+static __device__ __forceinline__ float group_sum(float x)
+{
+#pragma unroll
+    for (int o = G / 2; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
+    return x;
+}
+
+/* The position of x among items[0..len) (ascending), or -1. */
+static __device__ __forceinline__ int find_item(const int32_t *items, int len, int32_t x)
+{
+    int base = 0, n = len;
+    while (n > 1) {
+        const int half = n >> 1;
+        base = __ldg(items + base + half) < x ? base + half : base;
+        n -= half;
+    }
+    if (len > 0 && __ldg(items + base) < x) base++;
+    return (base < len && __ldg(items + base) == x) ? base : -1;
+}
+
 /* The arguments of one epoch (passed by value). */
 struct lac_mf_cuda_epoch_args {
     const int32_t *code;            /* groups x steps: item | LAC_MF_RUN_START, or LAC_MF_PAD */
@@ -41,6 +65,62 @@ struct lac_mf_cuda_epoch_args {
 };
 
 typedef void (*lac_mf_cuda_epoch_fn)(lac_mf_cuda_epoch_args);
+
+/* u_i in a group's registers (the plain kernels: mf_sgd_kernels.cu and
+ * mf_implicit_kernels.cu). */
+static __device__ __forceinline__ float dot4(float4 a, float4 b, float acc)
+{
+    return fmaf(a.w, b.w, fmaf(a.z, b.z, fmaf(a.y, b.y, fmaf(a.x, b.x, acc))));
+}
+
+static __device__ __forceinline__ float4 axpby4(float s, float4 a, float t, float4 b)
+{
+    return make_float4(fmaf(s, a.x, t * b.x), fmaf(s, a.y, t * b.y), fmaf(s, a.z, t * b.z), fmaf(s, a.w, t * b.w));
+}
+
+/* The V float4 pieces of a factor row that lane `sub` of a group holds. */
+template <int G, int V, bool FULL>
+static __device__ __forceinline__ void load_row(float4 (&x)[V], const float4 *row, int sub, int pieces, bool present)
+{
+#pragma unroll
+    for (int v = 0; v < V; v++) {
+        const int c = sub + G * v;
+        x[v] = (present && (FULL || c < pieces)) ? __ldcg(row + c) : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+}
+
+/* The end of a run: u_i (and b_i) back to memory, or the weighted change
+ * folded in when other groups hold other runs of the same row. */
+template <int G, int V, bool FULL>
+static __device__ __forceinline__ void finish_run(const lac_mf_cuda_epoch_args &a, int64_t user, float weight,
+                                                  const float4 (&p)[V], const float4 (&p0)[V], float bu, float bu0,
+                                                  int sub)
+{
+    const int pieces = a.stride >> 2;
+    float4 *row = (float4 *)(a.P + user * a.stride);
+    if (weight < 1.0f) {
+#pragma unroll
+        for (int v = 0; v < V; v++) {
+            const int c = sub + G * v;
+            if (FULL || c < pieces) {
+                float *f = (float *)(row + c);
+                atomicAdd(f + 0, weight * (p[v].x - p0[v].x));
+                atomicAdd(f + 1, weight * (p[v].y - p0[v].y));
+                atomicAdd(f + 2, weight * (p[v].z - p0[v].z));
+                atomicAdd(f + 3, weight * (p[v].w - p0[v].w));
+            }
+        }
+        if (sub == 0) atomicAdd(a.user_bias + user, weight * (bu - bu0));
+    } else {
+#pragma unroll
+        for (int v = 0; v < V; v++) {
+            const int c = sub + G * v;
+            if (FULL || c < pieces) __stcg(row + c, p[v]);
+        }
+        if (sub == 0) a.user_bias[user] = bu;
+    }
+}
+
 
 /* The epoch kernel for a row of `pieces` float4, and its group shape. */
 struct lac_mf_cuda_kernel {

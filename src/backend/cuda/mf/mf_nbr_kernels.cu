@@ -18,19 +18,6 @@
 
 #include <math.h>
 
-/* The position of x among items[0..len) (ascending), or -1. */
-static __device__ __forceinline__ int find_item(const int32_t *items, int len, int32_t x)
-{
-    int base = 0, n = len;
-    while (n > 1) {
-        const int half = n >> 1;
-        base = __ldg(items + base + half) < x ? base + half : base;
-        n -= half;
-    }
-    if (len > 0 && __ldg(items + base) < x) base++;
-    return (base < len && __ldg(items + base) == x) ? base : -1;
-}
-
 /* KW searches at once: the same steps for each (one row length), their loads
  * independent, so they overlap. slot_x < 0 is no neighbour. */
 template <int KW>
@@ -121,14 +108,6 @@ static __device__ __forceinline__ void load_item(nbr_row<G, V, KW> &r, const lac
         r.w[s] = in ? __ldcg(wc + k) : 0.0f;
         r.c[s] = in ? __ldcg(wc + K + k) : 0.0f;
     }
-}
-
-template <int G>
-static __device__ __forceinline__ float group_sum(float x)
-{
-#pragma unroll
-    for (int o = G / 2; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
-    return x;
 }
 
 template <int G, int V, int KW>

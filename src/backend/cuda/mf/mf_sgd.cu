@@ -40,6 +40,7 @@
  * Tuning knobs (core/knobs.h, for measurements): LACUNA_MF_CUDA_LANES,
  * _AHEAD, _GROUPS, _HOT, _RUN_MAX. */
 #include "backend/cuda/mf/mf_cuda.h"
+#include "backend/cuda/mf/mf_implicit_cuda.h"
 #include "backend/cuda/mf/mf_nbr_cuda.h"
 
 #include <math.h>
@@ -71,6 +72,7 @@ struct lac_mf_state {
     float *valid_rating;
     double *sums;            /* LAC_MF_SSE_SLOTS training partial sums, then as many validation */
     lac_mf_cuda_nbr *nbr;    /* the neighbourhood model's arrays; NULL for the plain one */
+    lac_mf_cuda_implicit *implicit;   /* implicit feedback's; NULL for ratings */
 };
 
 static lac_status replicas(lac_ctx_t ctx, lac_mf_state *s, int spread)
@@ -83,6 +85,7 @@ static void free_state(lac_mf_state *s)
 {
     if (!s) return;
     lac_mf_cuda_nbr_end(s->nbr);
+    lac_mf_cuda_implicit_end(s->implicit);
     void *ptrs[] = {s->code, s->rating, s->group_first_run, s->run_user, s->run_weight, s->hot_item, s->hot_first,
                     s->hot_count, s->P, s->Q, s->user_bias, s->item_bias, s->best, s->valid_user, s->valid_item,
                     s->valid_rating, s->sums};
@@ -173,7 +176,19 @@ static lac_status cuda_begin(lac_ctx_t ctx, const lac_mf_call *call, lac_mf_stat
     int per_sm = 0;
 
     /* the kernel and the number of groups in flight */
-    if (f->nbr_k) {   /* its own kernel; s->kernel keeps only the group shape */
+    if (call->implicit && f->nbr_k) {
+        st = lac_error(ctx, LAC_ERR_UNSUPPORTED, "implicit feedback with the neighbourhood model trains on the CPU "
+                                                 "only in this build (--device cpu or auto)");
+        goto fail;
+    }
+    if (call->implicit) {   /* its own kernel, the same schedule */
+        lac_mf_cuda_implicit_kernel ik;
+        LAC_CHECK_GOTO(lac_mf_cuda_implicit_begin(ctx, &s->call, s->stride / 4, &s->implicit, &ik), st, fail);
+        LAC_CHECK_GOTO(lac_mf_cuda_implicit_occupancy(ctx, &ik, &per_sm), st, fail);
+        s->kernel.fn = NULL;
+        s->kernel.lanes = ik.lanes;
+        s->kernel.groups_per_block = ik.groups_per_block;
+    } else if (f->nbr_k) {   /* its own kernel; s->kernel keeps only the group shape */
         lac_mf_cuda_nbr_kernel nk;
         LAC_CHECK_GOTO(lac_mf_cuda_nbr_begin(ctx, &s->call, s->stride / 4, &s->nbr, &nk), st, fail);
         LAC_CHECK_GOTO(lac_mf_cuda_nbr_occupancy(ctx, &nk, &per_sm), st, fail);
@@ -218,6 +233,8 @@ static lac_status cuda_begin(lac_ctx_t ctx, const lac_mf_call *call, lac_mf_stat
     LAC_CHECK_GOTO(upload_all(ctx, s, call, &sch), st, fail);
     if (s->nbr)
         LAC_CHECK_GOTO(lac_mf_cuda_nbr_upload(ctx, s->nbr, &sch), st, fail);
+    if (s->implicit)
+        LAC_CHECK_GOTO(lac_mf_cuda_implicit_upload(ctx, s->implicit, &sch), st, fail);
 fail:
     if (st != LAC_SUCCESS) cudaStreamSynchronize(ctx->cuda->stream);
     lac_mf_schedule_free(&sch);
@@ -267,12 +284,12 @@ static lac_mf_cuda_epoch_args epoch_args(const lac_mf_state *s, float lr)
 
 static lac_status cuda_epoch(lac_ctx_t ctx, lac_mf_state *s, float lr, int epoch, double *train_sse)
 {
-    (void)epoch;
     cudaStream_t stream = ctx->cuda->stream;
     LAC_CUDA_CHECK(ctx, cudaMemsetAsync(s->sums, 0, LAC_MF_SSE_SLOTS * sizeof(double), stream));
     if (s->runs > 0) {
         lac_mf_cuda_epoch_args a = epoch_args(s, lr);
         if (s->nbr) LAC_CHECK(lac_mf_cuda_nbr_epoch(ctx, s->nbr, &a, lr, s->blocks));
+        else if (s->implicit) LAC_CHECK(lac_mf_cuda_implicit_epoch(ctx, s->implicit, &a, epoch, s->blocks));
         else LAC_CHECK(lac_mf_cuda_launch_epoch(ctx, &s->kernel, s->blocks, &a));
         LAC_CHECK(replicas(ctx, s, 0));
     }

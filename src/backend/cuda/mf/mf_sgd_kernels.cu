@@ -30,59 +30,6 @@
  * general path with u_i in global memory. Float32 throughout. */
 #include "backend/cuda/mf/mf_cuda.h"
 
-static __device__ __forceinline__ float dot4(float4 a, float4 b, float acc)
-{
-    return fmaf(a.w, b.w, fmaf(a.z, b.z, fmaf(a.y, b.y, fmaf(a.x, b.x, acc))));
-}
-
-static __device__ __forceinline__ float4 axpby4(float s, float4 a, float t, float4 b)
-{
-    return make_float4(fmaf(s, a.x, t * b.x), fmaf(s, a.y, t * b.y), fmaf(s, a.z, t * b.z), fmaf(s, a.w, t * b.w));
-}
-
-/* The V float4 pieces of a factor row that lane `sub` of a group holds. */
-template <int G, int V, bool FULL>
-static __device__ __forceinline__ void load_row(float4 (&x)[V], const float4 *row, int sub, int pieces, bool present)
-{
-#pragma unroll
-    for (int v = 0; v < V; v++) {
-        const int c = sub + G * v;
-        x[v] = (present && (FULL || c < pieces)) ? __ldcg(row + c) : make_float4(0.f, 0.f, 0.f, 0.f);
-    }
-}
-
-/* The end of a run: u_i (and b_i) back to memory, or the weighted change
- * folded in when other groups hold other runs of the same row. */
-template <int G, int V, bool FULL>
-static __device__ __forceinline__ void finish_run(const lac_mf_cuda_epoch_args &a, int64_t user, float weight,
-                                                  const float4 (&p)[V], const float4 (&p0)[V], float bu, float bu0,
-                                                  int sub)
-{
-    const int pieces = a.stride >> 2;
-    float4 *row = (float4 *)(a.P + user * a.stride);
-    if (weight < 1.0f) {
-#pragma unroll
-        for (int v = 0; v < V; v++) {
-            const int c = sub + G * v;
-            if (FULL || c < pieces) {
-                float *f = (float *)(row + c);
-                atomicAdd(f + 0, weight * (p[v].x - p0[v].x));
-                atomicAdd(f + 1, weight * (p[v].y - p0[v].y));
-                atomicAdd(f + 2, weight * (p[v].z - p0[v].z));
-                atomicAdd(f + 3, weight * (p[v].w - p0[v].w));
-            }
-        }
-        if (sub == 0) atomicAdd(a.user_bias + user, weight * (bu - bu0));
-    } else {
-#pragma unroll
-        for (int v = 0; v < V; v++) {
-            const int c = sub + G * v;
-            if (FULL || c < pieces) __stcg(row + c, p[v]);
-        }
-        if (sub == 0) a.user_bias[user] = bu;
-    }
-}
-
 /* One epoch of update rule (5), CUSGD++ style, G lanes per user run, V float4
  * pieces per lane (FULL: G x V pieces are exactly the row; else lanes past the
  * row's end hold zeros), v_j loaded DQ steps ahead. */

@@ -1,0 +1,62 @@
+/* Implicit feedback on CUDA (lac_mf_call.implicit, the plain model): what the
+ * table (mf_sgd.cu), the host part (mf_implicit.cu) and the kernels
+ * (mf_implicit_kernels.cu) share. The epoch walks CUSGD++'s streams (the
+ * cells' ratings are the interactions' weights); before it, a draw kernel
+ * writes every cell's negatives by the counter-based rule of mf_backend.h,
+ * as item rows (a popular item's replica of the cell's group), so that the
+ * epoch loads them ahead like the cells themselves. */
+#ifndef LACUNA_BACKEND_CUDA_MF_IMPLICIT_CUDA_H
+#define LACUNA_BACKEND_CUDA_MF_IMPLICIT_CUDA_H
+
+#include "backend/cuda/mf/mf_cuda.h"
+
+/* The arguments of the draws (one epoch, passed by value). */
+struct lac_mf_cuda_draw_args {
+    const int32_t *code;            /* groups x steps, as the epoch's */
+    const int32_t *cell_user;       /* groups x steps: the cell's user (-1 in padding) */
+    const int32_t *row_item;        /* item rows: the item of each (a replica's is its item's) */
+    const int32_t *rep_first;       /* num_items: first replica row */
+    const int32_t *rep_count;       /* num_items: rows in all (1: no replicas) */
+    const int64_t *seen_start;      /* num_users + 1 */
+    const int32_t *seen_items;      /* each user's items, ascending */
+    int64_t cells, steps, num_items;
+    uint64_t seed;
+    int epoch, negatives;           /* per cell (1 for BPR) */
+    int32_t *neg;                   /* cells x negatives: item rows */
+};
+
+/* The arguments of one epoch (passed by value). */
+struct lac_mf_cuda_implicit_args {
+    lac_mf_cuda_epoch_args base;    /* streams, factors, lr and shrinks; sse takes the loss */
+    const int32_t *neg;             /* the draws' rows */
+    int negatives, bpr;
+};
+
+typedef void (*lac_mf_cuda_implicit_fn)(lac_mf_cuda_implicit_args);
+
+/* The epoch kernel for rows of `pieces` float4 (fn NULL: wider than the
+ * registers hold) and its group shape. */
+struct lac_mf_cuda_implicit_kernel {
+    lac_mf_cuda_implicit_fn fn;
+    int lanes, groups_per_block;
+};
+lac_mf_cuda_implicit_kernel lac_mf_cuda_implicit_choose(int pieces);
+lac_status lac_mf_cuda_implicit_occupancy(lac_ctx_t ctx, const lac_mf_cuda_implicit_kernel *k, int *blocks_per_sm);
+lac_status lac_mf_cuda_implicit_launch(lac_ctx_t ctx, const lac_mf_cuda_implicit_kernel *k, unsigned blocks,
+                                       const lac_mf_cuda_draw_args *draws, const lac_mf_cuda_implicit_args *a);
+
+/* The host part (mf_implicit.cu): one training's device arrays. */
+typedef struct lac_mf_cuda_implicit lac_mf_cuda_implicit;
+
+/* Chooses the kernel (an error for rows too wide) before the schedule. */
+lac_status lac_mf_cuda_implicit_begin(lac_ctx_t ctx, const lac_mf_call *call, int pieces,
+                                      lac_mf_cuda_implicit **out, lac_mf_cuda_implicit_kernel *kernel);
+/* Uploads the users' item lists and the cells' users, replicas and draws'
+ * room for the schedule. */
+lac_status lac_mf_cuda_implicit_upload(lac_ctx_t ctx, lac_mf_cuda_implicit *m, const lac_mf_schedule *sch);
+/* The draws and one epoch (base: the streams and factors at this epoch's rate). */
+lac_status lac_mf_cuda_implicit_epoch(lac_ctx_t ctx, lac_mf_cuda_implicit *m, const lac_mf_cuda_epoch_args *base,
+                                      int epoch, unsigned blocks);
+void lac_mf_cuda_implicit_end(lac_mf_cuda_implicit *m);
+
+#endif

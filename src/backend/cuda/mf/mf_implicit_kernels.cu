@@ -1,0 +1,275 @@
+/* Kernels of implicit feedback on CUDA (mf_implicit_cuda.h): the draws and
+ * the epoch, and their launch.
+ *
+ * The draws: a thread per (cell, negative), each candidate tested against
+ * the user's items by a binary search; all of them independent, so their
+ * latency overlaps (in the epoch each would sit on a group's chain of steps).
+ *
+ * The epoch walks CUSGD++'s streams as cusgd_epoch does (mf_sgd_kernels.cu):
+ * G lanes a user run, u_i in registers, v_j and bhat_j in global memory
+ * through L2. At a cell of item row j with weight c, it scores j and up to
+ * NB negatives with the same u_i (their rows loaded together, so their
+ * latency overlaps), takes each one's error of the loss (cross-entropy:
+ * c (1 - sigmoid) at j, -sigmoid at a negative; BPR: c sigmoid(-x) and its
+ * negative, x = r_hat_j - r_hat_j'), steps every v_j with that u_i by rule
+ * (5), and u_i (b_i) once by the steps' sum, shrunk once per step. The CPU
+ * steps u_i after each; at these learning rates the difference is within
+ * the tests' tolerance of the ranking figures. The cell's (item, weight,
+ * negatives) are loaded a step ahead. The loss sums go to base.sse. */
+#include "backend/cuda/mf/mf_implicit_cuda.h"
+
+#include <math.h>
+
+static __device__ __forceinline__ float sigmoid(float x) { return 1.0f / (1.0f + __expf(-x)); }
+
+/* -log sigmoid(x), without overflow. */
+static __device__ __forceinline__ float log_loss(float x) { return x > 0 ? log1pf(__expf(-x)) : -x + log1pf(__expf(x)); }
+
+static __global__ void draw_negatives(lac_mf_cuda_draw_args a)
+{
+    const int64_t x = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (x >= a.cells * a.negatives) return;
+    const int64_t cell = x / a.negatives;
+    const int t = (int)(x - cell * a.negatives);
+    const int32_t cd = __ldg(a.code + cell), u = __ldg(a.cell_user + cell);
+    if (cd < 0 || u < 0) return;
+    const int32_t j = __ldg(a.row_item + (cd & LAC_MF_ITEM_MASK));
+    const int64_t s0 = __ldg(a.seen_start + u);
+    const int32_t *items = a.seen_items + s0;
+    const int len = (int)(__ldg(a.seen_start + u + 1) - s0);
+    const uint64_t seed = lac_mf_draw_seed(a.seed, a.epoch, u);
+    int32_t n = 0;
+    for (int r = 0; r < LAC_MF_DRAWS; r++) {
+        n = lac_mf_draw_item(seed, j, t, r, a.num_items);
+        if (find_item(items, len, n) < 0) break;
+    }
+    /* a popular item: the replica row of the cell's group, as for its ratings */
+    const int64_t group = cell / a.steps;
+    const int32_t count = __ldg(a.rep_count + n), replica = (int32_t)(group % count);
+    a.neg[x] = replica == 0 ? n : __ldg(a.rep_first + n) + replica - 1;
+}
+
+/* One epoch, G lanes a user run, V float4 pieces a lane (FULL: exactly the
+ * row), up to NB negatives scored together (NB <= G). */
+template <int G, int V, bool FULL, int NB>
+static __global__ void __launch_bounds__(32 * LAC_MF_WARPS_PER_BLOCK) implicit_epoch(lac_mf_cuda_implicit_args ia)
+{
+    const lac_mf_cuda_epoch_args &a = ia.base;
+    constexpr int GROUPS_PER_WARP = 32 / G;
+    const int lane = threadIdx.x & 31, sub = lane & (G - 1), first = lane & ~(G - 1);
+    const unsigned mask = G == 32 ? 0xffffffffu : ((1u << G) - 1u) << first;
+    const int64_t group =
+        ((int64_t)blockIdx.x * LAC_MF_WARPS_PER_BLOCK + (threadIdx.x >> 5)) * GROUPS_PER_WARP + lane / G;
+    const int pieces = a.stride >> 2, negs = ia.negatives;
+    const int32_t *code = a.code + group * a.steps;
+    const float *weight_of = a.rating + group * a.steps;
+    const int32_t *neg = ia.neg + group * a.steps * negs;
+    const float4 *Q4 = (const float4 *)a.Q;
+    const bool bias = a.use_bias != 0;
+
+    float4 p[V], p0[V];
+#pragma unroll
+    for (int v = 0; v < V; v++) p[v] = p0[v] = make_float4(0.f, 0.f, 0.f, 0.f);
+    float bu = 0.0f, bu0 = 0.0f, share = 1.0f, loss = 0.0f;
+    int64_t user = -1, next_run = a.group_first_run[group];
+
+    int32_t cd = a.steps > 0 ? __ldg(code) : LAC_MF_PAD;
+    float w = a.steps > 0 ? __ldg(weight_of) : 0.0f;
+    int32_t nn[NB];
+#pragma unroll
+    for (int b = 0; b < NB; b++) nn[b] = (cd >= 0 && b < negs) ? __ldg(neg + b) : 0;
+    for (int64_t t = 0; t < a.steps && cd >= 0; t++) {   /* padding ends a stream */
+        const int32_t c_now = cd;
+        const float w_now = w;
+        int32_t n_now[NB];
+#pragma unroll
+        for (int b = 0; b < NB; b++) n_now[b] = nn[b];
+        /* the next cell, a step ahead */
+        cd = t + 1 < a.steps ? __ldg(code + t + 1) : LAC_MF_PAD;
+        if (cd >= 0) {
+            w = __ldg(weight_of + t + 1);
+#pragma unroll
+            for (int b = 0; b < NB; b++) nn[b] = b < negs ? __ldg(neg + (t + 1) * negs + b) : 0;
+        }
+        if (c_now & LAC_MF_RUN_START) {
+            if (user >= 0) finish_run<G, V, FULL>(a, user, share, p, p0, bu, bu0, sub);
+            user = a.run_user[next_run];
+            share = a.run_weight[next_run];
+            next_run++;
+            load_row<G, V, FULL>(p, (const float4 *)(a.P + user * a.stride), sub, pieces, true);
+#pragma unroll
+            for (int v = 0; v < V; v++) p0[v] = p[v];
+            bu = bu0 = __ldcg(a.user_bias + user);
+        }
+        const int32_t j = c_now & LAC_MF_ITEM_MASK;
+        for (int c0 = 0; c0 < negs; c0 += NB) {
+            const int cnt = negs - c0 < NB ? negs - c0 : NB;
+            const bool pos = c0 == 0;
+            int32_t rows[NB];
+            if (c0 == 0) {
+#pragma unroll
+                for (int b = 0; b < NB; b++) rows[b] = n_now[b];
+            } else {   /* more negatives than NB: the rest from memory */
+#pragma unroll
+                for (int b = 0; b < NB; b++) rows[b] = b < cnt ? __ldg(neg + t * negs + c0 + b) : 0;
+            }
+            float4 qp[V], qn[NB][V];
+            float bp = 0.0f, bn[NB];
+            load_row<G, V, FULL>(qp, Q4 + (int64_t)j * pieces, sub, pieces, pos);
+            if (pos && bias) bp = __ldcg(a.item_bias + (int64_t)j * LAC_MF_BIAS_STRIDE);
+#pragma unroll
+            for (int b = 0; b < NB; b++) {
+                load_row<G, V, FULL>(qn[b], Q4 + (int64_t)rows[b] * pieces, sub, pieces, b < cnt);
+                bn[b] = (bias && b < cnt) ? __ldcg(a.item_bias + (int64_t)rows[b] * LAC_MF_BIAS_STRIDE) : 0.0f;
+            }
+            float part = 0.0f, sn[NB];
+#pragma unroll
+            for (int v = 0; v < V; v++) part = dot4(p[v], qp[v], part);
+#pragma unroll
+            for (int o = G / 2; o > 0; o >>= 1) part += __shfl_xor_sync(mask, part, o);
+            const float base = a.mean + bu, sp = base + bp + part;
+#pragma unroll
+            for (int b = 0; b < NB; b++) {
+                float x = 0.0f;
+#pragma unroll
+                for (int v = 0; v < V; v++) x = dot4(p[v], qn[b][v], x);
+#pragma unroll
+                for (int o = G / 2; o > 0; o >>= 1) x += __shfl_xor_sync(mask, x, o);
+                sn[b] = base + bn[b] + x;
+            }
+            float ep = 0.0f, en[NB];
+            if (ia.bpr) {
+                const float x = sp - sn[0], e = w_now * sigmoid(-x);
+                ep = e;
+                en[0] = -e;
+#pragma unroll
+                for (int b = 1; b < NB; b++) en[b] = 0.0f;
+                if (sub == 0) loss += w_now * log_loss(x);
+            } else {
+                if (pos) {
+                    ep = w_now * (1.0f - sigmoid(sp));
+                    if (sub == 0) loss += w_now * log_loss(sp);
+                }
+#pragma unroll
+                for (int b = 0; b < NB; b++) {
+                    en[b] = b < cnt ? -sigmoid(sn[b]) : 0.0f;
+                    if (sub == 0 && b < cnt) loss += log_loss(-sn[b]);
+                }
+            }
+            /* v_j (bhat_j) with this u_i; u_i (b_i) by the steps' sum */
+            float4 acc[V];
+#pragma unroll
+            for (int v = 0; v < V; v++) acc[v] = make_float4(0.f, 0.f, 0.f, 0.f);
+            float keep = 1.0f, keep_b = 1.0f, bstep = 0.0f;
+            if (pos) {
+                const float step = a.lr * ep;
+                float4 *qj = (float4 *)a.Q + (int64_t)j * pieces;
+#pragma unroll
+                for (int v = 0; v < V; v++) {
+                    const int pc = sub + G * v;
+                    if (FULL || pc < pieces) __stcg(qj + pc, axpby4(a.shrink, qp[v], step, p[v]));
+                    acc[v] = axpby4(1.0f, acc[v], step, qp[v]);
+                }
+                if (bias && sub == 0) a.item_bias[(int64_t)j * LAC_MF_BIAS_STRIDE] = fmaf(a.shrink_b, bp, step);
+                keep *= a.shrink;
+                keep_b *= a.shrink_b;
+                bstep += step;
+            }
+#pragma unroll
+            for (int b = 0; b < NB; b++) {
+                if (b >= cnt) continue;
+                const float step = a.lr * en[b];
+                float4 *qj = (float4 *)a.Q + (int64_t)rows[b] * pieces;
+#pragma unroll
+                for (int v = 0; v < V; v++) {
+                    const int pc = sub + G * v;
+                    if (FULL || pc < pieces) __stcg(qj + pc, axpby4(a.shrink, qn[b][v], step, p[v]));
+                    acc[v] = axpby4(1.0f, acc[v], step, qn[b][v]);
+                }
+                if (bias && sub == 0)
+                    a.item_bias[(int64_t)rows[b] * LAC_MF_BIAS_STRIDE] = fmaf(a.shrink_b, bn[b], step);
+                keep *= a.shrink;
+                keep_b *= a.shrink_b;
+                bstep += step;
+            }
+#pragma unroll
+            for (int v = 0; v < V; v++) p[v] = axpby4(keep, p[v], 1.0f, acc[v]);
+            if (bias) bu = fmaf(keep_b, bu, bstep);
+            if (ia.bpr) break;   /* one negative */
+        }
+    }
+    if (user >= 0) finish_run<G, V, FULL>(a, user, share, p, p0, bu, bu0, sub);
+    /* every group of the warp is here: the warp's sum */
+    loss = lac_mf_warp_sum(loss);
+    if (lane == 0)
+        atomicAdd(a.sse + (blockIdx.x * LAC_MF_WARPS_PER_BLOCK + (threadIdx.x >> 5)) % LAC_MF_SSE_SLOTS, (double)loss);
+}
+
+template <int G>
+static lac_mf_cuda_implicit_fn full(int v)
+{
+    switch (v) {
+    case 1: return implicit_epoch<G, 1, true, 4>;
+    case 2: return implicit_epoch<G, 2, true, 4>;
+    case 3: return implicit_epoch<G, 3, true, 4>;
+    case 4: return implicit_epoch<G, 4, true, 4>;
+    default: return NULL;
+    }
+}
+
+static lac_mf_cuda_implicit_fn masked(int v)
+{
+    switch (v) {
+    case 1: return implicit_epoch<32, 1, false, 1>;
+    case 2: return implicit_epoch<32, 2, false, 1>;
+    case 3: return implicit_epoch<32, 3, false, 1>;
+    case 4: return implicit_epoch<32, 4, false, 1>;
+    case 5: return implicit_epoch<32, 5, false, 1>;
+    case 6: return implicit_epoch<32, 6, false, 1>;
+    case 7: return implicit_epoch<32, 7, false, 1>;
+    case 8: return implicit_epoch<32, 8, false, 1>;
+    default: return NULL;
+    }
+}
+
+/* The group shapes of the explicit kernel (lac_mf_cuda_choose_kernel): 8, 4,
+ * 16 or 32 lanes with at most two pieces a lane, else four; rows no group
+ * divides a full warp with one negative at a time in registers (NB = 1). */
+lac_mf_cuda_implicit_kernel lac_mf_cuda_implicit_choose(int pieces)
+{
+    static const int order[4] = {8, 4, 16, 32};
+    lac_mf_cuda_implicit_kernel k;
+    k.fn = NULL;
+    k.lanes = 32;
+    for (int i = 0; i < 8 && !k.fn; i++) {
+        int g = order[i % 4];
+        if (pieces % g || pieces / g > (i < 4 ? 2 : 4)) continue;
+        k.lanes = g;
+        k.fn = g == 4 ? full<4>(pieces / 4) : g == 8 ? full<8>(pieces / 8) : g == 16 ? full<16>(pieces / 16)
+                                                                                 : full<32>(pieces / 32);
+    }
+    if (!k.fn && pieces <= 32 * LAC_MF_MAX_PIECES) k.fn = masked((pieces + 31) / 32);
+    k.groups_per_block = LAC_MF_WARPS_PER_BLOCK * (32 / k.lanes);
+    return k;
+}
+
+lac_status lac_mf_cuda_implicit_occupancy(lac_ctx_t ctx, const lac_mf_cuda_implicit_kernel *k, int *blocks_per_sm)
+{
+    LAC_CUDA_CHECK(ctx, cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, k->fn,
+                                                                      32 * LAC_MF_WARPS_PER_BLOCK, 0));
+    return LAC_SUCCESS;
+}
+
+lac_status lac_mf_cuda_implicit_launch(lac_ctx_t ctx, const lac_mf_cuda_implicit_kernel *k, unsigned blocks,
+                                       const lac_mf_cuda_draw_args *draws, const lac_mf_cuda_implicit_args *a)
+{
+    cudaStream_t stream = ctx->cuda->stream;
+    int64_t n = draws->cells * draws->negatives;
+    if (n > 0) {
+        draw_negatives<<<(unsigned)((n + 255) / 256), 256, 0, stream>>>(*draws);
+        LAC_CUDA_CHECK_LAUNCH(ctx);
+    }
+    k->fn<<<blocks, 32 * LAC_MF_WARPS_PER_BLOCK, 0, stream>>>(*a);
+    LAC_CUDA_CHECK_LAUNCH(ctx);
+    return LAC_SUCCESS;
+}
