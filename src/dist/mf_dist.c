@@ -19,6 +19,7 @@
 
 #include <math.h>
 #include <omp.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,7 +36,14 @@ struct lac_mf_state {
     float *kept[6];            /* P, Q, b, bhat (, W, C) of the kept epoch */
     int items_whole;           /* every item row here is current (gathered after the last epoch) */
     double seconds_train, seconds_pass;   /* this rank's time in its blocks and in the ring */
+    double cpu_train;          /* the process's CPU seconds in its blocks (apart from a busy host's waits) */
 };
+
+static double cpu_seconds(void)
+{
+    struct timespec t;
+    return clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t) == 0 ? (double)t.tv_sec + 1e-9 * (double)t.tv_nsec : 0.0;
+}
 
 /* Floats a row travels with: the factors, the bias and (items of the
  * neighbourhood model) w_j and c_j. */
@@ -166,8 +174,8 @@ static void dist_end(lac_ctx_t ctx, lac_mf_state *s)
     if (!s) return;
     if (s->part)
         for (int b = 0; b < ctx->ranks; b++) s->inner->end(ctx, s->part[b]);
-    lac_log(ctx, LAC_LOG_DEBUG, "mf rank %d of %d: %.3f s in its blocks, %.3f s passing item blocks", ctx->rank,
-            ctx->ranks, s->seconds_train, s->seconds_pass);
+    lac_log(ctx, LAC_LOG_DEBUG, "mf rank %d of %d: %.3f s in its blocks (%.3f s of CPU), %.3f s passing item blocks",
+            ctx->rank, ctx->ranks, s->seconds_train, s->cpu_train, s->seconds_pass);
     free(s->part);
     free(s->user_block);
     free(s->item_block);
@@ -242,11 +250,12 @@ static lac_status dist_epoch(lac_ctx_t ctx, lac_mf_state *s, float lr, int epoch
     lac_status st = LAC_SUCCESS;
     for (int sub = 0; sub < P; sub++) {
         const int b = (me + sub) % P, next = (b + 1) % P;
-        double t0 = omp_get_wtime(), part = 0.0;
+        double t0 = omp_get_wtime(), c0 = cpu_seconds(), part = 0.0;
         /* after a failure the ring still turns, so that no rank waits forever */
         if (st == LAC_SUCCESS) st = s->inner->epoch(ctx, s->part[b], lr, epoch, &part);
         sse += part;
         double t1 = omp_get_wtime();
+        s->cpu_train += cpu_seconds() - c0;
         pack(f, 1, s->block_items + start[b], start[b + 1] - start[b], out);
         LAC_CHECK(lac_dist_sendrecv(ctx, out, (start[b + 1] - start[b]) * w * (int64_t)sizeof(float), (me + P - 1) % P,
                                     in, (start[next + 1] - start[next]) * w * (int64_t)sizeof(float), (me + 1) % P));
