@@ -232,24 +232,20 @@ static lac_mf_cuda_implicit_fn masked(int v)
     }
 }
 
-/* The group shapes of the explicit kernel (lac_mf_cuda_choose_kernel): 8, 4,
- * 16 or 32 lanes with at most two pieces a lane, else four; rows no group
- * divides a full warp with one negative at a time in registers (NB = 1). */
+/* The explicit kernel's group shape (lac_mf_cuda_choose_kernel); rows no
+ * group divides take a full warp with one negative at a time in registers
+ * (NB = 1); rows on its general path are too wide (fn NULL). */
 lac_mf_cuda_implicit_kernel lac_mf_cuda_implicit_choose(int pieces)
 {
-    static const int order[4] = {8, 4, 16, 32};
+    const lac_mf_cuda_kernel e = lac_mf_cuda_choose_kernel(pieces, 0, 1);
+    const int g = e.lanes, v = pieces / g;
     lac_mf_cuda_implicit_kernel k;
-    k.fn = NULL;
-    k.lanes = 32;
-    for (int i = 0; i < 8 && !k.fn; i++) {
-        int g = order[i % 4];
-        if (pieces % g || pieces / g > (i < 4 ? 2 : 4)) continue;
-        k.lanes = g;
-        k.fn = g == 4 ? full<4>(pieces / 4) : g == 8 ? full<8>(pieces / 8) : g == 16 ? full<16>(pieces / 16)
-                                                                                 : full<32>(pieces / 32);
-    }
-    if (!k.fn && pieces <= 32 * LAC_MF_MAX_PIECES) k.fn = masked((pieces + 31) / 32);
-    k.groups_per_block = LAC_MF_WARPS_PER_BLOCK * (32 / k.lanes);
+    k.lanes = g;
+    k.groups_per_block = LAC_MF_WARPS_PER_BLOCK * (32 / g);
+    if (pieces > 32 * LAC_MF_MAX_PIECES) k.fn = NULL;
+    else if (pieces % g == 0 && v <= 4)
+        k.fn = g == 4 ? full<4>(v) : g == 8 ? full<8>(v) : g == 16 ? full<16>(v) : full<32>(v);
+    else k.fn = masked((pieces + 31) / 32);
     return k;
 }
 
