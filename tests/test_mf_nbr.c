@@ -219,6 +219,42 @@ TEST(gsm_matches_brute_force)
     lac_ratings_destroy(&r);
 }
 
+/* Ratings in any order with repeated pairs: the lists are those of the
+ * ratings with each pair's last value only, given in user order. */
+TEST(repeated_pairs_last_rating_wins)
+{
+    enum { NU = 50, NI = 30, EXTRA = 900, K = 5 };
+    int n = NU + EXTRA;
+    int64_t *u = malloc(sizeof *u * (size_t)n), *it = malloc(sizeof *it * (size_t)n);
+    float *r = malloc(sizeof *r * (size_t)n), *m = calloc(NU * NI, sizeof *m);
+    uint64_t s = 777;
+    for (int k = 0; k < n; k++) {
+        /* the first NU entries meet users and items in index order */
+        u[k] = k < NU ? k : (int64_t)((lac_splitmix64(&s) >> 40) % NU);
+        it[k] = k < NU ? k % NI : (int64_t)((lac_splitmix64(&s) >> 40) % NI);
+        r[k] = (float)(1 + (lac_splitmix64(&s) >> 40) % 9) * 0.5f + 0.5f;
+        m[u[k] * NI + it[k]] = r[k];
+    }
+    lac_ratings_t shuffled = ratings_of(n, u, it, r), clean = ratings_of_dense(m, NU, NI);
+    check_ids_are_indices(shuffled);
+    lac_mf_nbr_params p = lac_mf_nbr_params_default();
+    p.k = K;
+    p.q = 20;
+    for (int method = 0; method < 2; method++) {
+        p.method = method ? LAC_MF_NBR_SIMLSH : LAC_MF_NBR_GSM;
+        int32_t *a = lists_of(ctx2, &p, shuffled), *b = lists_of(ctx2, &p, clean);
+        if (a && b) CHECK(memcmp(a, b, sizeof *a * NI * K) == 0);
+        free(a);
+        free(b);
+    }
+    lac_ratings_destroy(&shuffled);
+    lac_ratings_destroy(&clean);
+    free(u);
+    free(it);
+    free(r);
+    free(m);
+}
+
 TEST(lsh_codes_are_the_defining_sums)
 {
     enum { NU = 30, NI = 9 };
@@ -529,6 +565,7 @@ int main(void)
     RUN(shrunk_pearson_on_hand_sums);
     RUN(gsm_hand_example_and_ties);
     RUN(gsm_matches_brute_force);
+    RUN(repeated_pairs_last_rating_wins);
     RUN(lsh_codes_are_the_defining_sums);
     RUN(bucket_counting_on_hand_keys);
     RUN(random_neighbours_are_distinct_and_seeded);

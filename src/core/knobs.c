@@ -41,6 +41,8 @@ static const struct {
     [LAC_KNOB_IMPUTE_CUDA_SVT] = {"LACUNA_IMPUTE_CUDA_SVT", "jacobi|gram: force the GPU SVT's path (Jacobi only where it fits)"},
     [LAC_KNOB_CUDA_MEMORY_CAP] = {"LACUNA_CUDA_MEMORY_CAP",
                                   "bytes (k/M/G/T: powers of 1024) of device memory impute may use; beyond, it streams"},
+    [LAC_KNOB_NBR_CUDA_GSM] = {"LACUNA_NBR_CUDA_GSM", "fp16: the GPU's exact GSM with fp16 GEMMs also where int8 ones are exact"},
+    [LAC_KNOB_NBR_CUDA_GSM_USERS] = {"LACUNA_NBR_CUDA_GSM_USERS", "users a GEMM of the GPU's exact GSM sums over at once (0: all)"},
 };
 
 /* The environment as the process first saw it: read once. */

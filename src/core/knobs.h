@@ -40,6 +40,8 @@ typedef enum {
     LAC_KNOB_IMPUTE_CUDA_SVT,    /* jacobi|gram: force the GPU SVT's path */
     LAC_KNOB_DIST,               /* auto|on|off: join MPI ranks (auto: when started by mpirun) */
     LAC_KNOB_CUDA_MEMORY_CAP,    /* bytes of device memory impute may use; beyond, it streams */
+    LAC_KNOB_NBR_CUDA_GSM,       /* fp16: the GPU GSM's GEMMs in fp16 also for half stars */
+    LAC_KNOB_NBR_CUDA_GSM_USERS, /* users a GSM GEMM sums over at once (0: all) */
     LAC_KNOB_COUNT
 } lac_knob;
 

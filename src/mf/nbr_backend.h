@@ -45,6 +45,9 @@ typedef struct {
      * order), all items their candidates (online updates); NULL: every item */
     const int32_t *rows;
     int64_t num_rows;
+    /* simlsh_topk: the codes' shape (q is tables) and psi's power */
+    int p, bits, psi_power;
+    int declined;          /* out (simlsh_topk): 1 when the caller must key and count itself */
 } lac_nbr_call;
 
 typedef struct {
@@ -56,15 +59,17 @@ typedef struct {
      * in each table, counted over the tables; the K most frequent (ties:
      * lower index), then lac_nbr_fill_item's sequence when fewer than K. */
     lac_status (*bucket_topk)(lac_ctx_t ctx, lac_nbr_call *call, int32_t *out);
+    /* simLSH from the ratings (keys as the front end makes them, then
+     * bucket_topk's lists) in one go, every item; NULL, or call->declined
+     * set, where the backend leaves it to the front end's lac_map sums. */
+    lac_status (*simlsh_topk)(lac_ctx_t ctx, lac_nbr_call *call, int32_t *out);
 } lac_nbr_backend;
 
 extern const lac_nbr_backend lac_nbr_cpu_backend;
 /* The CUDA table (src/backend/cuda/mf/nbr_gsm.cu, which hands it out):
- * exact GSM on the GPU; the bucket counting is the CPU's. The LSH codes are
- * lac_map calls already (src/mf/neighbours.c, code_sums): with a CUDA context
- * they go to the CUDA map, one call per run of items (for device speed, whole
- * column blocks of device arrays would be the better unit). NULL without
- * CUDA in the build. */
+ * exact GSM on the GPU, simLSH's keys and counts on the GPU
+ * (src/backend/cuda/mf/nbr_lsh.cu) where its sums are exact; the other
+ * bucket methods' counting is the CPU's. NULL without CUDA in the build. */
 #ifdef LACUNA_HAVE_CUDA
 const lac_nbr_backend *lac_nbr_backend_cuda(void);
 #else
@@ -93,9 +98,24 @@ static inline LAC_NBR_HOST_DEVICE double lac_nbr_shrunk_pearson(double n, double
     return n / (n + shrink) * rho;
 }
 
+/* simLSH's random strings: 64 bits of user u's string, block b (bits
+ * 64 b .. 64 b + 63, bit c of the string is +1 when set, else -1). */
+static inline LAC_NBR_HOST_DEVICE uint64_t lac_nbr_user_word(uint64_t seed, int64_t user, int64_t block)
+{
+    return lac_mix64(lac_mix64(seed ^ 0x5851F42D4C957F2Dull) ^ lac_mix64((uint64_t)user * 0x9E3779B97F4A7C15ull) ^
+                     ((uint64_t)block * 0xD1342543DE82EF95ull));
+}
+
+/* A table's bucket key: LAC_NBR_KEY0 folded with its p codes in order. */
+#define LAC_NBR_KEY0 0x243F6A8885A308D3ull
+static inline LAC_NBR_HOST_DEVICE uint64_t lac_nbr_key_fold(uint64_t key, int x, uint64_t code)
+{
+    return lac_mix64(key ^ (code + ((uint64_t)x << 40)));
+}
+
 /* The t-th candidate of item j's random sequence (random method and fill):
  * any item, the caller skips j itself and repeats. */
-static inline int32_t lac_nbr_fill_item(uint64_t seed, int64_t j, int64_t t, int64_t num_items)
+static inline LAC_NBR_HOST_DEVICE int32_t lac_nbr_fill_item(uint64_t seed, int64_t j, int64_t t, int64_t num_items)
 {
     uint64_t z = lac_mix64(seed * 0x9E3779B97F4A7C15ull ^ lac_mix64((uint64_t)j + 0x632BE59BD9B4E019ull) ^
                            ((uint64_t)t << 1));
@@ -104,7 +124,7 @@ static inline int32_t lac_nbr_fill_item(uint64_t seed, int64_t j, int64_t t, int
 
 /* Appends the random sequence of item j to out[0..have) until K distinct
  * items other than j are there (K < num_items). */
-static inline void lac_nbr_fill(uint64_t seed, int64_t j, int64_t num_items, int k, int32_t *out, int have)
+static inline LAC_NBR_HOST_DEVICE void lac_nbr_fill(uint64_t seed, int64_t j, int64_t num_items, int k, int32_t *out, int have)
 {
     for (int64_t t = 0; have < k; t++) {
         int32_t c = lac_nbr_fill_item(seed, j, t, num_items);

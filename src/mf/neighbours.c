@@ -91,57 +91,189 @@ int64_t lac_mf_nbr_data_bytes(const lac_nbr_data *d)
     return d->user_start ? 2 * items + (d->num_users - d->num_items) * 8 : items;
 }
 
-lac_status lac_mf_nbr_data_build(lac_ctx_t ctx, const lac_mf_data *m, int with_users, lac_nbr_data *out)
+/* A stable counting sort of n entries by key[i] < nkeys, the entries in
+ * `chunks` runs of consecutive indices, one per thread: start (nkeys + 1)
+ * and, for each run c and key k, the slot of the run's first entry of k at
+ * cursor[c * nkeys + k]. Entries of one key keep their order. */
+static lac_status counting_cursors(lac_ctx_t ctx, int64_t n, const int32_t *key, int64_t nkeys, int chunks,
+                                   int64_t *start, int64_t **cursor)
+{
+    int64_t *cur = lac_calloc(ctx, (size_t)chunks * (size_t)(nkeys ? nkeys : 1), sizeof *cur);
+    if (!cur) return LAC_ERR_OUT_OF_MEMORY;
+#pragma omp parallel for num_threads(chunks) schedule(static, 1)
+    for (int c = 0; c < chunks; c++) {
+        int64_t *h = cur + (size_t)c * (size_t)nkeys;
+        for (int64_t i = n * c / chunks; i < n * (c + 1) / chunks; i++) h[key[i]]++;
+    }
+    int64_t run = 0;
+    for (int64_t k = 0; k < nkeys; k++) {
+        start[k] = run;
+        for (int c = 0; c < chunks; c++) {
+            int64_t cnt = cur[(size_t)c * (size_t)nkeys + (size_t)k];
+            cur[(size_t)c * (size_t)nkeys + (size_t)k] = run;
+            run += cnt;
+        }
+    }
+    start[nkeys] = run;
+    *cursor = cur;
+    return LAC_SUCCESS;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Item j's entries (read order) ascending by user, a repeated user's last
+ * rating kept; returns how many are kept at the front. */
+static int64_t item_row_tidy(int32_t *user, float *val, int64_t len, uint64_t *scratch, int32_t *u2, float *v2)
+{
+    int sorted = 1;
+    for (int64_t a = 1; a < len && sorted; a++) sorted = user[a] > user[a - 1];
+    if (sorted) return len;
+    for (int64_t a = 0; a < len; a++) scratch[a] = ((uint64_t)(uint32_t)user[a] << 32) | (uint64_t)a;
+    qsort(scratch, (size_t)len, sizeof *scratch, cmp_u64);
+    int64_t kept = 0;
+    for (int64_t a = 0; a < len; a++) {
+        int64_t from = (int64_t)(scratch[a] & 0xFFFFFFFFu);
+        if (a + 1 < len && scratch[a + 1] >> 32 == scratch[a] >> 32) continue;   /* a later rating wins */
+        u2[kept] = user[from];
+        v2[kept++] = val[from];
+    }
+    memcpy(user, u2, (size_t)kept * sizeof *user);
+    memcpy(val, v2, (size_t)kept * sizeof *val);
+    return kept;
+}
+
+/* The layouts from n entries (user[i], item[i], val[i]) in any order, by
+ * stable counting sorts on every thread: item-major (users ascending, a
+ * repeated pair's last entry kept), then, with_users, user-major from it. */
+static lac_status nbr_layout(lac_ctx_t ctx, int64_t n, const int32_t *user, const int32_t *item, const float *val,
+                             int64_t nu, int64_t ni, int with_users, lac_nbr_data *out)
 {
     lac_nbr_data d;
     memset(&d, 0, sizeof d);
-    d.num_users = m->num_users;
-    d.num_items = m->num_items;
-    d.nnz = m->nnz;
-    size_t nz = (size_t)(m->nnz ? m->nnz : 1);
-    d.item_start = lac_calloc(ctx, (size_t)m->num_items + 1, sizeof *d.item_start);
+    d.num_users = nu;
+    d.num_items = ni;
+    int threads = lac_threads(ctx);
+    size_t nz = (size_t)(n ? n : 1);
+    int64_t *cur = NULL, *kept = NULL;
+    int32_t *owner = NULL;
+    lac_status st = LAC_SUCCESS;
+    d.item_start = lac_calloc(ctx, (size_t)ni + 1, sizeof *d.item_start);
     d.item_user = lac_malloc(ctx, nz * sizeof *d.item_user);
     d.item_val = lac_malloc(ctx, nz * sizeof *d.item_val);
+    kept = lac_calloc(ctx, (size_t)ni + 1, sizeof *kept);
+    if (!d.item_start || !d.item_user || !d.item_val || !kept) {
+        st = LAC_ERR_OUT_OF_MEMORY;
+        goto fail;
+    }
+    LAC_CHECK_GOTO(counting_cursors(ctx, n, item, ni, threads, d.item_start, &cur), st, fail);
+#pragma omp parallel for num_threads(threads) schedule(static, 1)
+    for (int c = 0; c < threads; c++) {
+        int64_t *h = cur + (size_t)c * (size_t)ni;
+        for (int64_t i = n * c / threads; i < n * (c + 1) / threads; i++) {
+            int64_t at = h[item[i]]++;
+            d.item_user[at] = user[i];
+            d.item_val[at] = val[i];
+        }
+    }
+    free(cur);
+    cur = NULL;
+    /* rows out of user order (or with a repeated pair) sorted, then closed up */
+    int failed = 0;
+#pragma omp parallel num_threads(threads)
+    {
+        uint64_t *scratch = NULL;
+        int32_t *u2 = NULL;
+        float *v2 = NULL;
+        int64_t cap = 0;
+#pragma omp for schedule(dynamic, 64)
+        for (int64_t j = 0; j < ni; j++) {
+            int64_t lo = d.item_start[j], len = d.item_start[j + 1] - lo;
+            if (len > cap) {
+                free(scratch);
+                free(u2);
+                free(v2);
+                cap = len;
+                scratch = malloc((size_t)cap * sizeof *scratch);
+                u2 = malloc((size_t)cap * sizeof *u2);
+                v2 = malloc((size_t)cap * sizeof *v2);
+                if (!scratch || !u2 || !v2) {
+#pragma omp atomic write
+                    failed = 1;
+                    cap = 0;
+                }
+            }
+            kept[j + 1] = cap >= len ? item_row_tidy(d.item_user + lo, d.item_val + lo, len, scratch, u2, v2) : len;
+        }
+        free(scratch);
+        free(u2);
+        free(v2);
+    }
+    if (failed) {
+        st = LAC_ERR_OUT_OF_MEMORY;
+        goto fail;
+    }
+    for (int64_t j = 0; j < ni; j++) kept[j + 1] += kept[j];
+    if (kept[ni] != n)
+        for (int64_t j = 0; j < ni; j++) {
+            int64_t c = kept[j + 1] - kept[j];
+            memmove(d.item_user + kept[j], d.item_user + d.item_start[j], (size_t)c * sizeof *d.item_user);
+            memmove(d.item_val + kept[j], d.item_val + d.item_start[j], (size_t)c * sizeof *d.item_val);
+        }
+    free(d.item_start);
+    d.item_start = kept;
+    kept = NULL;
+    d.nnz = d.item_start[ni];
     if (with_users) {
-        d.user_start = lac_calloc(ctx, (size_t)m->num_users + 1, sizeof *d.user_start);
+        nz = (size_t)(d.nnz ? d.nnz : 1);
+        d.user_start = lac_calloc(ctx, (size_t)nu + 1, sizeof *d.user_start);
         d.user_item = lac_malloc(ctx, nz * sizeof *d.user_item);
         d.user_val = lac_malloc(ctx, nz * sizeof *d.user_val);
-    }
-    int64_t *fill = lac_malloc(ctx, ((size_t)(m->num_users > m->num_items ? m->num_users : m->num_items) + 1) *
-                                         sizeof *fill);
-    if (!d.item_start || !d.item_user || !d.item_val || !fill ||
-        (with_users && (!d.user_start || !d.user_item || !d.user_val))) {
-        free(fill);
-        lac_mf_nbr_data_free(&d);
-        return LAC_ERR_OUT_OF_MEMORY;
-    }
-    /* item-major by a counting transpose (users ascending), then back to
-     * user-major (items ascending) */
-    for (int64_t a = 0; a < m->nnz; a++) d.item_start[m->col[a] + 1]++;
-    for (int64_t j = 0; j < m->num_items; j++) d.item_start[j + 1] += d.item_start[j];
-    memcpy(fill, d.item_start, (size_t)m->num_items * sizeof *fill);
-    for (int64_t u = 0; u < m->num_users; u++)
-        for (int64_t a = m->row_start[u]; a < m->row_start[u + 1]; a++) {
-            int64_t at = fill[m->col[a]]++;
-            d.item_user[at] = (int32_t)u;
-            d.item_val[at] = m->val[a];
+        owner = lac_malloc(ctx, nz * sizeof *owner);
+        if (!d.user_start || !d.user_item || !d.user_val || !owner) {
+            st = LAC_ERR_OUT_OF_MEMORY;
+            goto fail;
         }
-    if (!with_users) {
-        free(fill);
-        *out = d;
-        return LAC_SUCCESS;
-    }
-    memcpy(d.user_start, m->row_start, ((size_t)m->num_users + 1) * sizeof *d.user_start);
-    memcpy(fill, d.user_start, (size_t)m->num_users * sizeof *fill);
-    for (int64_t j = 0; j < m->num_items; j++)
-        for (int64_t a = d.item_start[j]; a < d.item_start[j + 1]; a++) {
-            int64_t at = fill[d.item_user[a]]++;
-            d.user_item[at] = (int32_t)j;
-            d.user_val[at] = d.item_val[a];
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 256)
+        for (int64_t j = 0; j < ni; j++)
+            for (int64_t a = d.item_start[j]; a < d.item_start[j + 1]; a++) owner[a] = (int32_t)j;
+        /* scanning item-major entries keeps each user's items ascending */
+        LAC_CHECK_GOTO(counting_cursors(ctx, d.nnz, d.item_user, nu, threads, d.user_start, &cur), st, fail);
+#pragma omp parallel for num_threads(threads) schedule(static, 1)
+        for (int c = 0; c < threads; c++) {
+            int64_t *h = cur + (size_t)c * (size_t)nu;
+            for (int64_t a = d.nnz * c / threads; a < d.nnz * (c + 1) / threads; a++) {
+                int64_t at = h[d.item_user[a]]++;
+                d.user_item[at] = owner[a];
+                d.user_val[at] = d.item_val[a];
+            }
         }
-    free(fill);
+    }
+    free(cur);
+    free(owner);
     *out = d;
     return LAC_SUCCESS;
+fail:
+    free(cur);
+    free(owner);
+    free(kept);
+    lac_mf_nbr_data_free(&d);
+    return st;
+}
+
+lac_status lac_mf_nbr_data_build(lac_ctx_t ctx, const lac_mf_data *m, int with_users, lac_nbr_data *out)
+{
+    int32_t *user = lac_malloc(ctx, (size_t)(m->nnz ? m->nnz : 1) * sizeof *user);
+    if (!user) return LAC_ERR_OUT_OF_MEMORY;
+#pragma omp parallel for num_threads(lac_threads(ctx)) schedule(dynamic, 256)
+    for (int64_t u = 0; u < m->num_users; u++)
+        for (int64_t a = m->row_start[u]; a < m->row_start[u + 1]; a++) user[a] = (int32_t)u;
+    lac_status st = nbr_layout(ctx, m->nnz, user, m->col, m->val, m->num_users, m->num_items, with_users, out);
+    free(user);
+    return st;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -155,23 +287,17 @@ static int64_t code_columns(const lac_mf_nbr_params *p)
     return (int64_t)p->p * p->q * (is_bits_method(p->method) ? p->bits : 1);
 }
 
-static uint64_t user_word(uint64_t seed, int64_t user, int64_t block)
-{
-    return lac_mix64(lac_mix64(seed ^ 0x5851F42D4C957F2Dull) ^ lac_mix64((uint64_t)user * 0x9E3779B97F4A7C15ull) ^
-                     ((uint64_t)block * 0xD1342543DE82EF95ull));
-}
-
 float lac_mf_nbr_source(const lac_mf_nbr_params *p, int64_t user, int64_t col)
 {
     if (p->method == LAC_MF_NBR_SIMLSH || p->method == LAC_MF_NBR_SIMLSH_CENTRED)
-        return (user_word(p->seed, user, col / CODE_COLS) >> (col % CODE_COLS)) & 1 ? 1.0f : -1.0f;
+        return (lac_nbr_user_word(p->seed, user, col / CODE_COLS) >> (col % CODE_COLS)) & 1 ? 1.0f : -1.0f;
     if (p->method == LAC_MF_NBR_RPCOS) {   /* Box-Muller: columns 2c and 2c + 1 share a draw */
-        uint64_t h = user_word(p->seed, user, (uint64_t)(col & ~(int64_t)1) * 2654435761ull + 1);
+        uint64_t h = lac_nbr_user_word(p->seed, user, (uint64_t)(col & ~(int64_t)1) * 2654435761ull + 1);
         double u1 = ((double)(h >> 40) + 0.5) * 0x1.0p-24, u2 = ((double)(h & 0xFFFFFF) + 0.5) * 0x1.0p-24;
         double rad = sqrt(-2.0 * log(u1)), a = 6.283185307179586 * u2;
         return (float)(rad * (col & 1 ? sin(a) : cos(a)));
     }
-    return (float)(user_word(p->seed, user, (uint64_t)col * 40503ull + 7) >> 40);
+    return (float)(lac_nbr_user_word(p->seed, user, (uint64_t)col * 40503ull + 7) >> 40);
 }
 
 float lac_mf_nbr_weight(const lac_mf_nbr_params *p, float rating, double item_mean)
@@ -192,7 +318,7 @@ void lac_mf_nbr_codes_add(const lac_mf_nbr_params *p, float *row, int64_t cols, 
         for (int64_t c = 0; c < cols; c++) row[c] += weight * lac_mf_nbr_source(p, user, c);
     } else {   /* simLSH: one hash a 64 columns, as user_rows */
         for (int64_t c0 = 0; c0 < cols; c0 += CODE_COLS) {
-            uint64_t w = user_word(p->seed, user, c0 / CODE_COLS);
+            uint64_t w = lac_nbr_user_word(p->seed, user, c0 / CODE_COLS);
             for (int64_t c = c0; c < cols && c < c0 + CODE_COLS; c++) row[c] += (w >> (c % CODE_COLS)) & 1 ? weight : -weight;
         }
     }
@@ -206,10 +332,10 @@ static void user_rows(const lac_mf_nbr_params *p, int64_t num_users, int64_t c0,
     for (int64_t u = 0; u < num_users; u++) {
         float *r = rows + u * cw;
         if (p->method == LAC_MF_NBR_SIMLSH || p->method == LAC_MF_NBR_SIMLSH_CENTRED) {
-            uint64_t w = user_word(p->seed, u, c0 / CODE_COLS);
+            uint64_t w = lac_nbr_user_word(p->seed, u, c0 / CODE_COLS);
             for (int c = 0; c < cw; c++) {
                 int64_t col = c0 + c;
-                if (c > 0 && col % CODE_COLS == 0) w = user_word(p->seed, u, col / CODE_COLS);
+                if (c > 0 && col % CODE_COLS == 0) w = lac_nbr_user_word(p->seed, u, col / CODE_COLS);
                 r[c] = (w >> (col % CODE_COLS)) & 1 ? 1.0f : -1.0f;
             }
         } else {
@@ -340,14 +466,14 @@ static void bucket_keys(const lac_mf_nbr_params *p, int64_t ni, const float *cod
     for (int64_t t = t_begin; t < t_end; t++)
         for (int64_t j = 0; j < ni; j++) {
             const float *c = codes + j * cols + (t - t_begin) * p->p * per;
-            uint64_t key = 0x243F6A8885A308D3ull;
+            uint64_t key = LAC_NBR_KEY0;
             for (int x = 0; x < p->p; x++) {
                 uint64_t code = 0;
                 if (bitsm)
                     for (int g = 0; g < per; g++) code |= (uint64_t)(c[x * per + g] >= 0.0f) << g;   /* Upsilon */
                 else   /* an item without ratings keeps +inf */
                     code = c[x] < 16777216.0f ? (uint64_t)c[x] : 0xFFFFFFFFull;
-                key = lac_mix64(key ^ (code + ((uint64_t)x << 40)));
+                key = lac_nbr_key_fold(key, x, code);
             }
             keys[t * ni + j] = key;
         }
@@ -393,7 +519,21 @@ lac_status lac_mf_nbr_search(lac_ctx_t ctx, const lac_mf_nbr_params *p, const la
     call.shrink = p->shrink;
     call.seed = p->seed;
     call.max_bucket = LAC_MF_NBR_MAX_BUCKET;
-    if (p->method == LAC_MF_NBR_RANDOM) {
+    /* simLSH whole on the backend where it offers that (kept codes are the
+     * front end's) */
+    int served = 0;
+    if (p->method == LAC_MF_NBR_SIMLSH && !keep_codes && be->simlsh_topk) {
+        call.p = p->p;
+        call.bits = p->bits;
+        call.psi_power = p->psi_power;
+        call.tables = p->q;
+        LAC_CHECK_GOTO(be->simlsh_topk(ctx, &call, r->list), st, done);
+        served = !call.declined;
+        call.tables = 0;
+    }
+    if (served) {
+        r->bytes = data_bytes + list_bytes + call.bytes;
+    } else if (p->method == LAC_MF_NBR_RANDOM) {
 #pragma omp parallel for num_threads(lac_threads(ctx)) schedule(static)
         for (int64_t j = 0; j < ni; j++) lac_nbr_fill(p->seed, j, ni, p->k, r->list + j * p->k, 0);
         r->bytes = list_bytes;
@@ -488,14 +628,13 @@ lac_status lac_mf_neighbours(lac_ctx_t ctx, const lac_mf_nbr_params *params, lac
     if (why) return lac_error(ctx, LAC_ERR_ARGUMENT, "neighbour parameters: %s", why);
     if (ratings->count == 0) return lac_error(ctx, LAC_ERR_VALUE, "the ratings are empty");
     double t0 = omp_get_wtime();
-    lac_mf_data md;
     lac_nbr_data d;
     memset(&d, 0, sizeof d);
     lac_mf_nbr_t r = NULL;
-    LAC_CHECK(lac_mf_data_build(ctx, ratings, &md));
-    lac_status st = lac_mf_nbr_data_build(ctx, &md, params->method == LAC_MF_NBR_GSM, &d);
-    lac_mf_data_free(&md);
+    lac_status st = nbr_layout(ctx, ratings->count, ratings->user, ratings->item, ratings->value,
+                               ratings->users.count, ratings->items.count, params->method == LAC_MF_NBR_GSM, &d);
     if (st < 0) return st;
+    lac_log(ctx, LAC_LOG_INFO, "mf neighbours: the ratings laid out in %.3f s", omp_get_wtime() - t0);
     LAC_CHECK_GOTO(lac_mf_nbr_search(ctx, params, &d, 0, &r), st, done);
     LAC_CHECK_GOTO(lac_idmap_copy(ctx, &ratings->items, &r->items), st, done);
     r->seconds = omp_get_wtime() - t0;

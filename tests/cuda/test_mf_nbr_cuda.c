@@ -10,7 +10,11 @@
  *    neighbourhoods, the validation RMSE is within 0.005 of the CPU's, and
  *    better than plain MF's on the GPU with the same F; predictions of the
  *    downloaded model reproduce it;
- *  - exact GSM gives the CPU's lists, item for item. */
+ *  - exact GSM gives the CPU's lists, item for item, with int8 GEMMs (half
+ *    stars, the default) and fp16 ones (forced by the knob);
+ *  - so does simLSH for the same seed: sums on the GPU where they are exact
+ *    (half stars), items with more candidates than the GPU counts left to
+ *    the CPU, real-valued ratings summed on the host. */
 #include "harness.h"
 #include "lacuna/lacuna.h"
 #include "mf/mf_internal.h"
@@ -19,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static lac_ctx_t gpu, cpu, cpu_all;   /* cpu: one thread; cpu_all: every core */
+static lac_ctx_t gpu, gpu_fp16, cpu, cpu_all;   /* cpu: one thread; cpu_all: every core; gpu_fp16: GSM in fp16 */
 
 /* users x per ratings, user u rating items u * per .. u * per + per - 1. */
 static lac_ratings_t disjoint_ratings(int users, int per)
@@ -199,15 +203,15 @@ TEST(trained_rmse_within_0005_of_the_cpu)
     lac_ratings_destroy(&valid);
 }
 
-/* GSM lists of ratings by the GPU and the CPU: the same, item for item. */
-static void same_gsm_lists(lac_ratings_t r, int K, const char *what)
+/* The lists of ratings by the GPU (context g) and the CPU for params np:
+ * the same, item for item (ties and simLSH's random fill included). */
+static void same_lists(lac_ctx_t g, lac_ratings_t r, const lac_mf_nbr_params *np, const char *what)
 {
-    lac_mf_nbr_params np = lac_mf_nbr_params_default();
-    np.method = LAC_MF_NBR_GSM;
-    np.k = K;
+    int K = np->k;
+    const char *m = lac_mf_nbr_method_name(np->method);
     lac_mf_nbr_t a = NULL, b = NULL;
-    CHECK_OK(cpu_all, lac_mf_neighbours(cpu_all, &np, r, &a));
-    CHECK_OK(gpu, lac_mf_neighbours(gpu, &np, r, &b));
+    CHECK_OK(cpu_all, lac_mf_neighbours(cpu_all, np, r, &a));
+    CHECK_OK(g, lac_mf_neighbours(g, np, r, &b));
     if (!a || !b) return;
     int64_t differ = 0, first = -1;
     for (int64_t x = 0; x < a->num_items * K; x++)
@@ -215,26 +219,37 @@ static void same_gsm_lists(lac_ratings_t r, int K, const char *what)
             if (first < 0) first = x;
             differ++;
         }
-    printf("    %s, K = %d: %lld items, CPU %.3f s, GPU %.3f s, %lld entries differ\n", what, K,
-           (long long)a->num_items, lac_mf_nbr_seconds(a), lac_mf_nbr_seconds(b), (long long)differ);
+    printf("    %s %s%s, K = %d, q = %d, G = %d, psi r^%d: %lld items, CPU %.3f s, GPU %.3f s, %lld entries differ\n",
+           m, what, g == gpu_fp16 ? " (fp16 GEMMs)" : "", K, np->q, np->bits, np->psi_power, (long long)a->num_items,
+           lac_mf_nbr_seconds(a), lac_mf_nbr_seconds(b), (long long)differ);
     if (differ)
-        HARNESS_FAIL("%s: GSM lists differ at item %lld, place %lld: CPU %d, GPU %d", what, (long long)(first / K),
+        HARNESS_FAIL("%s %s: lists differ at item %lld, place %lld: CPU %d, GPU %d", m, what, (long long)(first / K),
                      (long long)(first % K), a->list[first], b->list[first]);
     lac_mf_nbr_destroy(&a);
     lac_mf_nbr_destroy(&b);
+}
+
+static void same_gsm_lists(lac_ctx_t g, lac_ratings_t r, int K, const char *what)
+{
+    lac_mf_nbr_params np = lac_mf_nbr_params_default();
+    np.method = LAC_MF_NBR_GSM;
+    np.k = K;
+    same_lists(g, r, &np, what);
 }
 
 TEST(gsm_lists_are_the_cpus)
 {
     lac_ratings_t train = NULL, valid = NULL;
     split_clustered(20000, 3000, 1000000, 100, 5, &train, &valid);
-    same_gsm_lists(train, 32, "clustered 20,000 x 3,000");
-    same_gsm_lists(train, 20, "clustered 20,000 x 3,000");
+    same_gsm_lists(gpu, train, 32, "clustered 20,000 x 3,000");
+    same_gsm_lists(gpu, train, 20, "clustered 20,000 x 3,000");
+    same_gsm_lists(gpu_fp16, train, 32, "clustered 20,000 x 3,000");
     lac_ratings_destroy(&train);
     lac_ratings_destroy(&valid);
     /* sparse: most pairs share fewer than two users, S = 0 ties to the lower index */
     split_clustered(400, 300, 2000, 0, 7, &train, &valid);
-    same_gsm_lists(train, 32, "sparse 400 x 300");
+    same_gsm_lists(gpu, train, 32, "sparse 400 x 300");
+    same_gsm_lists(gpu_fp16, train, 32, "sparse 400 x 300");
     lac_ratings_destroy(&train);
     lac_ratings_destroy(&valid);
     /* ratings off fp16's grid: the CPU's table serves the GPU context */
@@ -249,8 +264,66 @@ TEST(gsm_lists_are_the_cpus)
     }
     lac_ratings_t odd = NULL;
     CHECK_OK(cpu, lac_ratings_from_arrays(cpu, n, u, i, v, &odd));
-    same_gsm_lists(odd, 8, "real-valued ratings");
+    same_gsm_lists(gpu, odd, 8, "real-valued ratings");
+    /* half stars (int8 inputs 2r, 4r^2), and negative ones */
+    for (int64_t x = 0; x < n; x++) v[x] = (float)(x % 3 ? 0.5 * (int)(v[x] * 2.0f) : -0.5 * (int)(v[x] * 2.0f));
+    lac_ratings_t half = NULL;
+    CHECK_OK(cpu, lac_ratings_from_arrays(cpu, n, u, i, v, &half));
+    same_gsm_lists(gpu, half, 8, "signed half stars");
+    same_gsm_lists(gpu_fp16, half, 8, "signed half stars");
+    lac_ratings_destroy(&half);
     lac_ratings_destroy(&odd);
+    free(u);
+    free(i);
+    free(v);
+}
+
+static void same_simlsh_lists(lac_ratings_t r, int K, int q, int bits, int psi, const char *what)
+{
+    lac_mf_nbr_params np = lac_mf_nbr_params_default();
+    np.method = LAC_MF_NBR_SIMLSH;
+    np.k = K;
+    np.q = q;
+    np.bits = bits;
+    np.psi_power = psi;
+    np.seed = 3;
+    same_lists(gpu, r, &np, what);
+}
+
+TEST(simlsh_lists_are_the_cpus)
+{
+    lac_ratings_t train = NULL, valid = NULL;
+    split_clustered(20000, 3000, 1000000, 100, 5, &train, &valid);
+    same_simlsh_lists(train, 32, 100, 8, 2, "clustered 20,000 x 3,000");
+    same_simlsh_lists(train, 20, 30, 20, 4, "clustered 20,000 x 3,000");   /* codes across two hash words */
+    lac_ratings_destroy(&train);
+    lac_ratings_destroy(&valid);
+    /* small keys (G = 2): buckets of ~80 items, counts tied */
+    split_clustered(6000, 5000, 60000, 0, 9, &train, &valid);
+    same_simlsh_lists(train, 16, 12, 2, 2, "sparse 6,000 x 5,000, G = 2");
+    lac_ratings_destroy(&train);
+    lac_ratings_destroy(&valid);
+    /* 80 items rated by one user alike share every bucket: 79 x 100
+     * candidates each, more than the GPU's shared memory holds (the CPU
+     * counts them); the rest are real-valued (the host's sums) or half stars */
+    int64_t n = 4000;
+    int64_t *u = malloc(sizeof(int64_t) * (size_t)n), *i = malloc(sizeof(int64_t) * (size_t)n);
+    float *v = malloc(sizeof(float) * (size_t)n);
+    for (int pass = 0; pass < 2; pass++) {
+        unsigned long long s = 13;
+        for (int64_t x = 0; x < n; x++) {
+            int alike = x < 80;
+            u[x] = alike ? 0 : 1 + (int64_t)(harness_rand_uniform(&s) * 300);
+            i[x] = alike ? x : 80 + (int64_t)(harness_rand_uniform(&s) * 200);
+            v[x] = alike ? 4.0f
+                   : pass ? (float)(1.0 + 4.0 * harness_rand_uniform(&s))
+                          : (float)(1 + (int)(harness_rand_uniform(&s) * 9) * 0.5);
+        }
+        lac_ratings_t odd = NULL;
+        CHECK_OK(cpu, lac_ratings_from_arrays(cpu, n, u, i, v, &odd));
+        same_simlsh_lists(odd, 8, 100, 8, 2, pass ? "shared buckets, real-valued ratings" : "shared buckets, half stars");
+        lac_ratings_destroy(&odd);
+    }
     free(u);
     free(i);
     free(v);
@@ -268,6 +341,9 @@ int main(void)
         printf("no CUDA context: %s\n", lac_last_error(NULL));
         return 1;
     }
+    p.knobs = "LACUNA_NBR_CUDA_GSM=fp16";
+    if (lac_ctx_create(&p, &gpu_fp16) != 0) return 1;
+    p.knobs = NULL;
     p.backend = LAC_BACKEND_CPU;
     p.threads = 1;
     if (lac_ctx_create(&p, &cpu) != 0) return 1;
@@ -276,7 +352,9 @@ int main(void)
     RUN(one_epoch_of_disjoint_users_matches_the_cpu);
     RUN(trained_rmse_within_0005_of_the_cpu);
     RUN(gsm_lists_are_the_cpus);
+    RUN(simlsh_lists_are_the_cpus);
     lac_ctx_destroy(&gpu);
+    lac_ctx_destroy(&gpu_fp16);
     lac_ctx_destroy(&cpu);
     lac_ctx_destroy(&cpu_all);
     return harness_finish();

@@ -297,4 +297,4 @@ static lac_status cpu_bucket_topk(lac_ctx_t ctx, lac_nbr_call *call, int32_t *ou
     return LAC_SUCCESS;
 }
 
-const lac_nbr_backend lac_nbr_cpu_backend = {"cpu", cpu_gsm_topk, cpu_bucket_topk};
+const lac_nbr_backend lac_nbr_cpu_backend = {"cpu", cpu_gsm_topk, cpu_bucket_topk, NULL};
