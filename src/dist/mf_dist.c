@@ -220,13 +220,7 @@ static lac_status set_up(lac_ctx_t ctx, lac_mf_state *s)
     if (2 * largest * row_floats(f, 1) > need) need = 2 * largest * row_floats(f, 1);
     s->buffer = lac_malloc(ctx, (size_t)(need ? need : 1) * sizeof *s->buffer);
     if (!s->buffer) return LAC_ERR_OUT_OF_MEMORY;
-    if (call->valid) {
-        size_t nk = (size_t)f->num_items * (size_t)f->nbr_k;
-        size_t sizes[6] = {(size_t)f->num_users * (size_t)f->stride, (size_t)f->num_items * (size_t)f->stride,
-                           (size_t)f->num_users, (size_t)f->num_items, nk, nk};
-        for (int i = 0; i < (f->nbr_k ? 6 : 4); i++)
-            if (!(s->kept[i] = lac_malloc(ctx, sizes[i] * sizeof(float) + 1))) return LAC_ERR_OUT_OF_MEMORY;
-    }
+    if (call->valid) LAC_CHECK(lac_mf_kept_alloc(ctx, f, s->kept));
     for (int b = 0; b < P; b++) {
         lac_mf_call c = *call;
         c.data = &s->mine;
@@ -296,14 +290,8 @@ static lac_status dist_valid_rmse(lac_ctx_t ctx, lac_mf_state *s, double *rmse)
  * validation) every item. */
 static lac_status dist_keep(lac_ctx_t ctx, lac_mf_state *s, int restore)
 {
-    const lac_mf_factors *f = &s->call.factors;
     if (!s->kept[0]) return lac_error(ctx, LAC_ERR_INTERNAL, "mf over MPI ranks: keep without validation");
-    float *parts[6] = {f->P, f->Q, f->user_bias, f->item_bias, f->W, f->C};
-    size_t nk = (size_t)f->num_items * (size_t)f->nbr_k;
-    size_t sizes[6] = {(size_t)f->num_users * (size_t)f->stride, (size_t)f->num_items * (size_t)f->stride,
-                       (size_t)f->num_users, (size_t)f->num_items, nk, nk};
-    for (int i = 0; i < (f->nbr_k ? 6 : 4); i++)
-        memcpy(restore ? parts[i] : s->kept[i], restore ? s->kept[i] : parts[i], sizes[i] * sizeof(float));
+    lac_mf_kept_copy(&s->call.factors, s->kept, restore);
     return LAC_SUCCESS;
 }
 

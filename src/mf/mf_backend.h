@@ -15,6 +15,8 @@
 #include "core/internal.h"
 #include "core/random.h"
 
+#include <string.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -62,6 +64,41 @@ typedef struct {
     const int32_t *rated_items;   /* items ascending within a user */
     const float *rated_vals;      /* their ratings */
 } lac_mf_factors;
+
+/* The trainable arrays of f and their lengths in floats: P, Q, b_i, bhat_j
+ * and, for the neighbourhood model, W and C. Returns how many (4 or 6). */
+static inline int lac_mf_factors_arrays(const lac_mf_factors *f, float *arrays[6], size_t floats[6])
+{
+    size_t nk = (size_t)f->num_items * (size_t)f->nbr_k;
+    float *a[6] = {f->P, f->Q, f->user_bias, f->item_bias, f->W, f->C};
+    size_t n[6] = {(size_t)f->num_users * (size_t)f->stride, (size_t)f->num_items * (size_t)f->stride,
+                   (size_t)f->num_users, (size_t)f->num_items, nk, nk};
+    for (int i = 0; i < 6; i++) {
+        arrays[i] = a[i];
+        floats[i] = n[i];
+    }
+    return f->nbr_k ? 6 : 4;
+}
+
+/* A host copy of f's trainable arrays (a backend's kept epoch): allocated
+ * into kept[] (the caller frees what is there on failure too), or copied
+ * from f (restore 0) or back into f (1). */
+static inline lac_status lac_mf_kept_alloc(lac_ctx_t ctx, const lac_mf_factors *f, float *kept[6])
+{
+    float *arrays[6];
+    size_t floats[6];
+    for (int i = 0, n = lac_mf_factors_arrays(f, arrays, floats); i < n; i++)
+        if (!(kept[i] = (float *)lac_malloc(ctx, floats[i] * sizeof(float) + 1))) return LAC_ERR_OUT_OF_MEMORY;
+    return LAC_SUCCESS;
+}
+
+static inline void lac_mf_kept_copy(const lac_mf_factors *f, float *const kept[6], int restore)
+{
+    float *arrays[6];
+    size_t floats[6];
+    for (int i = 0, n = lac_mf_factors_arrays(f, arrays, floats); i < n; i++)
+        if (floats[i]) memcpy(restore ? arrays[i] : kept[i], restore ? kept[i] : arrays[i], floats[i] * sizeof(float));
+}
 
 /* One training, as a backend receives it. The front end keeps everything it
  * points to alive until the backend's end. */

@@ -165,17 +165,7 @@ static lac_status cpu_begin(lac_ctx_t ctx, const lac_mf_call *call, lac_mf_state
             for (int64_t i = 0; i < v->count; i++) s->valid_order[s->valid_start[(v->user[i] < 0 ? nu : v->user[i]) + 1]++] = i;
         }
     }
-    if (call->valid) {   /* room to keep the best epoch */
-        const lac_mf_factors *f = &call->factors;
-        size_t nk = (size_t)f->num_items * (size_t)f->nbr_k;
-        size_t sizes[6] = {(size_t)f->num_users * (size_t)f->stride, (size_t)f->num_items * (size_t)f->stride,
-                           (size_t)f->num_users, (size_t)f->num_items, nk, nk};
-        for (int i = 0; i < (f->nbr_k ? 6 : 4); i++)
-            if (!(s->kept[i] = lac_malloc(ctx, sizes[i] * sizeof(float) + 1))) {
-                st = LAC_ERR_OUT_OF_MEMORY;
-                goto done;
-            }
-    }
+    if (call->valid) LAC_CHECK_GOTO(lac_mf_kept_alloc(ctx, &call->factors, s->kept), st, done);   /* the best epoch */
 done:
     free(row_block);
     free(col_block);
@@ -235,14 +225,8 @@ static lac_status cpu_valid_rmse(lac_ctx_t ctx, lac_mf_state *s, double *rmse)
 
 static lac_status cpu_keep(lac_ctx_t ctx, lac_mf_state *s, int restore)
 {
-    const lac_mf_factors *f = &s->call.factors;
     if (!s->kept[0]) return lac_error(ctx, LAC_ERR_INTERNAL, "mf CPU: keep without validation");
-    float *parts[6] = {f->P, f->Q, f->user_bias, f->item_bias, f->W, f->C};
-    size_t nk = (size_t)f->num_items * (size_t)f->nbr_k;
-    size_t sizes[6] = {(size_t)f->num_users * (size_t)f->stride, (size_t)f->num_items * (size_t)f->stride,
-                       (size_t)f->num_users, (size_t)f->num_items, nk, nk};
-    for (int i = 0; i < (f->nbr_k ? 6 : 4); i++)
-        memcpy(restore ? parts[i] : s->kept[i], restore ? s->kept[i] : parts[i], sizes[i] * sizeof(float));
+    lac_mf_kept_copy(&s->call.factors, s->kept, restore);
     return LAC_SUCCESS;
 }
 
@@ -259,12 +243,10 @@ static lac_status cpu_copy(lac_ctx_t ctx, lac_mf_state *s, int kept, const lac_m
 {
     const lac_mf_factors *f = &s->call.factors;
     if (kept && !s->kept[0]) return lac_error(ctx, LAC_ERR_INTERNAL, "mf CPU: no kept epoch without validation");
-    float *mine[6] = {f->P, f->Q, f->user_bias, f->item_bias, f->W, f->C};
-    float *theirs[6] = {other->P, other->Q, other->user_bias, other->item_bias, other->W, other->C};
-    size_t nk = (size_t)f->num_items * (size_t)f->nbr_k;
-    size_t sizes[6] = {(size_t)f->num_users * (size_t)f->stride, (size_t)f->num_items * (size_t)f->stride,
-                       (size_t)f->num_users, (size_t)f->num_items, nk, nk};
-    for (int i = 0; i < (f->nbr_k ? 6 : 4); i++) {
+    float *mine[6], *theirs[6];
+    size_t sizes[6];
+    lac_mf_factors_arrays(other, theirs, sizes);
+    for (int i = 0, n = lac_mf_factors_arrays(f, mine, sizes); i < n; i++) {
         float *at = kept ? s->kept[i] : mine[i];
         if (sizes[i]) memcpy(put ? at : theirs[i], put ? theirs[i] : at, sizes[i] * sizeof(float));
     }
