@@ -69,6 +69,29 @@ S, R = np.load('Sclean.npy'), np.load('R.npy')
 np.save('ref.npy', np.bincount(R, weights=S, minlength=997))"
 check "-np 3 sum equals numpy's bincount" "compare np3.1.npy ref.npy 1e-12"
 
+# Plans over ranks: each rank plans its own rows (in pieces past 2^20 rows).
+"$tool" map --plan --source Sclean.npy --source S32.npy --bridge R.npy --targets 997 --deterministic \
+    --out plan1a.npy --out plan1b.npy --quiet
+"$tool" map --plan --source Sbig.npy --bridge Rbig.npy --weights Wbig.npy --op mean --targets 997 --out plan1c.npy --quiet
+for np in 2 3; do
+    mpi $np "$tool" map --plan --source Sclean.npy --source S32.npy --bridge R.npy --targets 997 --deterministic \
+        --out plan$np.a.npy --out plan$np.b.npy --quiet; rc=$?
+    check "--plan, two sources, -np $np: equals one process" \
+        "[ $rc -eq 0 ] && compare plan$np.a.npy plan1a.npy 1e-13 && compare plan$np.b.npy plan1b.npy 1e-6"
+    mpi $np "$tool" map --plan --source Sbig.npy --bridge Rbig.npy --weights Wbig.npy --op mean --targets 997 \
+        --out plan$np.c.npy --quiet; rc=$?
+    check "--plan, float32 weighted mean in pieces, -np $np: equals one process" \
+        "[ $rc -eq 0 ] && compare plan$np.c.npy plan1c.npy 1e-6"
+done
+mpi 3 "$tool" map --source S32.npy --bridge R.npy --targets 997 --deterministic --out shot3.npy --quiet
+check "-np 3: a deterministic plan and a one-shot call give the same bits" "cmp -s plan3.b.npy shot3.npy"
+errn=$(mpi 3 "$tool" map --plan --source S.npy --bridge Rbad.npy --targets 997 --out badplan.npy 2>&1); rc=$?
+check "--plan, bad bridge, 3 ranks: exit 2, bridge[30001] named, no file" \
+    "[ $rc -eq 2 ] && grep -q 'bridge\[30001\]' <<<\"\$errn\" && [ ! -e badplan.npy ]"
+errn=$(mpi 3 "$tool" map --plan --source S.npy --bridge R.npy --nan error --targets 997 --out badplan.npy 2>&1); rc=$?
+check "--plan, NaN under --nan error, 3 ranks: exit 2, source[0] named, no file" \
+    "[ $rc -eq 2 ] && grep -q 'source\[0\] is NaN' <<<\"\$errn\" && [ ! -e badplan.npy ]"
+
 # Deterministic: the same bits from run to run (and --accumulate folds into T).
 mpi 3 "$tool" map --source S32.npy --bridge R.npy --weights W32.npy --deterministic --out again.npy --quiet
 mpi 3 "$tool" map --source S32.npy --bridge R.npy --weights W32.npy --deterministic --out again2.npy --quiet

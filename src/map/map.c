@@ -186,7 +186,7 @@ lac_status lac_map_plan_create(lac_ctx_t ctx, const lac_array *bridge, int64_t n
 
     lac_status st;
     st = backend_for(ctx, &plan->table);
-    if (st >= 0) st = plan->table->plan_build(ctx, plan, &call);
+    if (st >= 0) st = ctx->ranks > 1 ? lac_map_dist_plan_build(ctx, plan, &call) : plan->table->plan_build(ctx, plan, &call);
     if (st < 0) {
         lac_map_plan_destroy(&plan);
         return st;
@@ -198,7 +198,8 @@ lac_status lac_map_plan_create(lac_ctx_t ctx, const lac_array *bridge, int64_t n
 void lac_map_plan_destroy(lac_map_plan_t *plan)
 {
     if (!plan || !*plan) return;
-    if ((*plan)->table && (*plan)->state) (*plan)->table->plan_release(*plan);
+    if ((*plan)->dist) lac_map_dist_plan_release(*plan);
+    else if ((*plan)->table && (*plan)->state) (*plan)->table->plan_release(*plan);
     free(*plan);
     *plan = NULL;
 }
@@ -225,5 +226,5 @@ lac_status lac_map_plan_execute(lac_ctx_t ctx, lac_map_plan_t plan, const lac_ma
     lac_map_call call;
     LAC_CHECK(lac_map_check_call(ctx, params, source, NULL, weights, target, plan->m, plan->n, &call));
     call.params.deterministic = plan->deterministic || params->deterministic;
-    return plan->table->plan_execute(ctx, plan, &call);
+    return plan->dist ? lac_map_dist_plan_execute(ctx, plan, &call) : plan->table->plan_execute(ctx, plan, &call);
 }

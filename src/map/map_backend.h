@@ -45,6 +45,7 @@ struct lac_map_plan {
     const lac_map_backend *table;   /* ... and its table */
     void *state;                    /* the backend's own plan, released by table->plan_release */
     int deterministic;              /* executes are deterministic (the default) */
+    struct lac_map_dist_plan *dist; /* over MPI ranks: this rank's part (src/dist/map_dist.c), else NULL */
 };
 
 /* Index encodings a CPU plan may keep besides LAC_INT32 / LAC_INT64 (never in
@@ -78,6 +79,9 @@ lac_status lac_map_report_nan(lac_ctx_t ctx, const char *what, int64_t row, int6
  * outside [0, n), or (with LAC_NAN_ERROR) a NaN in source or weights. Returns
  * LAC_SUCCESS when there is none. Shared by every backend's error path. */
 lac_status lac_map_scan_host(lac_ctx_t ctx, const lac_map_call *call);
+/* The same over a call that holds rows [offset, offset + m) of the whole
+ * input: positions are named in the whole input. */
+lac_status lac_map_scan_host_at(lac_ctx_t ctx, const lac_map_call *call, int64_t offset);
 /* A backend's pass rejected row `flagged` (its smallest, of one kind of fault):
  * names the smallest offending position of any kind with a host scan, or
  * returns LAC_ERR_INTERNAL when the scan finds none. */
@@ -105,14 +109,29 @@ typedef struct {
  * range of the rows through `table` into partial targets, the partials are
  * reduced in rank order and every rank finishes the whole T. Host arrays;
  * the same T as one process within float64 rounding. Without MPI a context
- * has one rank and this is the table's own call. */
+ * has one rank and this is the table's own call.
+ * Plans over ranks: dist_plan_build makes plan->dist, this rank's rows of
+ * the bridge in pieces, each a plan of the table's own; dist_plan_execute is
+ * lac_map_dist over those plans; dist_plan_release frees plan->dist. */
 #ifdef LACUNA_HAVE_MPI
 lac_status lac_map_dist(lac_ctx_t ctx, const lac_map_backend *table, const lac_map_call *call);
+lac_status lac_map_dist_plan_build(lac_ctx_t ctx, lac_map_plan_t plan, const lac_map_call *call);
+lac_status lac_map_dist_plan_execute(lac_ctx_t ctx, lac_map_plan_t plan, const lac_map_call *call);
+void lac_map_dist_plan_release(lac_map_plan_t plan);
 #else
 static inline lac_status lac_map_dist(lac_ctx_t ctx, const lac_map_backend *table, const lac_map_call *call)
 {
     return table->map(ctx, call);
 }
+static inline lac_status lac_map_dist_plan_build(lac_ctx_t ctx, lac_map_plan_t plan, const lac_map_call *call)
+{
+    return plan->table->plan_build(ctx, plan, call);
+}
+static inline lac_status lac_map_dist_plan_execute(lac_ctx_t ctx, lac_map_plan_t plan, const lac_map_call *call)
+{
+    return plan->table->plan_execute(ctx, plan, call);
+}
+static inline void lac_map_dist_plan_release(lac_map_plan_t plan) { (void)plan; }
 #endif
 
 /* The CPU backend (src/map/cpu/), always there. */
