@@ -377,11 +377,11 @@ static lac_status code_sums(lac_ctx_t ctx, const lac_mf_nbr_params *p, const lac
     lac_map_op op = p->method == LAC_MF_NBR_MINHASH ? LAC_MAP_MIN : LAC_MAP_SUM;
     float empty = op == LAC_MAP_MIN ? INFINITY : 0.0f;
     unit *units = lac_malloc(ctx, (size_t)(ni ? ni : 1) * sizeof *units);
-    float *weight = lac_malloc(ctx, (size_t)(d->nnz ? d->nnz : 1) * sizeof *weight);
+    double *mean = lac_malloc(ctx, (size_t)(ni ? ni : 1) * sizeof *mean);
     float *rows = lac_malloc(ctx, (size_t)(d->num_users ? d->num_users : 1) * CODE_COLS * sizeof *rows);
-    if (!units || !weight || !rows) {
+    if (!units || !mean || !rows) {
         free(units);
-        free(weight);
+        free(mean);
         free(rows);
         lac_ctx_destroy(&own);
         return LAC_ERR_OUT_OF_MEMORY;
@@ -392,16 +392,16 @@ static lac_status code_sums(lac_ctx_t ctx, const lac_mf_nbr_params *p, const lac
         units[nunits++] = (unit){j, hi};
         j = hi;
     }
-    /* the weights psi(r) (simLSH), r - mean (centred), r (RP_cos) */
+    /* the items' means (simlsh-centred's weights r - mean); the weights,
+     * psi(r) for simLSH, r for RP_cos, are made a call's rows at a time */
     for (int64_t j = 0; j < ni; j++) {
-        double mean = 0.0;
+        double m = 0.0;
         int64_t lo = d->item_start[j], hi = d->item_start[j + 1];
-        for (int64_t a = lo; a < hi; a++) mean += d->item_val[a];
-        mean = hi > lo ? mean / (double)(hi - lo) : 0.0;
-        for (int64_t a = lo; a < hi; a++) weight[a] = lac_mf_nbr_weight(p, d->item_val[a], mean);
+        for (int64_t a = lo; a < hi; a++) m += d->item_val[a];
+        mean[j] = hi > lo ? m / (double)(hi - lo) : 0.0;
     }
-    *peak = (int64_t)((size_t)ni * sizeof *units + (size_t)d->nnz * 4 + (size_t)d->num_users * CODE_COLS * 4 +
-                      (size_t)threads * UNIT_RATINGS * (CODE_COLS + 2) * 4 * 2);
+    *peak = (int64_t)((size_t)ni * (sizeof *units + sizeof *mean) + (size_t)d->num_users * CODE_COLS * 4 +
+                      (size_t)threads * UNIT_RATINGS * (2 * CODE_COLS + 2) * 4);
     lac_status st = LAC_SUCCESS;
     lac_map_params mp = lac_map_params_default();
     mp.op = op;
@@ -414,7 +414,8 @@ static lac_status code_sums(lac_ctx_t ctx, const lac_mf_nbr_params *p, const lac
             float *src = malloc((size_t)UNIT_RATINGS * (size_t)cw * sizeof *src);
             float *tgt = malloc((size_t)UNIT_RATINGS * (size_t)cw * sizeof *tgt);
             int32_t *bridge = malloc((size_t)UNIT_RATINGS * sizeof *bridge);
-            lac_status mine = (src && tgt && bridge) ? LAC_SUCCESS : LAC_ERR_OUT_OF_MEMORY;
+            float *weight = malloc((size_t)UNIT_RATINGS * sizeof *weight);
+            lac_status mine = (src && tgt && bridge && weight) ? LAC_SUCCESS : LAC_ERR_OUT_OF_MEMORY;
 #pragma omp for schedule(dynamic, 4)
             for (int64_t x = 0; x < nunits; x++) {
                 if (mine != LAC_SUCCESS) continue;
@@ -428,11 +429,12 @@ static lac_status code_sums(lac_ctx_t ctx, const lac_mf_nbr_params *p, const lac
                     for (int64_t a = a0; a < a1; a++) {
                         while (d->item_start[j + 1] <= a) j++;
                         bridge[a - a0] = (int32_t)(j - ilo);
+                        weight[a - a0] = lac_mf_nbr_weight(p, d->item_val[a], mean[j]);
                         memcpy(src + (a - a0) * cw, rows + (int64_t)d->item_user[a] * cw, (size_t)cw * sizeof *src);
                     }
                     lac_array S = {.data = src, .dtype = LAC_FLOAT32, .ndim = 2, .shape = {a1 - a0, cw}};
                     lac_array R = {.data = bridge, .dtype = LAC_INT32, .ndim = 1, .shape = {a1 - a0}};
-                    lac_array W = {.data = weight + a0, .dtype = LAC_FLOAT32, .ndim = 1, .shape = {a1 - a0}};
+                    lac_array W = {.data = weight, .dtype = LAC_FLOAT32, .ndim = 1, .shape = {a1 - a0}};
                     lac_array T = {.data = tgt, .dtype = LAC_FLOAT32, .ndim = 2, .shape = {nt, cw}};
                     mine = lac_map(host, &mp, &S, &R, op == LAC_MAP_MIN ? NULL : &W, &T);
                 }
@@ -446,10 +448,11 @@ static lac_status code_sums(lac_ctx_t ctx, const lac_mf_nbr_params *p, const lac
             free(src);
             free(tgt);
             free(bridge);
+            free(weight);
         }
     }
     free(units);
-    free(weight);
+    free(mean);
     free(rows);
     if (st < 0 && own) st = lac_error(ctx, st, "%s", lac_last_error(own));
     lac_ctx_destroy(&own);
