@@ -15,7 +15,9 @@
  * layout, the search, the uploads; the epochs' share is the time to that
  * epoch less the first epoch's set-up, taken as its time less the mean
  * epoch's); peer: plain MF. --device cuda runs the search and the training
- * on the GPU (the CPU's figures come from a second run with --device cpu).
+ * on the GPU (the CPU's figures come from a second run with --device cpu);
+ * the search's floors, host add rates, are left out there (NaN): the GPU's
+ * floors are its GEMM and add rates (bench/RESULTS.md).
  *
  *   nbr_bench [--shape ml10m|small] [--ratings-file F] [--scale F] [-K 32] [-p 3] [-q 100]
  *             [-k 32] [--methods simlsh,rpcos,minhash,random,simlsh-centred] [--no-gsm]
@@ -119,7 +121,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "nbr_bench: --device cpu or cuda\n");
         return 2;
     }
-    cp.backend = strcmp(device, "cuda") ? LAC_BACKEND_CPU : LAC_BACKEND_CUDA;
+    int cuda = !strcmp(device, "cuda");
+    cp.backend = cuda ? LAC_BACKEND_CUDA : LAC_BACKEND_CPU;
     cp.threads = threads;
     lac_ctx_t ctx = NULL;
     if (lac_ctx_create(&cp, &ctx) != LAC_SUCCESS) {
@@ -190,7 +193,7 @@ int main(int argc, char **argv)
             return 1;
         }
         gsm_s = lac_mf_nbr_seconds(exact);
-        double floor = pairs * 6.0 / rate;
+        double floor = cuda ? NAN : pairs * 6.0 / rate;
         if (json)
             printf("{\"data\":\"%s\",\"method\":\"gsm\",\"K\":%d,\"seconds\":%.4g,\"bytes\":%lld,\"floor_s\":%.4g,"
                    "\"threads\":%d}\n", data_name, K, gsm_s, (long long)lac_mf_nbr_bytes(exact), floor, nthreads);
@@ -217,7 +220,7 @@ int main(int argc, char **argv)
         if (exact) lac_mf_nbr_recall(ctx, n, exact, &rec);
         int lsh = np.method != LAC_MF_NBR_RANDOM;
         double cols = (double)p * q * (np.method == LAC_MF_NBR_MINHASH ? 1 : 8);
-        double floor = lsh ? (double)nnz * cols / rate : NAN, s = lac_mf_nbr_seconds(n);
+        double floor = lsh && !cuda ? (double)nnz * cols / rate : NAN, s = lac_mf_nbr_seconds(n);
         if (json)
             printf("{\"data\":\"%s\",\"method\":\"%s\",\"K\":%d,\"seconds\":%.4g,\"bytes\":%lld,\"recall\":%.4g,"
                    "\"floor_s\":%.4g,\"gsm_s\":%.4g,\"threads\":%d}\n", data_name, methods[x], K, s,
