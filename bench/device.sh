@@ -241,18 +241,29 @@ section_map() {
 # MovieLens-10M and Netflix shapes at F = 32 and 128 (MF_EPOCHS epochs, default
 # 100; the peer is Lacuna's CPU path on every host core, MF_PEER_EPOCHS
 # epochs; the kernel's schedule, logged at info level, goes to mf_bench.log;
-# MF_SHAPES, default "ml10m netflix"). On the ML-10M shape also an epoch of
+# MF_SHAPES, default "ml10m netflix", "" for none). On the ML-10M shape also an epoch of
 # implicit feedback beside the explicit one (--implicit). Its CUDA tests
 # (tests/cuda/test_mf_cuda.c, test_mf_implicit_cuda.c) run in section test.
 section_mf() {
     local e=${MF_EPOCHS:-100} p=${MF_PEER_EPOCHS:-2}
     : >"$OUT/mf.txt"
-    for shape in ${MF_SHAPES:-ml10m netflix}; do
+    for shape in ${MF_SHAPES-ml10m netflix}; do
         say "mf_bench --device cuda --shape $shape -k 32,128 --epochs $e"
         LACUNA_LOG=info "$BUILD/bench/mf_bench" --device cuda --shape "$shape" -k 32,128 --epochs "$e" --peer-epochs "$p" \
             --figures "$FIGURES" $([ "$shape" = ml10m ] && echo --implicit) \
             >>"$OUT/mf.txt" 2>>"$OUT/mf_bench.log" || say "mf_bench $shape FAILED (see mf_bench.log)"
     done
+    # MF_SPLIT (e.g. "cuda:0,0 cuda:0,0,0"): the ML-10M shape also on those
+    # contexts beside cuda, MF_SPLIT_EPOCHS epochs (default 20), no peer: the
+    # block rotation's cost; shares of one device bring no speed-up.
+    if [ -n "${MF_SPLIT:-}" ]; then
+        for dev in cuda $MF_SPLIT; do
+            say "mf_bench --device $dev --shape ml10m -k 32,128 --epochs ${MF_SPLIT_EPOCHS:-20}"
+            LACUNA_LOG=info "$BUILD/bench/mf_bench" --device "$dev" --shape ml10m -k 32,128 \
+                --epochs "${MF_SPLIT_EPOCHS:-20}" --peer-epochs 0 >>"$OUT/mf.txt" 2>>"$OUT/mf_bench.log" \
+                || say "mf_bench $dev FAILED (see mf_bench.log)"
+        done
+    fi
     cat "$OUT/mf.txt" | tee -a "$SUMMARY"
 }
 DEVICE_SECTIONS_ALL="$DEVICE_SECTIONS_ALL mf"

@@ -10,7 +10,7 @@
  * library's CPU path with every host thread.
  *
  *   mf_bench [--shape ml10m|netflix|small] [--scale F] [-k 32,128] [--epochs 100]
- *            [--device cpu|cuda] [--threads N] [--peer-epochs 2] [--deterministic]
+ *            [--device cpu|cuda|cuda:0,1] [--threads N] [--peer-epochs 2] [--deterministic]
  *            [--users N --items N --ratings N] [--seed S] [--json] [--figures FILE]
  *            [--implicit]
  *
@@ -21,6 +21,10 @@
  * 2k for u.v, 6k for the two row updates) over the float multiply-add rate
  * measured here with the same vector width. On CUDA the floor is (a) with the
  * device copy bandwidth (the item rows themselves are re-read from L2).
+ *
+ * --device cuda:0,0 (or cuda:0,1, ...): a context of several devices, or
+ * shares of one; the plain model then trains by the block rotation over them
+ * (on one device this measures the split's cost, not a speed-up).
  *
  * --implicit: for each k also an epoch of implicit feedback on the same
  * training pairs read as interactions (cross-entropy with 4 negatives, and
@@ -192,7 +196,8 @@ int main(int argc, char **argv)
         if (!strcmp(a, "--implicit")) { implicit = 1; continue; }
         if (!strcmp(a, "--help") || !v) {
             fprintf(stderr, "usage: mf_bench [--shape ml10m|netflix|small] [--scale F] [-k 32,128] [--epochs N]\n"
-                            "                [--device cpu|cuda] [--threads N] [--peer-epochs N] [--deterministic]\n"
+                            "                [--device cpu|cuda|cuda:0,1] [--threads N] [--peer-epochs N]\n"
+                            "                [--deterministic]\n"
                             "                [--users N --items N --ratings N] [--seed S] [--json] [--figures FILE]\n"
                             "                [--implicit]\n");
             return strcmp(a, "--help") ? 2 : 0;
@@ -235,8 +240,22 @@ int main(int argc, char **argv)
 
     lac_ctx_params cp = lac_ctx_params_default();
     cp.threads = threads;
-    const int on_cuda = !strcmp(device, "cuda");
+    /* cuda:0,0 and the like: a context of several devices (or shares of one),
+     * over which mf trains by the block rotation */
+    const int on_cuda = !strncmp(device, "cuda", 4) && (device[4] == 0 || device[4] == ':');
     cp.backend = on_cuda ? LAC_BACKEND_CUDA : LAC_BACKEND_CPU;
+    if (on_cuda && device[4] == ':') {
+        const char *at = device + 5;
+        for (char *end; *at && cp.num_devices < LAC_MAX_DEVICES; at = *end == ',' ? end + 1 : end) {
+            long id = strtol(at, &end, 10);
+            if (end == at || id < 0) break;
+            cp.device_ids[cp.num_devices++] = (int)id;
+        }
+        if (*at || cp.num_devices == 0) {
+            fprintf(stderr, "mf_bench: --device %s: expected cuda:ID[,ID...]\n", device);
+            return 2;
+        }
+    }
     lac_ctx_t ctx, host;
     if (lac_ctx_create(&cp, &ctx) != LAC_SUCCESS) {
         fprintf(stderr, "mf_bench: no context for %s: %s\n", device, lac_last_error(NULL));

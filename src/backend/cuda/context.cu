@@ -128,7 +128,7 @@ lac_status lac_cuda_ctx_init(lac_ctx_t ctx)
     }
     cudaSetDevice(s->device);
     lac_log(ctx, LAC_LOG_INFO, "cuda: device %d (%s, %d SMs)%s", s->device, s->prop.name, s->prop.multiProcessorCount,
-            shares > 1 ? " and more: impute splits its SVT across them, map and mf use this one" : "");
+            shares > 1 ? " and more: impute and mf split their work across them, map uses this one" : "");
     return LAC_SUCCESS;
 }
 

@@ -41,6 +41,7 @@
  * _AHEAD, _GROUPS, _HOT, _RUN_MAX. */
 #include "backend/cuda/mf/mf_cuda.h"
 #include "backend/cuda/mf/mf_implicit_cuda.h"
+#include "backend/cuda/mf/mf_multi_cuda.h"
 #include "backend/cuda/mf/mf_nbr_cuda.h"
 
 #include <math.h>
@@ -73,6 +74,7 @@ struct lac_mf_state {
     double *sums;            /* LAC_MF_SSE_SLOTS training partial sums, then as many validation */
     lac_mf_cuda_nbr *nbr;    /* the neighbourhood model's arrays; NULL for the plain one */
     lac_mf_cuda_implicit *implicit;   /* implicit feedback's; NULL for ratings */
+    lac_mf_cuda_multi *multi; /* a training over several devices (mf_multi.cu); then nothing else is set */
 };
 
 static lac_status replicas(lac_ctx_t ctx, lac_mf_state *s, int spread)
@@ -84,6 +86,10 @@ static lac_status replicas(lac_ctx_t ctx, lac_mf_state *s, int spread)
 static void free_state(lac_mf_state *s)
 {
     if (!s) return;
+    if (s->multi) {
+        free(s);
+        return;
+    }
     lac_mf_cuda_nbr_end(s->nbr);
     lac_mf_cuda_implicit_end(s->implicit);
     void *ptrs[] = {s->code, s->rating, s->group_first_run, s->run_user, s->run_weight, s->hot_item, s->hot_first,
@@ -148,7 +154,7 @@ static lac_status upload_all(lac_ctx_t ctx, lac_mf_state *s, const lac_mf_call *
     return LAC_SUCCESS;
 }
 
-static lac_status cuda_begin(lac_ctx_t ctx, const lac_mf_call *call, lac_mf_state **out)
+lac_status lac_mf_cuda_one_begin(lac_ctx_t ctx, const lac_mf_call *call, lac_mf_state **out)
 {
     LAC_CHECK(lac_cuda_use_device(ctx));
     const lac_mf_data *d = call->data;
@@ -282,7 +288,7 @@ static lac_mf_cuda_epoch_args epoch_args(const lac_mf_state *s, float lr)
     return a;
 }
 
-static lac_status cuda_epoch(lac_ctx_t ctx, lac_mf_state *s, float lr, int epoch, double *train_sse)
+lac_status lac_mf_cuda_one_launch(lac_ctx_t ctx, lac_mf_state *s, float lr, int epoch)
 {
     cudaStream_t stream = ctx->cuda->stream;
     LAC_CUDA_CHECK(ctx, cudaMemsetAsync(s->sums, 0, LAC_MF_SSE_SLOTS * sizeof(double), stream));
@@ -293,11 +299,46 @@ static lac_status cuda_epoch(lac_ctx_t ctx, lac_mf_state *s, float lr, int epoch
         else LAC_CHECK(lac_mf_cuda_launch_epoch(ctx, &s->kernel, s->blocks, &a));
         LAC_CHECK(replicas(ctx, s, 0));
     }
+    return LAC_SUCCESS;
+}
+
+lac_status lac_mf_cuda_one_sse(lac_ctx_t ctx, lac_mf_state *s, double *train_sse)
+{
     return sum_slots(ctx, s->sums, train_sse);
+}
+
+lac_status lac_mf_cuda_one_spread(lac_ctx_t ctx, lac_mf_state *s) { return replicas(ctx, s, 1); }
+
+lac_mf_cuda_one_arrays lac_mf_cuda_one_get_arrays(const lac_mf_state *s)
+{
+    lac_mf_cuda_one_arrays a = {s->P, s->Q, s->user_bias, s->item_bias, s->num_users, s->num_items, s->stride};
+    return a;
+}
+
+static lac_status cuda_epoch(lac_ctx_t ctx, lac_mf_state *s, float lr, int epoch, double *train_sse)
+{
+    if (s->multi) return lac_mf_cuda_multi_epoch(ctx, s->multi, lr, epoch, train_sse);
+    LAC_CHECK(lac_mf_cuda_one_launch(ctx, s, lr, epoch));
+    return lac_mf_cuda_one_sse(ctx, s, train_sse);
+}
+
+static lac_status cuda_begin(lac_ctx_t ctx, const lac_mf_call *call, lac_mf_state **out)
+{
+    if (!lac_mf_cuda_multi_wanted(ctx, call)) return lac_mf_cuda_one_begin(ctx, call, out);
+    lac_mf_state *s = (lac_mf_state *)calloc(1, sizeof *s);
+    if (!s) return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "out of host memory for the CUDA mf state");
+    lac_status st = lac_mf_cuda_multi_begin(ctx, call, &s->multi);
+    if (st != LAC_SUCCESS) {
+        free(s);
+        return st;
+    }
+    *out = s;
+    return LAC_SUCCESS;
 }
 
 static lac_status cuda_valid_rmse(lac_ctx_t ctx, lac_mf_state *s, double *rmse)
 {
+    if (s->multi) return lac_mf_cuda_multi_valid_rmse(ctx, s->multi, rmse);
     cudaStream_t stream = ctx->cuda->stream;
     if (s->valid_count == 0) {
         *rmse = NAN;
@@ -322,6 +363,7 @@ static lac_status cuda_valid_rmse(lac_ctx_t ctx, lac_mf_state *s, double *rmse)
 
 static lac_status cuda_keep(lac_ctx_t ctx, lac_mf_state *s, int restore)
 {
+    if (s->multi) return lac_mf_cuda_multi_keep(ctx, s->multi, restore);
     size_t pu = (size_t)s->num_users * (size_t)s->stride, qi = (size_t)s->num_items * (size_t)s->stride;
     size_t total = pu + qi + (size_t)s->num_users + (size_t)s->num_items * LAC_MF_BIAS_STRIDE;
     if (!s->best) {
@@ -389,12 +431,14 @@ static lac_status copy_nbr(lac_ctx_t ctx, lac_mf_state *s, int kept, const lac_m
 
 static lac_status cuda_download(lac_ctx_t ctx, lac_mf_state *s)
 {
+    if (s->multi) return lac_mf_cuda_multi_download(ctx, s->multi);
     LAC_CHECK(copy_factors(ctx, s, s->P, s->Q, s->user_bias, s->item_bias, &s->call.factors, 0));
     return copy_nbr(ctx, s, 0, &s->call.factors, 0);
 }
 
 static lac_status cuda_get(lac_ctx_t ctx, lac_mf_state *s, int kept, const lac_mf_factors *to)
 {
+    if (s->multi) return lac_mf_cuda_multi_get(ctx, s->multi, kept, to);
     if (!kept) {
         LAC_CHECK(copy_factors(ctx, s, s->P, s->Q, s->user_bias, s->item_bias, to, 0));
         return copy_nbr(ctx, s, 0, to, 0);
@@ -408,6 +452,7 @@ static lac_status cuda_get(lac_ctx_t ctx, lac_mf_state *s, int kept, const lac_m
 
 static lac_status cuda_put(lac_ctx_t ctx, lac_mf_state *s, int kept, const lac_mf_factors *from)
 {
+    if (s->multi) return lac_mf_cuda_multi_put(ctx, s->multi, kept, from);
     if (!kept) {
         LAC_CHECK(copy_factors(ctx, s, s->P, s->Q, s->user_bias, s->item_bias, from, 1));
         LAC_CHECK(copy_nbr(ctx, s, 0, from, 1));
@@ -419,11 +464,29 @@ static lac_status cuda_put(lac_ctx_t ctx, lac_mf_state *s, int kept, const lac_m
     return copy_nbr(ctx, s, 1, from, 1);
 }
 
-static void cuda_end(lac_ctx_t ctx, lac_mf_state *s)
+lac_status lac_mf_cuda_one_keep(lac_ctx_t ctx, lac_mf_state *s, int restore) { return cuda_keep(ctx, s, restore); }
+
+lac_status lac_mf_cuda_one_get(lac_ctx_t ctx, lac_mf_state *s, int kept, const lac_mf_factors *to)
+{
+    return cuda_get(ctx, s, kept, to);
+}
+
+lac_status lac_mf_cuda_one_put(lac_ctx_t ctx, lac_mf_state *s, int kept, const lac_mf_factors *from)
+{
+    return cuda_put(ctx, s, kept, from);
+}
+
+void lac_mf_cuda_one_end(lac_ctx_t ctx, lac_mf_state *s)
 {
     if (!s) return;
     cudaStreamSynchronize(ctx->cuda->stream);
     free_state(s);
+}
+
+static void cuda_end(lac_ctx_t ctx, lac_mf_state *s)
+{
+    if (s && s->multi) lac_mf_cuda_multi_end(ctx, s->multi);
+    lac_mf_cuda_one_end(ctx, s);
 }
 
 extern "C" const lac_mf_backend lac_mf_cuda_table = {

@@ -1,0 +1,228 @@
+/* mf over several devices of one context (GPU test, label "cuda"): the block
+ * rotation of src/backend/cuda/mf/mf_multi.cu with two and three shares of
+ * device 0 (cuda:0,0 and cuda:0,0,0; three is an odd block count) against
+ * one device and the CPU: on generated data the validation RMSE (early
+ * stopping on, so the kept epoch is restored through the rotation) must come
+ * within 0.005 of one device's, and predictions of the downloaded model must
+ * reproduce the RMSE reported during training (every block gathered into the
+ * model's indices). More shares than users, the neighbourhood model and
+ * implicit feedback train on the first device (logged), and deterministic
+ * training is refused as on one device. A checkpoint written by a rotation
+ * resumes at its end to the same model (on the rotation and on the CPU), and
+ * a training broken off after 3 epochs on two shares and resumed on three
+ * comes as close as one without a break. */
+#include "harness.h"
+#include "lacuna/lacuna.h"
+#include "mf/mf_internal.h"
+
+#include <string.h>
+
+static lac_ctx_t cpu, one, shares[6];   /* shares[n]: n shares of device 0 */
+static char seen[4096];
+
+static void keep_log(lac_log_level level, const char *message, void *user)
+{
+    (void)level;
+    (void)user;
+    if (strstr(message, "rotation") || strstr(message, "first of the context"))
+        snprintf(seen + strlen(seen), sizeof seen - strlen(seen), "%s\n", message);
+}
+
+static lac_ctx_t make_ctx(int n)
+{
+    lac_ctx_params p = lac_ctx_params_default();
+    p.backend = LAC_BACKEND_CUDA;
+    p.num_devices = n;   /* device_ids all 0 */
+    p.log = keep_log;
+    p.log_level = LAC_LOG_INFO;
+    lac_ctx_t c = NULL;
+    if (lac_ctx_create(&p, &c) != 0) HARNESS_FAIL("context of %d shares: %s", n, lac_last_error(NULL));
+    return c;
+}
+
+static void split_generated(int64_t users, int64_t items, int64_t ratings, uint64_t seed, lac_ratings_t *train,
+                            lac_ratings_t *valid)
+{
+    lac_mf_gen_params g = lac_mf_gen_params_default();
+    g.users = users;
+    g.items = items;
+    g.ratings = ratings;
+    g.seed = seed;
+    lac_ratings_t all = NULL;
+    CHECK_OK(cpu, lac_mf_generate(cpu, &g, &all));
+    lac_mf_split_params sp = lac_mf_split_params_default();
+    CHECK_OK(cpu, lac_mf_split(cpu, &sp, all, train, valid));
+    lac_ratings_destroy(&all);
+}
+
+/* Trains on ctx; checks the downloaded model's RMSE against the report. */
+static double train_rmse(lac_ctx_t ctx, const lac_mf_params *p, lac_ratings_t train, lac_ratings_t valid, int *epochs)
+{
+    lac_mf_model_t m = NULL;
+    lac_mf_report r;
+    CHECK_OK(ctx, lac_mf_train(ctx, p, train, valid, NULL, NULL, &m, &r));
+    if (!m) return NAN;
+    double rmse = NAN;
+    CHECK_OK(cpu, lac_mf_predict(cpu, m, valid, NULL, &rmse, NULL, NULL));
+    CHECK_NEAR(rmse, r.valid_rmse, 1e-4);
+    lac_mf_model_destroy(&m);
+    *epochs = r.epochs;
+    return r.valid_rmse;
+}
+
+static void compare(int64_t users, int64_t items, int64_t ratings, uint64_t seed, int k)
+{
+    lac_ratings_t train = NULL, valid = NULL;
+    split_generated(users, items, ratings, seed, &train, &valid);
+    lac_mf_params p = lac_mf_params_default();
+    p.k = k;
+    int e1 = 0, e2 = 0, e3 = 0, ec = 0;
+    double r1 = train_rmse(one, &p, train, valid, &e1);
+    seen[0] = 0;
+    double r2 = train_rmse(shares[2], &p, train, valid, &e2);
+    if (!strstr(seen, "2 devices, the rotation over 2 x 2 blocks")) HARNESS_FAIL("cuda:0,0 did not rotate: %s", seen);
+    seen[0] = 0;
+    double r3 = train_rmse(shares[3], &p, train, valid, &e3);
+    if (!strstr(seen, "3 devices, the rotation over 3 x 3 blocks")) HARNESS_FAIL("cuda:0,0,0 did not rotate: %s", seen);
+    double rc = train_rmse(cpu, &p, train, valid, &ec);
+    printf("    %lld x %lld, %lld ratings, k = %d: valid RMSE CPU %.4f (%d epochs), cuda:0 %.4f (%d), cuda:0,0 %.4f "
+           "(%d), cuda:0,0,0 %.4f (%d)\n",
+           (long long)users, (long long)items, (long long)lac_ratings_count(train), k, rc, ec, r1, e1, r2, e2, r3, e3);
+    if (!(fabs(r2 - r1) <= 0.005)) HARNESS_FAIL("cuda:0,0 valid RMSE %.5f vs cuda:0 %.5f", r2, r1);
+    if (!(fabs(r3 - r1) <= 0.005)) HARNESS_FAIL("cuda:0,0,0 valid RMSE %.5f vs cuda:0 %.5f", r3, r1);
+    if (!(fabs(r3 - rc) <= 0.005)) HARNESS_FAIL("cuda:0,0,0 valid RMSE %.5f vs the CPU %.5f", r3, rc);
+    lac_ratings_destroy(&train);
+    lac_ratings_destroy(&valid);
+}
+
+TEST(rotation_rmse_within_0005_of_one_device)
+{
+    compare(4000, 1500, 300000, 3, 32);     /* small: all of V in L2 */
+    compare(30000, 6000, 3000000, 7, 64);   /* popular items with replicas, split rows */
+}
+
+/* Fewer users (4) than shares (5): trains on the first device, logged. */
+TEST(more_shares_than_users_trains_on_the_first_device)
+{
+    int64_t u[40], i[40];
+    float v[40];
+    for (int a = 0; a < 40; a++) {
+        u[a] = a % 4;
+        i[a] = a;
+        v[a] = (float)(1 + a % 5);
+    }
+    lac_ratings_t r = NULL;
+    CHECK_OK(cpu, lac_ratings_from_arrays(cpu, 40, u, i, v, &r));
+    lac_mf_params p = lac_mf_params_default();
+    p.k = 8;
+    p.epochs = 3;
+    lac_mf_model_t m = NULL;
+    seen[0] = 0;
+    CHECK_OK(shares[5], lac_mf_train(shares[5], &p, r, NULL, NULL, NULL, &m, NULL));
+    if (!strstr(seen, "fewer users than devices trains on the first of the context's 5 devices"))
+        HARNESS_FAIL("no fallback logged: %s", seen);
+    CHECK(m != NULL);
+    lac_mf_model_destroy(&m);
+    lac_ratings_destroy(&r);
+}
+
+TEST(deterministic_refused_and_neighbourhood_on_the_first_device)
+{
+    lac_ratings_t train = NULL, valid = NULL;
+    split_generated(2000, 800, 100000, 11, &train, &valid);
+    lac_mf_params p = lac_mf_params_default();
+    p.k = 16;
+    p.deterministic = 1;
+    lac_mf_model_t m = NULL;
+    CHECK(lac_mf_train(shares[2], &p, train, valid, NULL, NULL, &m, NULL) == LAC_ERR_UNSUPPORTED);
+    CHECK(m == NULL);
+    p.deterministic = 0;
+    p.model = LAC_MF_MODEL_NEIGHBOURHOOD;
+    p.epochs = 3;
+    seen[0] = 0;
+    CHECK_OK(shares[2], lac_mf_train(shares[2], &p, train, valid, NULL, NULL, &m, NULL));
+    if (!strstr(seen, "the neighbourhood model trains on the first of the context's 2 devices"))
+        HARNESS_FAIL("no fallback logged: %s", seen);
+    lac_mf_model_destroy(&m);
+    lac_ratings_destroy(&train);
+    lac_ratings_destroy(&valid);
+}
+
+static int same_factors(lac_mf_model_t a, lac_mf_model_t b)
+{
+    return a->num_users == b->num_users && a->num_items == b->num_items && a->stride == b->stride &&
+           !memcmp(a->P, b->P, sizeof(float) * (size_t)(a->num_users * a->stride)) &&
+           !memcmp(a->Q, b->Q, sizeof(float) * (size_t)(a->num_items * a->stride)) &&
+           !memcmp(a->user_bias, b->user_bias, sizeof(float) * (size_t)a->num_users) &&
+           !memcmp(a->item_bias, b->item_bias, sizeof(float) * (size_t)a->num_items);
+}
+
+TEST(checkpoints_of_a_rotation_resume)
+{
+    lac_ratings_t train = NULL, valid = NULL;
+    split_generated(4000, 1500, 300000, 5, &train, &valid);
+    char path[512];
+    harness_temp_path(path, sizeof path, "mf_multi.ck");
+    remove(path);
+    lac_mf_params p = lac_mf_params_default();
+    p.epochs = 60;
+    lac_mf_checkpoint_params ck = lac_mf_checkpoint_params_default();
+    ck.path = path;
+    lac_mf_model_t a = NULL, b = NULL, c = NULL, d = NULL;
+    lac_mf_report ra, rb, rc, rd;
+    CHECK_OK(shares[2], lac_mf_train_checkpointed(shares[2], &p, &ck, train, valid, NULL, NULL, &a, &ra));
+    ck.resume = 1;   /* at its end: nothing left to train */
+    CHECK_OK(shares[2], lac_mf_train_checkpointed(shares[2], &p, &ck, train, valid, NULL, NULL, &b, &rb));
+    CHECK_OK(cpu, lac_mf_train_checkpointed(cpu, &p, &ck, train, valid, NULL, NULL, &c, &rc));
+    if (a && b && c) {
+        printf("    cuda:0,0: %d epochs, kept %d, valid RMSE %.4f\n", ra.epochs, ra.best_epoch, ra.valid_rmse);
+        CHECK(same_factors(a, b));
+        CHECK(same_factors(a, c));
+        CHECK_INT(rb.best_epoch, ra.best_epoch);
+        CHECK_INT(rc.best_epoch, ra.best_epoch);
+    }
+    remove(path);
+    ck.resume = 0;
+    p.epochs = 3;
+    CHECK_OK(shares[2], lac_mf_train_checkpointed(shares[2], &p, &ck, train, valid, NULL, NULL, &d, &rd));
+    lac_mf_model_destroy(&d);
+    ck.resume = 1;
+    p.epochs = 60;
+    CHECK_OK(shares[3], lac_mf_train_checkpointed(shares[3], &p, &ck, train, valid, NULL, NULL, &d, &rd));
+    if (d) {
+        printf("    3 on cuda:0,0 + resumed on cuda:0,0,0: %d epochs, kept %d, valid RMSE %.4f\n", rd.epochs,
+               rd.best_epoch, rd.valid_rmse);
+        CHECK(fabs(rd.valid_rmse - ra.valid_rmse) <= 0.005);
+    }
+    remove(path);
+    lac_mf_model_destroy(&a);
+    lac_mf_model_destroy(&b);
+    lac_mf_model_destroy(&c);
+    lac_mf_model_destroy(&d);
+    lac_ratings_destroy(&train);
+    lac_ratings_destroy(&valid);
+}
+
+int main(void)
+{
+    if (lac_cuda_device_count() == 0) {
+        printf("no CUDA device: skipped\n");
+        return 0;
+    }
+    lac_ctx_params p = lac_ctx_params_default();
+    p.backend = LAC_BACKEND_CPU;
+    if (lac_ctx_create(&p, &cpu) != 0) return 1;
+    one = make_ctx(1);
+    shares[2] = make_ctx(2);
+    shares[3] = make_ctx(3);
+    shares[5] = make_ctx(5);
+    if (!one || !shares[2] || !shares[3] || !shares[5]) return harness_finish();
+    RUN(rotation_rmse_within_0005_of_one_device);
+    RUN(more_shares_than_users_trains_on_the_first_device);
+    RUN(deterministic_refused_and_neighbourhood_on_the_first_device);
+    RUN(checkpoints_of_a_rotation_resume);
+    lac_ctx_destroy(&one);
+    for (int n = 0; n < 6; n++) lac_ctx_destroy(&shares[n]);
+    lac_ctx_destroy(&cpu);
+    return harness_finish();
+}
