@@ -12,6 +12,7 @@
  * And the streamed (out-of-core) plan under LACUNA_CUDA_MEMORY_CAP against
  * the resident one. */
 #include "harness.h"
+#include "cuda_harness.h"
 #include "impute/impute_backend.h"
 #include "lacuna/lacuna.h"
 
@@ -49,6 +50,32 @@ static void reference_svt(int rows, int cols, const float *a, double lambda, dou
 /* ------------------------------------------------------------------------ */
 /* The CUDA table's SVT over N slices of m x n through an identity basis      */
 /* ------------------------------------------------------------------------ */
+/* The canonical basis (U = I) of N vertices in *g and, over it, a problem
+ * of N float32 slices of m x n in *pr (the caller sets the rest);
+ * identity_free(g) after. */
+static void identity_problem(int64_t N, int64_t m, int64_t n, const float *tensor, const unsigned char *state,
+                             struct lac_gft *g, lac_impute_problem *pr)
+{
+    float *identity = calloc((size_t)(N * N), sizeof(float));
+    for (int64_t v = 0; v < N; v++) identity[v + v * N] = 1;
+    *g = (struct lac_gft){N, LAC_FLOAT32, identity, calloc((size_t)N, sizeof(double)), 0, 0};
+    memset(pr, 0, sizeof *pr);
+    pr->precision = LAC_FLOAT32;
+    pr->N = N;
+    pr->m = m;
+    pr->n = n;
+    pr->gft = g;
+    pr->tensor = tensor;
+    pr->tensor_dtype = LAC_FLOAT32;
+    pr->vertex_state = state;
+}
+
+static void identity_free(struct lac_gft *g)
+{
+    free(g->vectors);
+    free(g->eigenvalues);
+}
+
 /* warm: a σmax-only pass first, so that the λ pass starts from its vectors
  * (as in Algorithm 1, where the first pass is that one). */
 static int gpu_svt(int64_t N, int64_t m, int64_t n, const float *slices, const double *lambda, float *out,
@@ -59,25 +86,12 @@ static int gpu_svt(int64_t N, int64_t m, int64_t n, const float *slices, const d
         HARNESS_FAIL("no CUDA impute table");
         return -1;
     }
-    float *identity = calloc((size_t)(N * N), sizeof(float));
-    double *eigenvalues = calloc((size_t)N, sizeof(double));
     unsigned char *state = malloc((size_t)N);
     int64_t none = 0;
-    for (int64_t v = 0; v < N; v++) {
-        identity[v + v * N] = 1;
-        state[v] = LAC_VERTEX_OBSERVED;
-    }
-    struct lac_gft g = {N, LAC_FLOAT32, identity, eigenvalues, 0, 0};
+    for (int64_t v = 0; v < N; v++) state[v] = LAC_VERTEX_OBSERVED;
+    struct lac_gft g;
     lac_impute_problem pr;
-    memset(&pr, 0, sizeof pr);
-    pr.precision = LAC_FLOAT32;
-    pr.N = N;
-    pr.m = m;
-    pr.n = n;
-    pr.gft = &g;
-    pr.tensor = slices;
-    pr.tensor_dtype = LAC_FLOAT32;
-    pr.vertex_state = state;
+    identity_problem(N, m, n, slices, state, &g, &pr);
     pr.incomplete = &none;
     void *st = NULL;
     double tsq = 0, tmsq = 0, err = 0;
@@ -90,8 +104,7 @@ static int gpu_svt(int64_t N, int64_t m, int64_t n, const float *slices, const d
         HARNESS_FAIL("CUDA SVT of %lld slices of %lld x %lld: %s", (long long)N, (long long)m, (long long)n,
                      lac_last_error(gpu));
     if (st) be->release(st);
-    free(identity);
-    free(eigenvalues);
+    identity_free(&g);
     free(state);
     return rc;
 }
@@ -540,21 +553,10 @@ static void canonical_run(lac_ctx_t c, int64_t N, int64_t m, int64_t n, const fl
                           float *completed, float *estimate, double *figures)
 {
     const lac_impute_backend *be = lac_impute_backend_cuda();
-    float *identity = calloc((size_t)(N * N), sizeof(float));
-    double *eigenvalues = calloc((size_t)N, sizeof(double)), *sigma = malloc(sizeof(double) * (size_t)N);
-    double *lambda = malloc(sizeof(double) * (size_t)N);
-    for (int64_t v = 0; v < N; v++) identity[v + v * N] = 1;
-    struct lac_gft g = {N, LAC_FLOAT32, identity, eigenvalues, 0, 0};
+    double *sigma = malloc(sizeof(double) * (size_t)N), *lambda = malloc(sizeof(double) * (size_t)N);
+    struct lac_gft g;
     lac_impute_problem pr;
-    memset(&pr, 0, sizeof pr);
-    pr.precision = LAC_FLOAT32;
-    pr.N = N;
-    pr.m = m;
-    pr.n = n;
-    pr.gft = &g;
-    pr.tensor = tensor;
-    pr.tensor_dtype = LAC_FLOAT32;
-    pr.vertex_state = state;
+    identity_problem(N, m, n, tensor, state, &g, &pr);
     pr.entry_observed = entry;
     pr.num_incomplete = ni;
     pr.incomplete = incomplete;
@@ -590,8 +592,7 @@ static void canonical_run(lac_ctx_t c, int64_t N, int64_t m, int64_t n, const fl
         figures[f++] = e2;
         be->release(st);
     }
-    free(identity);
-    free(eigenvalues);
+    identity_free(&g);
     free(sigma);
     free(lambda);
 }
@@ -832,18 +833,8 @@ TEST(ego_facebook_agrees_with_the_cpu_float64_path)
 
 int main(void)
 {
-    if (lac_cuda_device_count() == 0) {
-        printf("no CUDA device: skipped\n");
-        return 0;
-    }
-    lac_ctx_params p = lac_ctx_params_default();
-    p.backend = LAC_BACKEND_CUDA;
-    if (lac_ctx_create(&p, &gpu) != 0) {
-        printf("no CUDA context: %s\n", lac_last_error(NULL));
-        return 1;
-    }
-    p.backend = LAC_BACKEND_CPU;
-    if (lac_ctx_create(&p, &cpu) != 0) return 1;
+    int rc;
+    if (!harness_cuda_start(&gpu, &cpu, 0, &rc)) return rc;
     RUN(batched_svt_matches_lapack_on_small_slices);
     /* LACUNA_TEST_QUICK=1 (the sanitizers' runs): the small cases only. */
     const char *quick = getenv("LACUNA_TEST_QUICK");

@@ -12,6 +12,7 @@
  * on the device and on the CPU, and a training broken off and resumed on the
  * device comes as close as one without a break. */
 #include "harness.h"
+#include "cuda_harness.h"
 #include "lacuna/lacuna.h"
 #include "mf/mf_internal.h"
 
@@ -290,20 +291,9 @@ TEST(checkpoints_written_on_the_device_resume_anywhere)
 
 int main(void)
 {
-    if (lac_cuda_device_count() == 0) {
-        printf("no CUDA device: skipped\n");
-        return 0;
-    }
+    int rc;
+    if (!harness_cuda_start(&gpu, &cpu, 1, &rc)) return rc;
     lac_ctx_params p = lac_ctx_params_default();
-    p.backend = LAC_BACKEND_CUDA;
-    if (lac_ctx_create(&p, &gpu) != 0) {
-        printf("no CUDA context: %s\n", lac_last_error(NULL));
-        return 1;
-    }
-    p.backend = LAC_BACKEND_CPU;
-    p.threads = 1;
-    if (lac_ctx_create(&p, &cpu) != 0) return 1;
-    p.threads = 0;
     if (lac_ctx_create(&p, &cpu_all) != 0) return 1;
     RUN(disjoint_users_match_the_cpu);
     RUN(generated_data_rmse_within_0005_of_cpu);

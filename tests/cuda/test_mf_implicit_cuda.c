@@ -11,6 +11,7 @@
  *    test's margin (2x), and HR@10 and NDCG@10 (full ranking, leave-one-out)
  *    are within 0.05 of the CPU's with the same seed, on two shapes. */
 #include "harness.h"
+#include "cuda_harness.h"
 #include "lacuna/lacuna.h"
 #include "mf/mf_internal.h"
 #include "mf_planted.h"
@@ -209,18 +210,8 @@ TEST(planted_preferences_beat_most_popular_and_match_the_cpu)
 
 int main(void)
 {
-    if (lac_cuda_device_count() == 0) {
-        printf("no CUDA device: skipped\n");
-        return 0;
-    }
-    lac_ctx_params p = lac_ctx_params_default();
-    p.backend = LAC_BACKEND_CUDA;
-    if (lac_ctx_create(&p, &gpu) != 0) {
-        printf("no CUDA context: %s\n", lac_last_error(NULL));
-        return 1;
-    }
-    p.backend = LAC_BACKEND_CPU;
-    if (lac_ctx_create(&p, &cpu) != 0) return 1;
+    int rc;
+    if (!harness_cuda_start(&gpu, &cpu, 0, &rc)) return rc;
     RUN(one_epoch_matches_float64_reference);
     RUN(planted_preferences_beat_most_popular_and_match_the_cpu);
     lac_ctx_destroy(&gpu);

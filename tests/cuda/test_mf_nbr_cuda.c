@@ -16,6 +16,7 @@
  *    (half stars), items with more candidates than the GPU counts left to
  *    the CPU, real-valued ratings summed on the host. */
 #include "harness.h"
+#include "cuda_harness.h"
 #include "lacuna/lacuna.h"
 #include "mf/mf_internal.h"
 
@@ -331,24 +332,13 @@ TEST(simlsh_lists_are_the_cpus)
 
 int main(void)
 {
-    if (lac_cuda_device_count() == 0) {
-        printf("no CUDA device: skipped\n");
-        return 0;
-    }
+    int rc;
+    if (!harness_cuda_start(&gpu, &cpu, 1, &rc)) return rc;
     lac_ctx_params p = lac_ctx_params_default();
+    if (lac_ctx_create(&p, &cpu_all) != 0) return 1;
     p.backend = LAC_BACKEND_CUDA;
-    if (lac_ctx_create(&p, &gpu) != 0) {
-        printf("no CUDA context: %s\n", lac_last_error(NULL));
-        return 1;
-    }
     p.knobs = "LACUNA_NBR_CUDA_GSM=fp16";
     if (lac_ctx_create(&p, &gpu_fp16) != 0) return 1;
-    p.knobs = NULL;
-    p.backend = LAC_BACKEND_CPU;
-    p.threads = 1;
-    if (lac_ctx_create(&p, &cpu) != 0) return 1;
-    p.threads = 0;
-    if (lac_ctx_create(&p, &cpu_all) != 0) return 1;
     RUN(one_epoch_of_disjoint_users_matches_the_cpu);
     RUN(trained_rmse_within_0005_of_the_cpu);
     RUN(gsm_lists_are_the_cpus);
