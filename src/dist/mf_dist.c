@@ -7,7 +7,10 @@
  * (v_j, bhat_j and, for the neighbourhood model, w_j and c_j) to rank p - 1,
  * which trains it next. No two ranks touch one user row or one item row at
  * once; after P sub-epochs every block has been trained once and item block
- * b is back at rank b. The user-side parameters (u_i, b_i) and R^K(i; j) stay
+ * b is back at rank b. An epoch is R such turns of the ring (rounds), turn r
+ * over the r-th slice of each block's users (lac_mf_rounds), so that the P
+ * pieces of a user's row are trained close together in time: one turn of
+ * whole blocks converged 1-2% worse (docs/scaling.md). The user-side parameters (u_i, b_i) and R^K(i; j) stay
  * with the user's rank. The residuals' baselines bhat_j1 are the item biases
  * as this rank last held them (at most an epoch old).
  * With validation the item blocks are gathered after each epoch, each rank
@@ -34,6 +37,7 @@ struct lac_mf_state {
     float *buffer;             /* packed rows: two item blocks, or every block for a gather */
     lac_mf_eval valid;         /* this rank's users' validation entries (unknown users: rank 0's) */
     float *kept[6];            /* P, Q, b, bhat (, W, C) of the kept epoch */
+    int rounds;                /* turns of the ring an epoch */
     int items_whole;           /* every item row here is current (gathered after the last epoch) */
     double seconds_train, seconds_pass;   /* this rank's time in its blocks and in the ring */
     double cpu_train;          /* the process's CPU seconds in its blocks (apart from a busy host's waits) */
@@ -207,6 +211,7 @@ static lac_status set_up(lac_ctx_t ctx, lac_mf_state *s)
     s->part = lac_calloc(ctx, (size_t)P, sizeof *s->part);
     if (!s->user_block || !s->item_block || !s->part) return LAC_ERR_OUT_OF_MEMORY;
     LAC_CHECK(lac_mf_deal_blocks(ctx, d, P, s->user_block, s->item_block));
+    s->rounds = lac_mf_rounds((d->num_users + P - 1) / P);   /* the same on every rank */
     LAC_CHECK(list_blocks(ctx, s->user_block, d->num_users, P, &s->block_user_start, &s->block_users));
     LAC_CHECK(list_blocks(ctx, s->item_block, d->num_items, P, &s->block_item_start, &s->block_items));
     LAC_CHECK(my_rows(ctx, s));
@@ -227,6 +232,7 @@ static lac_status set_up(lac_ctx_t ctx, lac_mf_state *s)
         c.valid = NULL;   /* validated here, over all the ranks */
         c.item_part = s->item_block;
         c.part = b;
+        c.rounds = s->rounds;
         LAC_CHECK(s->inner->begin(ctx, &c, &s->part[b]));
     }
     return LAC_SUCCESS;
@@ -242,8 +248,8 @@ static lac_status dist_epoch(lac_ctx_t ctx, lac_mf_state *s, float lr, int epoch
     float *out = s->buffer, *in = s->buffer + largest * w;
     double sse = 0.0;
     lac_status st = LAC_SUCCESS;
-    for (int sub = 0; sub < P; sub++) {
-        const int b = (me + sub) % P, next = (b + 1) % P;
+    for (int turn = 0; turn < s->rounds * P; turn++) {
+        const int b = (me + turn) % P, next = (b + 1) % P;
         double t0 = omp_get_wtime(), c0 = cpu_seconds(), part = 0.0;
         /* after a failure the ring still turns, so that no rank waits forever */
         if (st == LAC_SUCCESS) st = s->inner->epoch(ctx, s->part[b], lr, epoch, &part);

@@ -257,6 +257,12 @@ lac_status lac_mf_deal_blocks(lac_ctx_t ctx, const lac_mf_data *d, int blocks, i
     return st;
 }
 
+int lac_mf_rounds(int64_t users_per_block)
+{
+    int64_t r = (users_per_block + LAC_MF_ROUND_USERS - 1) / LAC_MF_ROUND_USERS;
+    return r < 1 ? 1 : r > INT32_MAX ? INT32_MAX : (int)r;
+}
+
 void lac_mf_stratum_order(uint64_t seed, int epoch, int blocks, int *order)
 {
     uint64_t rng = seed * 0x9e3779b97f4a7c15ull + (uint64_t)epoch + 1;

@@ -5,7 +5,8 @@
  *  - Hogwild (default): one block; threads take whole users in count order, a
  *    chunk at a time, and share V without locks, as the CUSGD++ lane groups do.
  *  - deterministic: a B x B grid of blocks (users x items), LIBMF/DSGD style,
- *    B = 2 x threads, users and items dealt to it by src/mf/schedule.c. */
+ *    B = 2 x threads, users and items dealt to it by src/mf/schedule.c, the
+ *    strata passed in rounds of user slices (lac_mf_rounds). */
 #include "mf/cpu/mf_cpu.h"
 #include "mf/schedule.h"
 
@@ -85,6 +86,9 @@ static lac_status cpu_begin(lac_ctx_t ctx, const lac_mf_call *call, lac_mf_state
     s->blocks = (s->threads == 1 || !call->deterministic) ? 1 : 2 * s->threads;
     int B = s->blocks;
     int64_t nb = (int64_t)B * B, nu = d->num_users, ni = d->num_items;
+    /* item parts: the caller's slices; one process's grid: its own */
+    s->rounds = call->item_part ? (call->rounds > 1 ? call->rounds : 1)
+                : B > 1 && !call->implicit ? lac_mf_rounds((nu + B - 1) / B) : 1;
     lac_status st = LAC_SUCCESS;
     int32_t *row_block = lac_malloc(ctx, (size_t)(nu ? nu : 1) * sizeof *row_block);
     int32_t *col_block = lac_malloc(ctx, (size_t)(ni ? ni : 1) * sizeof *col_block);

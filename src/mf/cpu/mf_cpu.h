@@ -19,6 +19,8 @@ struct lac_mf_state {
     double *block_sse;        /* per block, summed in a fixed order */
     double *chunk_sse;        /* per chunk of users (Hogwild schedule) */
     int *stratum_order;       /* this epoch's stratum order */
+    int rounds;               /* slices of each block's users an epoch (lac_mf_rounds) */
+    int next_round;           /* with call.item_part: the slice the next epoch call trains */
     float *kept[6];           /* P, Q, b, bhat (, W, C) of the kept epoch (with validation) */
     /* the neighbourhood model */
     float *bhat_epoch;        /* bhat at the epoch's start: the baselines of R^K's residuals */

@@ -7,9 +7,11 @@
  *    one v_j loses one of the two.
  *  - deterministic: a stratum is B blocks that share no user and no item and
  *    runs in parallel, with a barrier between strata. The model then depends
- *    only on the seed and B = 2 x threads; the price is the barriers' idle time
- *    and, measured on generated data, slower convergence per epoch (each
- *    user's ratings are cut into B pieces visited at different times). */
+ *    only on the seed and B = 2 x threads; the price is the barriers' idle time.
+ *    The strata are passed in rounds, each over one slice of every block's
+ *    users (lac_mf_rounds), so that a user's B pieces are trained close
+ *    together: one pass of whole blocks (the pieces an epoch/B apart)
+ *    converged 1-2.4% worse at 40 epochs on generated data. */
 #include "mf/cpu/mf_cpu.h"
 #include "mf/schedule.h"
 
@@ -150,8 +152,13 @@ static double run_range(const lac_mf_state *s, int64_t lo, int64_t hi, float lr)
 
 lac_status lac_mf_cpu_epoch(lac_ctx_t ctx, lac_mf_state *s, float lr, int epoch, double *train_sse)
 {
-    int B = s->blocks;
-    if (s->call.factors.nbr_k)   /* the residuals' baselines for this epoch */
+    int B = s->blocks, R = s->rounds, r_lo = 0, r_hi = R;
+    if (s->call.item_part) {   /* one slice a call (the caller's rounds) */
+        r_lo = s->next_round;
+        r_hi = r_lo + 1;
+        s->next_round = r_hi % R;
+    }
+    if (s->call.factors.nbr_k && r_lo == 0)   /* the residuals' baselines for this epoch */
         memcpy(s->bhat_epoch, s->call.factors.item_bias, (size_t)s->call.factors.num_items * sizeof(float));
     if (s->call.implicit) return lac_mf_cpu_implicit_epoch(ctx, s, lr, epoch, train_sse);
     lac_mf_stratum_order(s->call.seed, epoch, B, s->stratum_order);
@@ -160,22 +167,25 @@ lac_status lac_mf_cpu_epoch(lac_ctx_t ctx, lac_mf_state *s, float lr, int epoch,
         /* a barrier after each stratum: blocks of one stratum are disjoint,
          * so the result does not depend on which thread ran which block */
 #pragma omp parallel num_threads(s->threads)
-        for (int st = 0; st < B; st++) {
+        for (int r = r_lo; r < r_hi; r++)
+            for (int st = 0; st < B; st++) {
 #pragma omp for schedule(dynamic, 1)
-            for (int rb = 0; rb < B; rb++) {
-                int64_t b = (int64_t)rb * B + (rb + s->stratum_order[st]) % B;
-                s->block_sse[b] = run_range(s, s->block_seg[b], s->block_seg[b + 1], lr);
+                for (int rb = 0; rb < B; rb++) {
+                    int64_t b = (int64_t)rb * B + (rb + s->stratum_order[st]) % B, n = s->block_seg[b + 1] - s->block_seg[b];
+                    double x = run_range(s, s->block_seg[b] + n * r / R, s->block_seg[b] + n * (r + 1) / R, lr);
+                    s->block_sse[b] = r == r_lo ? x : s->block_sse[b] + x;
+                }
             }
-        }
     } else {
         /* one block: threads take users in count order, a chunk at a time
          * (CUSGD++ on the CPU); v_j is shared without locks */
-        int64_t segs = s->block_seg[1], chunks = (segs + LAC_MF_HOGWILD_CHUNK - 1) / LAC_MF_HOGWILD_CHUNK;
+        int64_t n = s->block_seg[1], first = n * r_lo / R, segs = n * r_hi / R - first;
+        int64_t chunks = (segs + LAC_MF_HOGWILD_CHUNK - 1) / LAC_MF_HOGWILD_CHUNK;
         double *part = s->chunk_sse;
 #pragma omp parallel for num_threads(s->threads) schedule(dynamic, 1)
         for (int64_t ch = 0; ch < chunks; ch++) {
             int64_t lo = ch * LAC_MF_HOGWILD_CHUNK, hi = lo + LAC_MF_HOGWILD_CHUNK < segs ? lo + LAC_MF_HOGWILD_CHUNK : segs;
-            part[ch] = run_range(s, lo, hi, lr);
+            part[ch] = run_range(s, first + lo, first + hi, lr);
         }
         s->block_sse[0] = 0.0;
         for (int64_t ch = 0; ch < chunks; ch++) s->block_sse[0] += part[ch];
