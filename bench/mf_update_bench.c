@@ -6,6 +6,9 @@
  * (interleaved, so both see the same machine load), their ratio, and the
  * test RMSE (a tenth of every user's ratings held out) of the base, updated
  * and retrained models, over all test ratings and over the new users'.
+ * update_s times lac_mf_update_in_place on the base model loaded from a file
+ * (what `lacuna mf update MODEL NEW OUT` does; the load and save are not
+ * timed); copy_s times lac_mf_update, which copies the model first.
  *
  *   mf_update_bench [--file RATINGS | --users N --items N --ratings N [--clusters C]]
  *                   [--new F[,F...]] [--model plain|neighbourhood] [-k K] [-K K]
@@ -15,6 +18,7 @@
 
 #include <stdint.h>
 #include <time.h>
+#include <unistd.h>
 
 static double cpu_s(void) { return (double)clock() / CLOCKS_PER_SEC; }
 
@@ -146,7 +150,7 @@ int main(int argc, char **argv)
            file ? file : "generated", (long long)n, (long long)lac_ratings_num_users(src),
            (long long)lac_ratings_num_items(src), kind, k, p.model ? K : 0, epochs, threads);
     printf("# new  new_ratings  retrain_s  update_s  ratio  retrain_cpu_s  update_cpu_s  cpu_ratio  "
-           "rmse_base  rmse_updated  rmse_retrained  new_base  new_updated  new_retrained\n");
+           "rmse_base  rmse_updated  rmse_retrained  new_base  new_updated  new_retrained  copy_s  same\n");
     for (const char *f = news; f && *f; f = strchr(f, ',') ? strchr(f, ',') + 1 : NULL) {
         double frac = atof(f);
         triples base, fresh, all, test, test_new;
@@ -172,33 +176,48 @@ int main(int argc, char **argv)
         lac_ratings_t rb = make(ctx, &base), rf = make(ctx, &fresh), ra = make(ctx, &all);
         lac_mf_model_t mb = NULL;
         if (lac_mf_train(ctx, &p, rb, NULL, NULL, NULL, &mb, NULL)) die(ctx, "train");
+        char path[64];
+        snprintf(path, sizeof path, "/tmp/mf_update_bench.%ld.model", (long)getpid());
+        if (lac_mf_model_save(ctx, path, mb)) die(ctx, "save");
         double *wt = calloc((size_t)repeats, sizeof *wt), *wu = calloc((size_t)repeats, sizeof *wu);
         double *ct = calloc((size_t)repeats, sizeof *ct), *cu = calloc((size_t)repeats, sizeof *cu);
-        lac_mf_model_t mf = NULL, mu = NULL;
+        double *wc = calloc((size_t)repeats, sizeof *wc);
+        lac_mf_model_t mf = NULL, mu = NULL, mc = NULL;
         for (int rep = 0; rep < repeats; rep++) {
             lac_mf_model_destroy(&mf);
             lac_mf_model_destroy(&mu);
+            lac_mf_model_destroy(&mc);
             double t0 = now_s(), c0 = cpu_s();
             if (lac_mf_train(ctx, &p, ra, NULL, NULL, NULL, &mf, NULL)) die(ctx, "retrain");
             wt[rep] = now_s() - t0;
             ct[rep] = cpu_s() - c0;
             lac_mf_update_params up = lac_mf_update_params_default();
+            if (lac_mf_model_load(ctx, path, &mu)) die(ctx, "load");
             t0 = now_s();
             c0 = cpu_s();
-            if (lac_mf_update(ctx, &up, mb, rf, &mu, NULL)) die(ctx, "update");
+            if (lac_mf_update_in_place(ctx, &up, mu, rf, NULL)) die(ctx, "update");
             wu[rep] = now_s() - t0;
             cu[rep] = cpu_s() - c0;
+            t0 = now_s();
+            if (lac_mf_update(ctx, &up, mb, rf, &mc, NULL)) die(ctx, "update (copy)");
+            wc[rep] = now_s() - t0;
         }
+        remove(path);
         double e[6] = {rmse(ctx, mb, &test), rmse(ctx, mu, &test), rmse(ctx, mf, &test),
                        rmse(ctx, mb, &test_new), rmse(ctx, mu, &test_new), rmse(ctx, mf, &test_new)};
         double mwt = median(wt, repeats), mwu = median(wu, repeats), mct = median(ct, repeats), mcu = median(cu, repeats);
-        printf("%-5g %11lld %10.3f %9.3f %6.3f %14.3f %13.3f %10.3f %10.4f %13.4f %15.4f %9.4f %12.4f %14.4f\n", frac,
-               (long long)fresh.n, mwt, mwu, mwu / mwt, mct, mcu, mcu / mct, e[0], e[1], e[2], e[3], e[4], e[5]);
+        /* same: the copying update's test predictions equal the in-place one's */
+        int same = rmse(ctx, mc, &test) == e[1] && rmse(ctx, mc, &test_new) == e[4];
+        printf("%-5g %11lld %10.3f %9.3f %6.3f %14.3f %13.3f %10.3f %10.4f %13.4f %15.4f %9.4f %12.4f %14.4f %7.3f %5d\n",
+               frac, (long long)fresh.n, mwt, mwu, mwu / mwt, mct, mcu, mcu / mct, e[0], e[1], e[2], e[3], e[4], e[5],
+               median(wc, repeats), same);
         fflush(stdout);
         free(wt);
         free(wu);
         free(ct);
         free(cu);
+        free(wc);
+        lac_mf_model_destroy(&mc);
         lac_mf_model_destroy(&mb);
         lac_mf_model_destroy(&mf);
         lac_mf_model_destroy(&mu);

@@ -3,8 +3,10 @@
  * the solved rows are the optimum of their ridge objective (central
  * differences of the predictions); the neighbourhood model's LSH sums and
  * the new items' neighbour lists equal a search from scratch on the merged
- * ratings; replaced ratings; bad input; the given model untouched; the
- * updated model's file round trip. */
+ * ratings, and so do the bucket keys kept in the model; replaced ratings;
+ * bad input; the given model untouched; the updated model's file round
+ * trip; a model file of the older format (no keys, keyed on load) updates
+ * to the same model as the current one, and so does the update in place. */
 #include "harness.h"
 #include "lacuna/lacuna.h"
 #include "mf/mf_internal.h"
@@ -255,6 +257,10 @@ static void lsh_from_scratch(lac_mf_nbr_method method)
     int64_t diff = 0;
     for (int64_t x = 0; x < m->num_items * m->code_cols; x++) diff += found->codes[x] != m->codes[x];
     CHECK_INT(diff, 0);
+    /* the bucket keys kept in the model: those of the sums (only the changed items were keyed again) */
+    CHECK(m->keys != NULL && found->keys != NULL);
+    for (int64_t x = 0; x < m->num_items * p.neighbours.q; x++) diff += found->keys[x] != m->keys[x];
+    CHECK_INT(diff, 0);
     int64_t ni = lac_mf_model_num_items(base), K = m->nbr_k, same = 0;
     for (int64_t x = ni * K; x < m->num_items * K; x++) same += found->list[x] == m->nbr[x];
     CHECK_INT(same, (m->num_items - ni) * K);
@@ -345,6 +351,117 @@ TEST(bad_input_model_untouched_and_file_round_trip)
     slices_free(&s);
 }
 
+static unsigned char *slurp(const char *path, long *size)
+{
+    FILE *fp = fopen(path, "rb");
+    CHECK(fp != NULL);
+    fseek(fp, 0, SEEK_END);
+    *size = ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    unsigned char *buf = malloc((size_t)*size);
+    CHECK(fread(buf, 1, (size_t)*size, fp) == (size_t)*size);
+    fclose(fp);
+    return buf;
+}
+
+/* A version 3 file rewritten as version 2 (the layout before the bucket
+ * keys): header without the key-table count, no keys section, the FNV-1a
+ * checksum of the rest. */
+static void write_version2(const char *from, const char *to, int64_t key_bytes)
+{
+    long size;
+    unsigned char *buf = slurp(from, &size);
+    uint32_t version, header_bytes;
+    memcpy(&version, buf + 8, 4);
+    memcpy(&header_bytes, buf + 12, 4);
+    CHECK_INT(version, 3);
+    uint32_t v2 = 2, hb2 = header_bytes - 8;
+    FILE *fp = fopen(to, "wb");
+    CHECK(fp != NULL);
+    uint64_t h = 1469598103934665603ull;
+    const unsigned char *parts[4] = {buf, (const unsigned char *)&v2, (const unsigned char *)&hb2, buf + 16};
+    size_t lens[4] = {8, 4, 4, hb2};
+    for (int x = 0; x < 5; x++) {
+        const unsigned char *d = x < 4 ? parts[x] : buf + 16 + header_bytes;
+        size_t n = x < 4 ? lens[x] : (size_t)(size - 8 - key_bytes) - (16 + header_bytes);
+        for (size_t i = 0; i < n; i++) h = (h ^ d[i]) * 1099511628211ull;
+        CHECK(fwrite(d, 1, n, fp) == n);
+    }
+    CHECK(fwrite(&h, 8, 1, fp) == 1);
+    fclose(fp);
+    free(buf);
+}
+
+TEST(older_file_without_keys_updates_the_same)
+{
+    slices s;
+    cut(&s, 300, 150, 9000, 4, 0.1, 0.1, 5);
+    lac_mf_params p = lac_mf_params_default();
+    p.model = LAC_MF_MODEL_NEIGHBOURHOOD;
+    p.k = 6;
+    p.epochs = 4;
+    p.neighbours.k = 8;
+    p.neighbours.q = 16;
+    lac_mf_model_t base = train(&p, &s.base);
+    const char *dir = getenv("LACUNA_TEST_TMPDIR") ? getenv("LACUNA_TEST_TMPDIR") : ".";
+    char now[4096], old[4096], out_now[4096], out_old[4096];
+    snprintf(now, sizeof now, "%s/test_mf_update_v3.model", dir);
+    snprintf(old, sizeof old, "%s/test_mf_update_v2.model", dir);
+    snprintf(out_now, sizeof out_now, "%s/test_mf_update_v3_out.model", dir);
+    snprintf(out_old, sizeof out_old, "%s/test_mf_update_v2_out.model", dir);
+    CHECK_OK(ctx, lac_mf_model_save(ctx, now, base));
+    write_version2(now, old, base->num_items * p.neighbours.q * 8);
+    lac_mf_model_t a = NULL, b = NULL, ua = NULL, ub = NULL;
+    CHECK_OK(ctx, lac_mf_model_load(ctx, now, &a));
+    CHECK_OK(ctx, lac_mf_model_load(ctx, old, &b));
+    CHECK(a->keys != NULL && b->keys != NULL);
+    CHECK(!memcmp(a->keys, b->keys, (size_t)(base->num_items * p.neighbours.q) * 8));   /* keyed on load as trained */
+    lac_mf_update_report ra, rb;
+    ua = update(a, &s.fresh, 2, 2, &ra);
+    ub = update(b, &s.fresh, 2, 2, &rb);
+    CHECK(ra.new_items > 0);
+    CHECK_OK(ctx, lac_mf_model_save(ctx, out_now, ua));
+    CHECK_OK(ctx, lac_mf_model_save(ctx, out_old, ub));
+    long na, nb;
+    unsigned char *fa = slurp(out_now, &na), *fb = slurp(out_old, &nb);
+    CHECK(na == nb && !memcmp(fa, fb, (size_t)na));   /* the same updated model, byte for byte */
+    /* the update in place (what `mf update` does) gives that model too */
+    lac_ratings_t fresh = make(&s.fresh);
+    lac_mf_update_params up = lac_mf_update_params_default();
+    lac_mf_update_report ri;
+    CHECK_OK(ctx, lac_mf_update_in_place(ctx, &up, b, fresh, &ri));
+    CHECK_INT(ri.new_items, ra.new_items);
+    CHECK(ri.rmse_before == ra.rmse_before && ri.rmse_after == ra.rmse_after);
+    CHECK_OK(ctx, lac_mf_model_save(ctx, out_old, b));
+    free(fb);
+    fb = slurp(out_old, &nb);
+    CHECK(na == nb && !memcmp(fa, fb, (size_t)na));
+    lac_ratings_destroy(&fresh);
+    /* and the predictions of the test ratings agree with the in-memory model's update */
+    lac_mf_model_t uc = update(base, &s.fresh, 2, 2, NULL);
+    lac_ratings_t test = make(&s.test);
+    float *x = malloc((size_t)s.test.n * sizeof *x), *y = malloc((size_t)s.test.n * sizeof *y);
+    CHECK_OK(ctx, lac_mf_predict(ctx, ub, test, x, NULL, NULL, NULL));
+    CHECK_OK(ctx, lac_mf_predict(ctx, uc, test, y, NULL, NULL, NULL));
+    CHECK(!memcmp(x, y, (size_t)s.test.n * sizeof *x));
+    remove(now);
+    remove(old);
+    remove(out_now);
+    remove(out_old);
+    free(fa);
+    free(fb);
+    free(x);
+    free(y);
+    lac_ratings_destroy(&test);
+    lac_mf_model_destroy(&a);
+    lac_mf_model_destroy(&b);
+    lac_mf_model_destroy(&ua);
+    lac_mf_model_destroy(&ub);
+    lac_mf_model_destroy(&uc);
+    lac_mf_model_destroy(&base);
+    slices_free(&s);
+}
+
 int main(void)
 {
     lac_ctx_params p = lac_ctx_params_default();
@@ -356,6 +473,7 @@ int main(void)
     RUN(solved_rows_are_ridge_optima);
     RUN(lsh_sums_and_new_neighbours_match_a_fresh_search);
     RUN(bad_input_model_untouched_and_file_round_trip);
+    RUN(older_file_without_keys_updates_the_same);
     lac_ctx_destroy(&ctx);
     return harness_finish();
 }

@@ -1178,6 +1178,13 @@ typedef struct {
 /* report may be NULL. */
 LAC_API lac_status lac_mf_update(lac_ctx_t ctx, const lac_mf_update_params *params, lac_mf_model_t model,
                                  lac_ratings_t ratings, lac_mf_model_t *out, lac_mf_update_report *report);
+/* The same update made to model itself, without copying it first (a large
+ * neighbourhood model's LSH sums are most of its memory): the result equals
+ * lac_mf_update's. Errors found before anything changes leave the model as
+ * it was; a failure half-way (out of memory) marks it broken: it can then
+ * only be destroyed (saving or updating it is refused). */
+LAC_API lac_status lac_mf_update_in_place(lac_ctx_t ctx, const lac_mf_update_params *params, lac_mf_model_t model,
+                                          lac_ratings_t ratings, lac_mf_update_report *report);
 
 /* The n items rated most often in training (ties: lower index): what
  * recommend offers a user the model does not know. items: n dense indices

@@ -150,18 +150,20 @@ def _ids_array(texts):
 _MAGIC = b"LACUNAMF"
 _HEADER = struct.Struct("<qqiidddddffiiQqqq")   # num_users .. item_id_bytes
 _HEADER2_SIZE = 160                              # version 2's addition (src/mf/model_file.c)
+_HEADER3_SIZE = 8                                # version 3's: the bucket keys' table count
 
 
 def _read_model_bytes(data):
     if data[:8] != _MAGIC:
         raise _core.LacunaError("not a Lacuna mf model", _lib.LAC_ERR_FORMAT)
     version, header_bytes = struct.unpack_from("<II", data, 8)
-    if (version, header_bytes) not in ((1, _HEADER.size), (2, _HEADER.size + _HEADER2_SIZE)):
-        raise _core.LacunaError("mf model file version %d (header %d bytes): this package reads versions 1 and 2"
+    if (version, header_bytes) not in ((1, _HEADER.size), (2, _HEADER.size + _HEADER2_SIZE),
+                                       (3, _HEADER.size + _HEADER2_SIZE + _HEADER3_SIZE)):
+        raise _core.LacunaError("mf model file version %d (header %d bytes): this package reads versions 1 to 3"
                                 % (version, header_bytes), _lib.LAC_ERR_UNSUPPORTED)
     (num_users, num_items, k, use_bias, lam, lam_b, alpha, beta, mean, rmin, rmax, epochs, deterministic, seed,
      rated, ub, ib) = _HEADER.unpack_from(data, 16)
-    off = 16 + header_bytes   # version 2 adds the model kind and the neighbourhood model's parameters
+    off = 16 + header_bytes   # versions 2 and 3 add the model kind, the neighbourhood model's parameters, keys
 
     def take(dtype, count):
         nonlocal off

@@ -45,6 +45,8 @@ struct lac_mf_model {
     float *W, *C;             /* num_items x K */
     float *codes;             /* the search's per-item sums (LSH methods), num_items x code_cols */
     int64_t code_cols;
+    uint64_t *keys;           /* with codes: their bucket keys, keys[t * num_items + j] for the q tables */
+    int broken;               /* an in-place update failed half-way: not to be saved or updated */
 };
 
 /* The neighbourhood model's arrays (zeroed) for K neighbours. */
@@ -59,6 +61,7 @@ struct lac_mf_nbr {
     float *codes;             /* LSH methods: num_items x code_cols per-item sums (simLSH's
                                * accumulators, kept for online updates); else NULL */
     int64_t code_cols;
+    uint64_t *keys;           /* with codes: their bucket keys (q x num_items) */
     lac_idmap items;          /* empty when made inside training (the model has the ids) */
     double seconds;
     int64_t bytes;            /* peak memory of the search */
@@ -87,10 +90,14 @@ float lac_mf_nbr_weight(const lac_mf_nbr_params *params, float rating, double it
 void lac_mf_nbr_codes_add(const lac_mf_nbr_params *params, float *row, int64_t cols, int64_t user, float weight);
 /* Code columns of a method (0: GSM and random keep none). */
 int64_t lac_mf_nbr_code_columns(const lac_mf_nbr_params *params);
-/* The lists of items rows[0..num_rows) among all num_items from the codes
- * (num_items x lac_mf_nbr_code_columns): bucket keys, then the backend's
- * count over the tables (out: num_rows x K). */
-lac_status lac_mf_nbr_search_rows(lac_ctx_t ctx, const lac_mf_nbr_params *params, const float *codes,
+/* Bucket keys (keys[t * num_items + j], q tables) of the items rows[0..
+ * num_rows) (all with NULL) from their codes (num_items x
+ * lac_mf_nbr_code_columns). */
+void lac_mf_nbr_keys(const lac_mf_nbr_params *params, const float *codes, int64_t num_items, const int32_t *rows,
+                     int64_t num_rows, uint64_t *keys);
+/* The lists of items rows[0..num_rows) among all num_items from the bucket
+ * keys: the backend's count over the tables (out: num_rows x K). */
+lac_status lac_mf_nbr_search_rows(lac_ctx_t ctx, const lac_mf_nbr_params *params, const uint64_t *keys,
                                   int64_t num_items, const int32_t *rows, int64_t num_rows, int32_t *out);
 
 /* Ratings spread wider than LAC_MF_UNIT_RANGE train in units of range /
@@ -108,6 +115,13 @@ void lac_mf_model_scale(lac_mf_model_t m, double by, int factors);
 
 /* A model with zeroed arrays (rows aligned and padded). */
 lac_status lac_mf_model_alloc(lac_ctx_t ctx, int64_t num_users, int64_t num_items, int k, lac_mf_model_t *out);
+/* A deep copy of a model. */
+lac_status lac_mf_model_clone(lac_ctx_t ctx, lac_mf_model_t src, lac_mf_model_t *out);
+/* Grows a model in place to nu2 users and ni2 items (at least its own): the
+ * factors, biases, neighbour arrays and LSH sums get zeroed rows, the bucket
+ * keys move to the wider tables (the new items' left to key); rated_start
+ * and the id maps are the caller's. */
+lac_status lac_mf_model_grow(lac_ctx_t ctx, lac_mf_model_t m, int64_t nu2, int64_t ni2);
 
 lac_status lac_mf_eval_map(lac_ctx_t ctx, lac_mf_model_t model, lac_ratings_t ratings, lac_mf_eval *out);
 void lac_mf_eval_free(lac_mf_eval *eval);

@@ -173,6 +173,90 @@ lac_status lac_mf_model_alloc_nbr(lac_ctx_t ctx, lac_mf_model_t m, int k)
     return m->nbr && m->W && m->C ? LAC_SUCCESS : LAC_ERR_OUT_OF_MEMORY;
 }
 
+/* Copies n bytes of *p into a new zeroed block of `bytes` (64-byte aligned
+ * with aligned, else realloc'd: a large block grows without a copy). */
+static int grow_block(lac_ctx_t ctx, void **p, size_t n, size_t bytes, int aligned)
+{
+    if (bytes <= n) return 1;
+    void *q = aligned ? aligned_zeroed(ctx, bytes) : realloc(*p, bytes);
+    if (!q) return 0;
+    if (aligned) {
+        memcpy(q, *p, n);
+        free(*p);
+    } else {
+        memset((char *)q + n, 0, bytes - n);
+    }
+    *p = q;
+    return 1;
+}
+
+lac_status lac_mf_model_grow(lac_ctx_t ctx, lac_mf_model_t m, int64_t nu2, int64_t ni2)
+{
+    size_t nu = (size_t)m->num_users, ni = (size_t)m->num_items, S = (size_t)m->stride * 4, K = (size_t)m->nbr_k;
+    size_t cols = m->codes ? (size_t)m->code_cols : 0, q = m->keys ? (size_t)m->params.neighbours.q : 0, cells;
+    if (lac_mul_overflows((size_t)(nu2 > ni2 ? nu2 : ni2), S + cols * 4 + q * 8 + K * 12, &cells))
+        return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "%lld users and %lld items do not fit in memory", (long long)nu2,
+                         (long long)ni2);
+    int ok = grow_block(ctx, (void **)&m->P, nu * S, (size_t)nu2 * S, 1) &&
+             grow_block(ctx, (void **)&m->Q, ni * S, (size_t)ni2 * S, 1) &&
+             grow_block(ctx, (void **)&m->user_bias, nu * 4, (size_t)nu2 * 4, 1) &&
+             grow_block(ctx, (void **)&m->item_bias, ni * 4, (size_t)ni2 * 4, 1) &&
+             (!K || (grow_block(ctx, (void **)&m->nbr, ni * K * 4, (size_t)ni2 * K * 4, 0) &&
+                     grow_block(ctx, (void **)&m->W, ni * K * 4, (size_t)ni2 * K * 4, 0) &&
+                     grow_block(ctx, (void **)&m->C, ni * K * 4, (size_t)ni2 * K * 4, 0))) &&
+             (!cols || grow_block(ctx, (void **)&m->codes, ni * cols * 4, (size_t)ni2 * cols * 4, 0)) &&
+             (!q || grow_block(ctx, (void **)&m->keys, ni * q * 8, (size_t)ni2 * q * 8, 0));
+    if (!ok) return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "out of memory growing the model");
+    for (size_t t = q; q && (size_t)ni2 > ni && t-- > 1;)   /* table t's keys to their new place, last first */
+        memmove(m->keys + t * (size_t)ni2, m->keys + t * ni, ni * 8);
+    m->num_users = nu2;
+    m->num_items = ni2;
+    return LAC_SUCCESS;
+}
+
+static int copy_block(lac_ctx_t ctx, void **dst, const void *src, size_t bytes)
+{
+    if (!src) return 1;
+    *dst = lac_malloc(ctx, bytes ? bytes : 1);
+    if (*dst) memcpy(*dst, src, bytes);
+    return *dst != NULL;
+}
+
+lac_status lac_mf_model_clone(lac_ctx_t ctx, lac_mf_model_t src, lac_mf_model_t *out)
+{
+    lac_mf_model_t m = NULL;
+    LAC_CHECK(lac_mf_model_alloc(ctx, src->num_users, src->num_items, src->k, &m));
+    size_t nu = (size_t)src->num_users, ni = (size_t)src->num_items, S = (size_t)src->stride * 4;
+    size_t rated = (size_t)src->rated_start[nu], K = (size_t)src->nbr_k;
+    m->params = src->params;
+    m->mean = src->mean;
+    m->rating_min = src->rating_min;
+    m->rating_max = src->rating_max;
+    m->epochs = src->epochs;
+    m->nbr_k = src->nbr_k;
+    m->code_cols = src->code_cols;
+    memcpy(m->P, src->P, nu * S);
+    memcpy(m->Q, src->Q, ni * S);
+    memcpy(m->user_bias, src->user_bias, nu * 4);
+    memcpy(m->item_bias, src->item_bias, ni * 4);
+    memcpy(m->rated_start, src->rated_start, (nu + 1) * 8);
+    int ok = copy_block(ctx, (void **)&m->rated_items, src->rated_items, rated * 4) &&
+             copy_block(ctx, (void **)&m->rated_vals, src->rated_vals, rated * 4) &&
+             copy_block(ctx, (void **)&m->nbr, src->nbr, ni * K * 4) &&
+             copy_block(ctx, (void **)&m->W, src->W, ni * K * 4) && copy_block(ctx, (void **)&m->C, src->C, ni * K * 4) &&
+             copy_block(ctx, (void **)&m->codes, src->codes, ni * (size_t)src->code_cols * 4) &&
+             copy_block(ctx, (void **)&m->keys, src->keys, ni * (size_t)src->params.neighbours.q * 8);
+    lac_status st = ok ? LAC_SUCCESS : LAC_ERR_OUT_OF_MEMORY;
+    if (st == LAC_SUCCESS) st = lac_idmap_copy(ctx, &src->users, &m->users);
+    if (st == LAC_SUCCESS) st = lac_idmap_copy(ctx, &src->items, &m->items);
+    if (st < 0) {
+        lac_mf_model_destroy(&m);
+        return st;
+    }
+    *out = m;
+    return LAC_SUCCESS;
+}
+
 void lac_mf_model_destroy(lac_mf_model_t *model)
 {
     if (!model || !*model) return;
@@ -182,6 +266,7 @@ void lac_mf_model_destroy(lac_mf_model_t *model)
     free(m->W);
     free(m->C);
     free(m->codes);
+    free(m->keys);
     free(m->P);
     free(m->Q);
     free(m->user_bias);

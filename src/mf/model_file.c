@@ -7,12 +7,15 @@
  *   user_bias | item_bias | rated_start | rated_items | user ids | item ids |
  *   [neighbourhood sections] | u64 checksum
  * P and Q are stored unpadded (k floats a row); ids are NUL-terminated.
- * Version 2 (written now) appends to version 1's header the model kind and
+ * Version 2 appends to version 1's header the model kind and
  * the neighbourhood model's parameters; a neighbourhood model then holds
  * rated_vals (rated_count floats), S^K (items x K int32), W, C (items x K
  * floats each) and the search's per-item sums (items x code_cols floats).
  * The header's implicit word (0 in older files) records implicit-feedback
- * training. Version 1 files (plain models) still load. */
+ * training. Version 3 (written now) appends the number of tables whose
+ * bucket keys follow the sums (tables x items u64, 0 tables: none), so that
+ * an online update keys only the items it changes; older files (versions 1
+ * and 2) still load, a neighbourhood model's keys computed from its sums. */
 #include "io/io_internal.h"
 #include "mf/mf_internal.h"
 
@@ -23,7 +26,7 @@
 #include <string.h>
 
 #define MODEL_MAGIC "LACUNAMF"
-#define MODEL_VERSION 2u
+#define MODEL_VERSION 3u
 
 typedef struct {
     int64_t num_users, num_items;
@@ -47,6 +50,11 @@ typedef struct {
     int64_t code_cols;
 } model_header2;
 
+/* Version 3's addition. */
+typedef struct {
+    int64_t key_tables;
+} model_header3;
+
 typedef struct {
     uint64_t h;
 } fnv;
@@ -69,6 +77,7 @@ lac_status lac_mf_model_save(lac_ctx_t ctx, const char *path, lac_mf_model_t m)
 {
     LAC_ARG_NOT_NULL(ctx, path);
     LAC_ARG_NOT_NULL(ctx, m);
+    if (m->broken) return lac_error(ctx, LAC_ERR_ARGUMENT, "the model is broken (an in-place update of it failed): not saved");
     model_header h;
     memset(&h, 0, sizeof h);
     h.num_users = m->num_users;
@@ -107,12 +116,16 @@ lac_status lac_mf_model_save(lac_ctx_t ctx, const char *path, lac_mf_model_t m)
     h2.code_cols = m->codes ? m->code_cols : 0;
     h2.implicit = mp->implicit ? 1 | (mp->loss == LAC_MF_LOSS_BPR) << 1 | mp->weighted << 2 | mp->negatives << 8 : 0;
 
+    model_header3 h3;
+    memset(&h3, 0, sizeof h3);
+    h3.key_tables = m->nbr_k && h2.code_cols && m->keys ? mp->neighbours.q : 0;
+
     lac_atomic_file af;
     LAC_CHECK(lac_atomic_open(ctx, path, &af));
     fnv f = {1469598103934665603ull};
-    uint32_t version = MODEL_VERSION, header_bytes = (uint32_t)(sizeof h + sizeof h2);
+    uint32_t version = MODEL_VERSION, header_bytes = (uint32_t)(sizeof h + sizeof h2 + sizeof h3);
     int ok = put(af.fp, &f, MODEL_MAGIC, 8) && put(af.fp, &f, &version, 4) && put(af.fp, &f, &header_bytes, 4) &&
-             put(af.fp, &f, &h, sizeof h) && put(af.fp, &f, &h2, sizeof h2);
+             put(af.fp, &f, &h, sizeof h) && put(af.fp, &f, &h2, sizeof h2) && put(af.fp, &f, &h3, sizeof h3);
     for (int64_t u = 0; ok && u < m->num_users; u++) ok = put(af.fp, &f, m->P + u * m->stride, (size_t)m->k * 4);
     for (int64_t j = 0; ok && j < m->num_items; j++) ok = put(af.fp, &f, m->Q + j * m->stride, (size_t)m->k * 4);
     ok = ok && put(af.fp, &f, m->user_bias, (size_t)m->num_users * 4) &&
@@ -125,7 +138,8 @@ lac_status lac_mf_model_save(lac_ctx_t ctx, const char *path, lac_mf_model_t m)
         size_t nk = (size_t)m->num_items * (size_t)m->nbr_k;
         ok = ok && put(af.fp, &f, m->rated_vals, (size_t)h.rated_count * 4) && put(af.fp, &f, m->nbr, nk * 4) &&
              put(af.fp, &f, m->W, nk * 4) && put(af.fp, &f, m->C, nk * 4) &&
-             put(af.fp, &f, m->codes, (size_t)m->num_items * (size_t)h2.code_cols * 4);
+             put(af.fp, &f, m->codes, (size_t)m->num_items * (size_t)h2.code_cols * 4) &&
+             put(af.fp, &f, m->keys, (size_t)m->num_items * (size_t)h3.key_tables * 8);
     }
     uint64_t sum = f.h;
     ok = ok && fwrite(&sum, 8, 1, af.fp) == 1;
@@ -193,9 +207,10 @@ lac_status lac_mf_model_load(lac_ctx_t ctx, const char *path, lac_mf_model_t *ou
     memcpy(&version, buf + 8, 4);
     memcpy(&header_bytes, buf + 12, 4);
     if (!(version == 1 && header_bytes == sizeof(model_header)) &&
-        !(version == 2 && header_bytes == sizeof(model_header) + sizeof(model_header2))) {
+        !(version == 2 && header_bytes == sizeof(model_header) + sizeof(model_header2)) &&
+        !(version == 3 && header_bytes == sizeof(model_header) + sizeof(model_header2) + sizeof(model_header3))) {
         st = lac_error(ctx, LAC_ERR_FORMAT, "%s: model version %u (header %u bytes) is not a version this build reads "
-                       "(1 or 2)", path, version, header_bytes);
+                       "(1 to 3)", path, version, header_bytes);
         goto done;
     }
     if ((size_t)size < fixed + (header_bytes - sizeof(model_header))) {
@@ -215,12 +230,16 @@ lac_status lac_mf_model_load(lac_ctx_t ctx, const char *path, lac_mf_model_t *ou
     }
     model_header h;
     model_header2 h2;
+    model_header3 h3;
     memcpy(&h, buf + 16, sizeof h);
     memset(&h2, 0, sizeof h2);
-    if (version == 2) memcpy(&h2, buf + 16 + sizeof h, sizeof h2);
+    memset(&h3, 0, sizeof h3);
+    if (version >= 2) memcpy(&h2, buf + 16 + sizeof h, sizeof h2);
+    if (version >= 3) memcpy(&h3, buf + 16 + sizeof h + sizeof h2, sizeof h3);
     int nbr = h2.kind == LAC_MF_MODEL_NEIGHBOURHOOD;
     if ((h2.kind != LAC_MF_MODEL_PLAIN && !nbr) || (nbr && (h2.nbr_k < 1 || h2.nbr_k > 1024)) ||
         (!nbr && h2.nbr_k != 0) || h2.code_cols < 0 || h2.code_cols > ((int64_t)1 << 32) ||
+        (h3.key_tables != 0 && (!nbr || !h2.code_cols || h3.key_tables != h2.q)) ||
         (h2.implicit & 1 && ((h2.implicit >> 8) < 1 || (h2.implicit >> 8) > 1000))) {
         st = lac_error(ctx, LAC_ERR_FORMAT, "%s: impossible header values (model kind)", path);
         goto done;
@@ -236,7 +255,7 @@ lac_status lac_mf_model_load(lac_ctx_t ctx, const char *path, lac_mf_model_t *ou
                     4.0 * (double)h.rated_count + (double)h.user_id_bytes + (double)h.item_id_bytes;
     if (nbr)
         expect += 4.0 * (double)h.rated_count + 12.0 * (double)h.num_items * h2.nbr_k +
-                  4.0 * (double)h.num_items * (double)h2.code_cols;
+                  4.0 * (double)h.num_items * (double)h2.code_cols + 8.0 * (double)h.num_items * (double)h3.key_tables;
     if (expect != (double)size) {
         st = lac_error(ctx, LAC_ERR_FORMAT, "%s: %ld bytes where the header describes %.0f", path, size, expect);
         goto done;
@@ -254,7 +273,7 @@ lac_status lac_mf_model_load(lac_ctx_t ctx, const char *path, lac_mf_model_t *ou
     m->rating_min = h.rating_min;
     m->rating_max = h.rating_max;
     m->epochs = h.epochs;
-    if (version == 2) {
+    if (version >= 2) {
         m->params.model = h2.kind;
         m->params.neighbours.method = (lac_mf_nbr_method)h2.method;
         m->params.neighbours.k = nbr ? h2.nbr_k : m->params.neighbours.k;
@@ -328,6 +347,20 @@ lac_status lac_mf_model_load(lac_ctx_t ctx, const char *path, lac_mf_model_t *ou
             memcpy(m->C, p, nk * 4);
             p += nk * 4;
             if (cc) memcpy(m->codes, p, cc * 4);
+            p += cc * 4;
+            size_t kc = (size_t)h.num_items * (size_t)h3.key_tables;
+            int keyable = cc && h2.p > 0 && h2.q > 0 && h2.bits > 0 && h2.bits <= 64 &&
+                          h2.code_cols == lac_mf_nbr_code_columns(&m->params.neighbours);
+            if (kc || keyable) {
+                m->keys = lac_malloc(ctx, (size_t)h.num_items * (size_t)h2.q * 8 + 8);
+                if (!m->keys) {
+                    st = LAC_ERR_OUT_OF_MEMORY;
+                    goto done;
+                }
+                if (kc) memcpy(m->keys, p, kc * 8);
+                else   /* an older file: keyed here, as the training keys them */
+                    lac_mf_nbr_keys(&m->params.neighbours, m->codes, h.num_items, NULL, 0, m->keys);
+            }
             for (size_t x = 0; x < nk; x++)
                 if (m->nbr[x] < 0 || m->nbr[x] >= h.num_items) {
                     st = lac_error(ctx, LAC_ERR_FORMAT, "%s: neighbour %zu is out of range", path, x);

@@ -459,27 +459,45 @@ static lac_status code_sums(lac_ctx_t ctx, const lac_mf_nbr_params *p, const lac
     return st;
 }
 
+/* Table t's bucket key of an item whose codes for tables [t_begin, ...)
+ * start at c: it folds its p codes (G sign bits each, or p min-hashes). */
+static uint64_t bucket_key(const lac_mf_nbr_params *p, const float *c)
+{
+    int bitsm = is_bits_method(p->method), per = bitsm ? p->bits : 1;
+    uint64_t key = LAC_NBR_KEY0;
+    for (int x = 0; x < p->p; x++) {
+        uint64_t code = 0;
+        if (bitsm)
+            for (int g = 0; g < per; g++) code |= (uint64_t)(c[x * per + g] >= 0.0f) << g;   /* Upsilon */
+        else   /* an item without ratings keeps +inf */
+            code = c[x] < 16777216.0f ? (uint64_t)c[x] : 0xFFFFFFFFull;
+        key = lac_nbr_key_fold(key, x, code);
+    }
+    return key;
+}
+
 /* Bucket keys of tables [t_begin, t_end), whose codes are codes' columns
- * (items x cols): table t's key of item j folds its p codes (G sign bits
- * each, or p min-hashes). */
+ * (items x cols). */
 static void bucket_keys(const lac_mf_nbr_params *p, int64_t ni, const float *codes, int64_t cols, int64_t t_begin,
                         int64_t t_end, uint64_t *keys)
 {
-    int bitsm = is_bits_method(p->method), per = bitsm ? p->bits : 1;
+    int64_t per = p->p * (is_bits_method(p->method) ? p->bits : 1);
     for (int64_t t = t_begin; t < t_end; t++)
-        for (int64_t j = 0; j < ni; j++) {
-            const float *c = codes + j * cols + (t - t_begin) * p->p * per;
-            uint64_t key = LAC_NBR_KEY0;
-            for (int x = 0; x < p->p; x++) {
-                uint64_t code = 0;
-                if (bitsm)
-                    for (int g = 0; g < per; g++) code |= (uint64_t)(c[x * per + g] >= 0.0f) << g;   /* Upsilon */
-                else   /* an item without ratings keeps +inf */
-                    code = c[x] < 16777216.0f ? (uint64_t)c[x] : 0xFFFFFFFFull;
-                key = lac_nbr_key_fold(key, x, code);
-            }
-            keys[t * ni + j] = key;
-        }
+        for (int64_t j = 0; j < ni; j++) keys[t * ni + j] = bucket_key(p, codes + j * cols + (t - t_begin) * per);
+}
+
+void lac_mf_nbr_keys(const lac_mf_nbr_params *p, const float *codes, int64_t num_items, const int32_t *rows,
+                     int64_t num_rows, uint64_t *keys)
+{
+    int64_t cols = code_columns(p), per = cols / p->q;
+    if (!rows) {
+        bucket_keys(p, num_items, codes, cols, 0, p->q, keys);
+        return;
+    }
+    for (int64_t r = 0; r < num_rows; r++) {
+        int64_t j = rows[r];
+        for (int64_t t = 0; t < p->q; t++) keys[t * num_items + j] = bucket_key(p, codes + j * cols + t * per);
+    }
 }
 
 /* ------------------------------------------------------------------------ */
@@ -579,6 +597,10 @@ lac_status lac_mf_nbr_search(lac_ctx_t ctx, const lac_mf_nbr_params *p, const la
         LAC_CHECK_GOTO(be->bucket_topk(ctx, &call, r->list), st, done);
         int64_t fixed = data_bytes + list_bytes + (int64_t)cells + ni * p->q * 8;
         r->bytes = fixed + (map_peak > call.bytes ? map_peak : call.bytes);
+        if (keep_codes) {   /* with the sums, for online updates */
+            r->keys = keys;
+            keys = NULL;
+        }
     }
     r->seconds = omp_get_wtime() - t0;
 done:
@@ -591,12 +613,9 @@ done:
     return LAC_SUCCESS;
 }
 
-lac_status lac_mf_nbr_search_rows(lac_ctx_t ctx, const lac_mf_nbr_params *p, const float *codes, int64_t ni,
+lac_status lac_mf_nbr_search_rows(lac_ctx_t ctx, const lac_mf_nbr_params *p, const uint64_t *keys, int64_t ni,
                                   const int32_t *rows, int64_t num_rows, int32_t *out)
 {
-    uint64_t *keys = lac_malloc(ctx, (size_t)(ni ? ni : 1) * (size_t)p->q * sizeof *keys);
-    if (!keys) return LAC_ERR_OUT_OF_MEMORY;
-    bucket_keys(p, ni, codes, code_columns(p), 0, p->q, keys);
     lac_nbr_data d;
     memset(&d, 0, sizeof d);
     d.num_items = ni;
@@ -610,9 +629,7 @@ lac_status lac_mf_nbr_search_rows(lac_ctx_t ctx, const lac_mf_nbr_params *p, con
     call.keys = keys;
     call.rows = rows;
     call.num_rows = num_rows;
-    lac_status st = nbr_backend(ctx)->bucket_topk(ctx, &call, out);
-    free(keys);
-    return st;
+    return nbr_backend(ctx)->bucket_topk(ctx, &call, out);
 }
 
 int64_t lac_mf_nbr_code_columns(const lac_mf_nbr_params *p)
@@ -654,6 +671,7 @@ void lac_mf_nbr_destroy(lac_mf_nbr_t *nbr)
     if (!nbr || !*nbr) return;
     free((*nbr)->list);
     free((*nbr)->codes);
+    free((*nbr)->keys);
     lac_idmap_free(&(*nbr)->items);
     free(*nbr);
     *nbr = NULL;

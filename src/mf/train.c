@@ -156,7 +156,9 @@ static lac_status find_neighbours(lac_ctx_t ctx, lac_mf_model_t m, const lac_nbr
         memcpy(m->nbr, n->list, (size_t)n->num_items * (size_t)n->k * sizeof *m->nbr);
         m->codes = n->codes;
         m->code_cols = n->code_cols;
+        m->keys = n->keys;
         n->codes = NULL;
+        n->keys = NULL;
         lac_log(ctx, LAC_LOG_INFO, "mf: %d neighbours per item by %s in %.3f s", n->k,
                 lac_mf_nbr_method_name(n->params.method), n->seconds);
     }

@@ -1,10 +1,12 @@
 /* mf online updates (lac_mf_update, the paper's Algorithm 4): new ratings
- * folded into a copy of a trained model. The id maps and arrays grow, each
+ * folded into a trained model. The id maps and arrays grow, each
  * user's training items take the new ones, the neighbourhood model's LSH
  * sums take the new ratings and new items get S^K(j) among all items; then
  * the new rows are solved in closed form with the rest fixed (the backend's
  * fold_in) and a few SGD epochs run over the touched rows (the backend's
- * epochs). */
+ * epochs). The model is grown in place (lac_mf_update: in a copy), so that
+ * the cost follows the update's size: only the changed items' sums are
+ * added to and keyed again, and no array of the model is copied whole. */
 #include "mf/mf_internal.h"
 
 #include <math.h>
@@ -66,9 +68,18 @@ static lac_status add_ids(lac_ctx_t ctx, const lac_idmap *from, const int32_t *i
     return LAC_SUCCESS;
 }
 
-/* The training rating of user u for item j in model m, NaN when none (or
- * the model keeps no ratings). */
-static float old_rating(lac_mf_model_t m, int64_t u, int32_t j)
+/* The model's training ratings before the update (an in-place update
+ * replaces them with the merged ones). */
+typedef struct {
+    int64_t num_users, num_items;
+    int64_t *rated_start;
+    int32_t *rated_items;
+    float *rated_vals;
+} before;
+
+/* The training rating of user u for item j before the update, NaN when
+ * none (or the model keeps no ratings). */
+static float old_rating(const before *m, int64_t u, int32_t j)
 {
     if (u >= m->num_users || !m->rated_vals) return NAN;
     const int32_t *items = m->rated_items + m->rated_start[u];
@@ -83,7 +94,7 @@ static float old_rating(lac_mf_model_t m, int64_t u, int32_t j)
 
 /* Each user's training items (and ratings) merged with the new ones (nb's
  * user-major rows, ascending): the new rating wins a pair both have. */
-static lac_status merge_rated(lac_ctx_t ctx, lac_mf_model_t old, lac_mf_model_t m, const lac_nbr_data *nb,
+static lac_status merge_rated(lac_ctx_t ctx, const before *old, lac_mf_model_t m, const lac_nbr_data *nb,
                               int64_t *replaced)
 {
     int64_t nu = old->num_users, total = 0;
@@ -150,34 +161,28 @@ static lac_status rated_data(lac_ctx_t ctx, lac_mf_model_t m, const unsigned cha
     return st;
 }
 
-/* The neighbourhood model's item side: known items keep S^K, W and C; the
- * LSH sums take the new ratings (nb item-major); new items get S^K(j) among
- * all items. */
-static lac_status update_neighbours(lac_ctx_t ctx, lac_mf_model_t old, lac_mf_model_t m, const lac_nbr_data *nb)
+/* The neighbourhood model's item side (the model grown in place): known
+ * items keep S^K, W and C; the LSH sums take the new ratings (nb
+ * item-major), the bucket keys of the items whose sums changed are keyed
+ * again; new items get S^K(j) among all items. */
+static lac_status update_neighbours(lac_ctx_t ctx, const before *old, lac_mf_model_t m, const lac_nbr_data *nb)
 {
     const lac_mf_nbr_params *np = &m->params.neighbours;
-    int K = old->nbr_k;
+    int K = m->nbr_k;
     int64_t ni = old->num_items, ni2 = m->num_items, added = ni2 - ni;
-    LAC_CHECK(lac_mf_model_alloc_nbr(ctx, m, K));
-    memcpy(m->nbr, old->nbr, (size_t)ni * K * sizeof *m->nbr);
-    memcpy(m->W, old->W, (size_t)ni * K * sizeof *m->W);
-    memcpy(m->C, old->C, (size_t)ni * K * sizeof *m->C);
-    int64_t cols = old->codes ? old->code_cols : 0;
+    int64_t cols = m->codes ? m->code_cols : 0;
     if (cols && cols != lac_mf_nbr_code_columns(np))
         return lac_error(ctx, LAC_ERR_FORMAT, "the model's LSH sums have %lld columns where its parameters make %lld",
                          (long long)cols, (long long)lac_mf_nbr_code_columns(np));
     if (cols) {
         int minhash = np->method == LAC_MF_NBR_MINHASH, centred = np->method == LAC_MF_NBR_SIMLSH_CENTRED;
-        m->codes = lac_malloc(ctx, (size_t)ni2 * (size_t)cols * sizeof *m->codes);
         double *mean = centred ? lac_calloc(ctx, (size_t)ni2 + 1, sizeof *mean) : NULL;
         int64_t *count = centred ? lac_calloc(ctx, (size_t)ni2 + 1, sizeof *count) : NULL;
-        if (!m->codes || (centred && (!mean || !count))) {
+        if (centred && (!mean || !count)) {
             free(mean);
             free(count);
             return LAC_ERR_OUT_OF_MEMORY;
         }
-        m->code_cols = cols;
-        memcpy(m->codes, old->codes, (size_t)ni * (size_t)cols * sizeof *m->codes);
         for (size_t x = (size_t)ni * (size_t)cols; x < (size_t)ni2 * (size_t)cols; x++) m->codes[x] = minhash ? INFINITY : 0.0f;
         if (centred) {   /* each item's mean over all its ratings, merged */
             for (int64_t a = 0; a < m->rated_start[m->num_users]; a++) {
@@ -188,6 +193,7 @@ static lac_status update_neighbours(lac_ctx_t ctx, lac_mf_model_t old, lac_mf_mo
         }
 #pragma omp parallel for num_threads(lac_threads(ctx)) schedule(dynamic, 4)
         for (int64_t j = 0; j < ni2; j++) {
+            if (nb->item_start[j + 1] == nb->item_start[j]) continue;
             float *row = m->codes + j * cols;
             double mj = centred ? mean[j] : 0.0;
             for (int64_t a = nb->item_start[j]; a < nb->item_start[j + 1]; a++) {
@@ -200,16 +206,24 @@ static lac_status update_neighbours(lac_ctx_t ctx, lac_mf_model_t old, lac_mf_mo
         free(mean);
         free(count);
     }
-    if (!added) return LAC_SUCCESS;
     lac_status st = LAC_SUCCESS;
-    if (cols) {
-        int32_t *rows = lac_malloc(ctx, (size_t)added * sizeof *rows);
-        if (!rows) return LAC_ERR_OUT_OF_MEMORY;
+    if (cols) {   /* the bucket keys: those of the items whose sums changed keyed again (all when none kept) */
+        int64_t touched = 0, all = !m->keys;
+        if (all) m->keys = lac_malloc(ctx, (size_t)ni2 * (size_t)np->q * sizeof *m->keys + 8);
+        int32_t *rows = lac_malloc(ctx, (size_t)(ni2 ? ni2 : 1) * sizeof *rows);
+        if (!m->keys || !rows) {
+            free(rows);
+            return LAC_ERR_OUT_OF_MEMORY;
+        }
+        for (int64_t j = 0; j < ni2; j++)
+            if (all || j >= ni || nb->item_start[j + 1] > nb->item_start[j]) rows[touched++] = (int32_t)j;
+        lac_mf_nbr_keys(np, m->codes, ni2, rows, touched, m->keys);
         for (int64_t x = 0; x < added; x++) rows[x] = (int32_t)(ni + x);
-        st = lac_mf_nbr_search_rows(ctx, np, m->codes, ni2, rows, added, m->nbr + ni * K);
+        if (added) st = lac_mf_nbr_search_rows(ctx, np, m->keys, ni2, rows, added, m->nbr + ni * K);
         free(rows);
         return st;
     }
+    if (!added) return LAC_SUCCESS;
     /* No sums kept (GSM, random, or a file without them): the search on the
      * merged ratings, its lists of the new items taken (and its sums kept). */
     lac_mf_data all;
@@ -224,7 +238,9 @@ static lac_status update_neighbours(lac_ctx_t ctx, lac_mf_model_t old, lac_mf_mo
         memcpy(m->nbr + ni * K, found->list + ni * K, (size_t)added * K * sizeof *m->nbr);
         m->codes = found->codes;
         m->code_cols = found->codes ? found->code_cols : 0;
+        m->keys = found->keys;
         found->codes = NULL;
+        found->keys = NULL;
     }
     lac_mf_nbr_destroy(&found);
     lac_mf_nbr_data_free(&d);
@@ -234,7 +250,7 @@ static lac_status update_neighbours(lac_ctx_t ctx, lac_mf_model_t old, lac_mf_mo
 /* The closed-form solves: new users (the neighbourhood model: every touched
  * user, from its whole training row), then new items, `rounds` times; in the
  * first round a user's ratings of new items (not solved yet) are left out. */
-static lac_status fold_in(lac_ctx_t ctx, lac_mf_model_t old, lac_mf_model_t m, const lac_nbr_data *nb, int rounds)
+static lac_status fold_in(lac_ctx_t ctx, const before *old, lac_mf_model_t m, const lac_nbr_data *nb, int rounds)
 {
     const lac_mf_backend *be = &lac_mf_cpu_backend;
     int64_t nu = old->num_users, ni = old->num_items, new_users = m->num_users - nu, new_items = m->num_items - ni;
@@ -348,75 +364,41 @@ static lac_status rmse_on(lac_ctx_t ctx, lac_mf_model_t m, lac_ratings_t r, doub
     return st;
 }
 
-lac_status lac_mf_update(lac_ctx_t ctx, const lac_mf_update_params *params, lac_mf_model_t model,
-                         lac_ratings_t ratings, lac_mf_model_t *out, lac_mf_update_report *report)
+/* The update of m itself (its arguments checked). On failure after it
+ * started changing m, m is marked broken. */
+static lac_status update_model(lac_ctx_t ctx, const lac_mf_update_params *params, lac_mf_model_t m,
+                               lac_ratings_t ratings, lac_mf_update_report *report)
 {
-    LAC_ARG_NOT_NULL(ctx, ctx);
-    LAC_ARG_NOT_NULL(ctx, params);
-    LAC_ARG_NOT_NULL(ctx, model);
-    LAC_ARG_NOT_NULL(ctx, ratings);
-    LAC_ARG_NOT_NULL(ctx, out);
-    LAC_ADOPT_PARAMS(ctx, "mf update", lac_mf_update_params, params, update_defaults());
-    const char *why = lac_mf_update_params_check(params);
-    if (why) return lac_error(ctx, LAC_ERR_ARGUMENT, "mf update parameters: %s", why);
-    if (ratings->count == 0) return lac_error(ctx, LAC_ERR_VALUE, "the new ratings are empty");
-    for (int64_t i = 0; i < ratings->count; i++)
-        if (!isfinite(ratings->value[i]))
-            return lac_error(ctx, LAC_ERR_VALUE, "new rating %lld is %g: ratings must be finite", (long long)i,
-                             (double)ratings->value[i]);
-    if (model->params.implicit)
-        return lac_error(ctx, LAC_ERR_UNSUPPORTED, "online updates of implicit-feedback models are not supported yet "
-                                                   "(the closed-form solves are for squared error)");
-    if (model->nbr_k && !model->rated_vals)
-        return lac_error(ctx, LAC_ERR_INTERNAL, "mf update: a neighbourhood model without its training ratings");
-
+    lac_mf_update_report rep;
+    memset(&rep, 0, sizeof rep);
+    LAC_CHECK(rmse_on(ctx, m, ratings, &rep.rmse_before));
     double t0 = omp_get_wtime();
     int threads = ctx->threads;   /* restored at the end */
-    int64_t per = model->nbr_k ? UPDATE_NBR_RATINGS_PER_THREAD : UPDATE_RATINGS_PER_THREAD;
+    int64_t per = m->nbr_k ? UPDATE_NBR_RATINGS_PER_THREAD : UPDATE_RATINGS_PER_THREAD;
     if (ratings->count / per + 1 < ctx->threads) ctx->threads = (int)(ratings->count / per + 1);
-    lac_mf_model_t m = NULL;
     lac_mf_data fresh;
     lac_nbr_data nb;
     memset(&fresh, 0, sizeof fresh);
     memset(&nb, 0, sizeof nb);
-    lac_mf_update_report rep;
-    memset(&rep, 0, sizeof rep);
     struct lac_ratings mapped;
     memset(&mapped, 0, sizeof mapped);
+    before old = {m->num_users, m->num_items, m->rated_start, m->rated_items, m->rated_vals};
+    int started = 0;
     lac_status st = LAC_SUCCESS;
-    int32_t *tu = extend_map(ctx, &ratings->users, &model->users, &rep.new_users);
-    int32_t *ti = extend_map(ctx, &ratings->items, &model->items, &rep.new_items);
+    int32_t *tu = extend_map(ctx, &ratings->users, &m->users, &rep.new_users);
+    int32_t *ti = extend_map(ctx, &ratings->items, &m->items, &rep.new_items);
     mapped.user = lac_malloc(ctx, (size_t)ratings->count * sizeof *mapped.user);
     mapped.item = lac_malloc(ctx, (size_t)ratings->count * sizeof *mapped.item);
     if (!tu || !ti || !mapped.user || !mapped.item) {
         st = LAC_ERR_OUT_OF_MEMORY;
         goto done;
     }
-    int64_t nu = model->num_users, ni = model->num_items, nu2 = nu + rep.new_users, ni2 = ni + rep.new_items;
-    double unit = lac_mf_rating_unit(model->rating_min, model->rating_max);   /* the training's */
+    int64_t nu = m->num_users, ni = m->num_items, nu2 = nu + rep.new_users, ni2 = ni + rep.new_items;
+    double unit = lac_mf_rating_unit(m->rating_min, m->rating_max);   /* the training's */
     if (nu2 > INT32_MAX || ni2 > INT32_MAX) {
         st = lac_error(ctx, LAC_ERR_RANGE, "mf update: more than 2^31 - 1 users or items");
         goto done;
     }
-    LAC_CHECK_GOTO(lac_mf_model_alloc(ctx, nu2, ni2, model->k, &m), st, done);
-    m->params = model->params;
-    m->mean = model->mean;
-    m->epochs = model->epochs;
-    m->rating_min = model->rating_min;
-    m->rating_max = model->rating_max;
-    for (int64_t i = 0; i < ratings->count; i++) {
-        m->rating_min = ratings->value[i] < m->rating_min ? ratings->value[i] : m->rating_min;
-        m->rating_max = ratings->value[i] > m->rating_max ? ratings->value[i] : m->rating_max;
-    }
-    memcpy(m->P, model->P, (size_t)nu * model->stride * sizeof *m->P);
-    memcpy(m->Q, model->Q, (size_t)ni * model->stride * sizeof *m->Q);
-    memcpy(m->user_bias, model->user_bias, (size_t)nu * sizeof *m->user_bias);
-    memcpy(m->item_bias, model->item_bias, (size_t)ni * sizeof *m->item_bias);
-    LAC_CHECK_GOTO(lac_idmap_copy(ctx, &model->users, &m->users), st, done);
-    LAC_CHECK_GOTO(lac_idmap_copy(ctx, &model->items, &m->items), st, done);
-    LAC_CHECK_GOTO(add_ids(ctx, &ratings->users, tu, &m->users), st, done);
-    LAC_CHECK_GOTO(add_ids(ctx, &ratings->items, ti, &m->items), st, done);
-
     /* the new ratings in the updated model's indices, grouped (last of a pair wins) */
     for (int64_t i = 0; i < ratings->count; i++) {
         mapped.user[i] = tu[ratings->user[i]];
@@ -429,34 +411,111 @@ lac_status lac_mf_update(lac_ctx_t ctx, const lac_mf_update_params *params, lac_
     LAC_CHECK_GOTO(lac_mf_data_build(ctx, &mapped, &fresh), st, done);
     LAC_CHECK_GOTO(lac_mf_nbr_data_build(ctx, &fresh, 1, &nb), st, done);
     rep.ratings = fresh.nnz;
-    LAC_CHECK_GOTO(merge_rated(ctx, model, m, &nb, &rep.replaced), st, done);
-    if (model->nbr_k) LAC_CHECK_GOTO(update_neighbours(ctx, model, m, &nb), st, done);
+
+    started = 1;   /* from here on m changes */
+    m->rated_start = lac_calloc(ctx, (size_t)nu2 + 1, sizeof *m->rated_start);
+    m->rated_items = NULL;
+    m->rated_vals = NULL;
+    if (!m->rated_start) {
+        st = LAC_ERR_OUT_OF_MEMORY;
+        goto done;
+    }
+    LAC_CHECK_GOTO(lac_mf_model_grow(ctx, m, nu2, ni2), st, done);
+    LAC_CHECK_GOTO(add_ids(ctx, &ratings->users, tu, &m->users), st, done);
+    LAC_CHECK_GOTO(add_ids(ctx, &ratings->items, ti, &m->items), st, done);
+    for (int64_t i = 0; i < ratings->count; i++) {
+        m->rating_min = ratings->value[i] < m->rating_min ? ratings->value[i] : m->rating_min;
+        m->rating_max = ratings->value[i] > m->rating_max ? ratings->value[i] : m->rating_max;
+    }
+    LAC_CHECK_GOTO(merge_rated(ctx, &old, m, &nb, &rep.replaced), st, done);
+    if (m->nbr_k) LAC_CHECK_GOTO(update_neighbours(ctx, &old, m, &nb), st, done);
     if (unit != 1.0) {   /* solved and swept in the units the model was trained in (the LSH sums are not) */
         lac_mf_scale_floats(fresh.val, fresh.nnz, 1.0 / unit);
         lac_mf_scale_floats(nb.user_val, nb.nnz, 1.0 / unit);
         lac_mf_scale_floats(nb.item_val, nb.nnz, 1.0 / unit);
         lac_mf_model_scale(m, 1.0 / unit, 1);
     }
-    LAC_CHECK_GOTO(fold_in(ctx, model, m, &nb, params->rounds), st, done);
+    LAC_CHECK_GOTO(fold_in(ctx, &old, m, &nb, params->rounds), st, done);
     LAC_CHECK_GOTO(sweep(ctx, m, &fresh, params->sweeps), st, done);
     if (unit != 1.0) lac_mf_model_scale(m, unit, 1);
     rep.seconds = omp_get_wtime() - t0;
-    LAC_CHECK_GOTO(rmse_on(ctx, model, ratings, &rep.rmse_before), st, done);
     LAC_CHECK_GOTO(rmse_on(ctx, m, ratings, &rep.rmse_after), st, done);
     lac_log(ctx, LAC_LOG_INFO, "mf update: %lld ratings, %lld new users, %lld new items in %.3f s; RMSE on them %.4f -> %.4f",
             (long long)rep.ratings, (long long)rep.new_users, (long long)rep.new_items, rep.seconds, rep.rmse_before,
             rep.rmse_after);
     if (report) *report = rep;
-    *out = m;
-    m = NULL;
 done:
     ctx->threads = threads;
+    if (started) {   /* the ratings before the update are the model's no more */
+        free(old.rated_start);
+        free(old.rated_items);
+        free(old.rated_vals);
+        if (st < 0) m->broken = 1;
+    }
     free(tu);
     free(ti);
     free(mapped.user);
     free(mapped.item);
     lac_mf_data_free(&fresh);
     lac_mf_nbr_data_free(&nb);
-    lac_mf_model_destroy(&m);
     return st;
+}
+
+/* The checks both entry points share. */
+static lac_status update_check(lac_ctx_t ctx, const lac_mf_update_params *params, lac_mf_model_t model,
+                               lac_ratings_t ratings)
+{
+    const char *why = lac_mf_update_params_check(params);
+    if (why) return lac_error(ctx, LAC_ERR_ARGUMENT, "mf update parameters: %s", why);
+    if (model->broken)
+        return lac_error(ctx, LAC_ERR_ARGUMENT, "mf update: the model is broken (an in-place update of it failed)");
+    if (ratings->count == 0) return lac_error(ctx, LAC_ERR_VALUE, "the new ratings are empty");
+    for (int64_t i = 0; i < ratings->count; i++)
+        if (!isfinite(ratings->value[i]))
+            return lac_error(ctx, LAC_ERR_VALUE, "new rating %lld is %g: ratings must be finite", (long long)i,
+                             (double)ratings->value[i]);
+    if (model->params.implicit)
+        return lac_error(ctx, LAC_ERR_UNSUPPORTED, "online updates of implicit-feedback models are not supported yet "
+                                                   "(the closed-form solves are for squared error)");
+    if (model->nbr_k && !model->rated_vals)
+        return lac_error(ctx, LAC_ERR_INTERNAL, "mf update: a neighbourhood model without its training ratings");
+    return LAC_SUCCESS;
+}
+
+lac_status lac_mf_update(lac_ctx_t ctx, const lac_mf_update_params *params, lac_mf_model_t model,
+                         lac_ratings_t ratings, lac_mf_model_t *out, lac_mf_update_report *report)
+{
+    LAC_ARG_NOT_NULL(ctx, ctx);
+    LAC_ARG_NOT_NULL(ctx, params);
+    LAC_ARG_NOT_NULL(ctx, model);
+    LAC_ARG_NOT_NULL(ctx, ratings);
+    LAC_ARG_NOT_NULL(ctx, out);
+    LAC_ADOPT_PARAMS(ctx, "mf update", lac_mf_update_params, params, update_defaults());
+    LAC_CHECK(update_check(ctx, params, model, ratings));
+    double t0 = omp_get_wtime();
+    lac_mf_model_t m = NULL;
+    LAC_CHECK(lac_mf_model_clone(ctx, model, &m));
+    double copied = omp_get_wtime() - t0;
+    lac_mf_update_report rep;
+    lac_status st = update_model(ctx, params, m, ratings, &rep);
+    rep.seconds += copied;
+    if (st < 0) {
+        lac_mf_model_destroy(&m);
+        return st;
+    }
+    if (report) *report = rep;
+    *out = m;
+    return LAC_SUCCESS;
+}
+
+lac_status lac_mf_update_in_place(lac_ctx_t ctx, const lac_mf_update_params *params, lac_mf_model_t model,
+                                  lac_ratings_t ratings, lac_mf_update_report *report)
+{
+    LAC_ARG_NOT_NULL(ctx, ctx);
+    LAC_ARG_NOT_NULL(ctx, params);
+    LAC_ARG_NOT_NULL(ctx, model);
+    LAC_ARG_NOT_NULL(ctx, ratings);
+    LAC_ADOPT_PARAMS(ctx, "mf update", lac_mf_update_params, params, update_defaults());
+    LAC_CHECK(update_check(ctx, params, model, ratings));
+    return update_model(ctx, params, model, ratings, report);
 }

@@ -62,8 +62,13 @@ int cmd_mf_update(int argc, char **argv)
     lac_status st = lac_mf_model_load(ctx, files[0], &model);
     if (st == LAC_SUCCESS) st = lac_ratings_read(ctx, files[1], &rp, &fresh);
     if (st == LAC_SUCCESS && valid_path) st = lac_ratings_read(ctx, valid_path, &rp, &valid);
-    if (st == LAC_SUCCESS) st = lac_mf_update(ctx, &up, model, fresh, &updated, &rep);
     if (st == LAC_SUCCESS && valid) st = lac_mf_predict(ctx, model, valid, NULL, &vb, NULL, NULL);
+    /* the loaded model is this command's own: updated in place, no copy */
+    if (st == LAC_SUCCESS) st = lac_mf_update_in_place(ctx, &up, model, fresh, &rep);
+    if (st == LAC_SUCCESS) {
+        updated = model;
+        model = NULL;
+    }
     if (st == LAC_SUCCESS && valid) st = lac_mf_predict(ctx, updated, valid, NULL, &va, NULL, NULL);
     if (st == LAC_SUCCESS) st = lac_mf_model_save(ctx, files[2], updated);
     if (st < 0) {

@@ -207,10 +207,171 @@ static int cmp_counted(const void *a, const void *b)
     return (x->item > y->item) - (x->item < y->item);
 }
 
+/* The k most frequent of seen[0..n) (count descending, then item
+ * ascending) into o, without sorting them all: counts are at most T (one a
+ * table), so a histogram finds the count the k-th has; those above it are
+ * sorted, and the smallest items at it taken. hist: T + 1 ints. Returns how
+ * many (n when fewer than k). */
+static int top_counted(counted *seen, int64_t n, int k, int64_t T, int32_t *hist, int32_t *o)
+{
+    if (n <= k) {
+        qsort(seen, (size_t)n, sizeof *seen, cmp_counted);
+        for (int64_t x = 0; x < n; x++) o[x] = seen[x].item;
+        return (int)n;
+    }
+    memset(hist, 0, (size_t)(T + 1) * sizeof *hist);
+    for (int64_t x = 0; x < n; x++) hist[seen[x].count]++;
+    int64_t c = T, above = 0;
+    while (above + hist[c] < k) above += hist[c--];
+    int64_t a = 0;
+    for (int64_t x = 0; x < n; x++)
+        if (seen[x].count > c) {
+            counted tmp = seen[a];
+            seen[a++] = seen[x];
+            seen[x] = tmp;
+        }
+    qsort(seen, (size_t)a, sizeof *seen, cmp_counted);
+    for (int64_t x = 0; x < a; x++) o[x] = seen[x].item;
+    int32_t *best = o + a;   /* the smallest items at count c, ascending */
+    int need = k - (int)a, have = 0;
+    for (int64_t x = a; x < n; x++) {
+        if (seen[x].count != c) continue;
+        int32_t item = seen[x].item;
+        if (have == need && item >= best[need - 1]) continue;
+        int at = have < need ? have++ : need - 1;
+        while (at > 0 && best[at - 1] > item) {
+            best[at] = best[at - 1];
+            at--;
+        }
+        best[at] = item;
+    }
+    return k;
+}
+
+/* Each list (call->rows', else every item's): the items sharing its
+ * bucket in each table (member[t * ni + start .. end), the bucket of list r
+ * at [t * stride + (by_row ? r : j)] in start and end) counted over the
+ * tables, the K most frequent, then lac_nbr_fill's sequence. */
+static lac_status count_lists(const lac_nbr_call *call, const int32_t *member, const int32_t *start,
+                              const int32_t *end, int64_t stride, int by_row, int threads, int32_t *out)
+{
+    int64_t ni = call->data->num_items, T = call->tables, rows = call->rows ? call->num_rows : ni;
+    int k = call->k;
+    lac_status st = LAC_SUCCESS;
+#pragma omp parallel num_threads(threads)
+    {
+        int32_t *count = calloc((size_t)ni + 1, sizeof *count), *hist = malloc((size_t)(T + 1) * sizeof *hist);
+        counted *seen = malloc((size_t)(ni ? ni : 1) * sizeof *seen);
+        if (!count || !seen || !hist) {
+#pragma omp atomic write
+            st = LAC_ERR_OUT_OF_MEMORY;
+        }
+#pragma omp for schedule(dynamic, 16)
+        for (int64_t r = 0; r < rows; r++) {
+            if (!count || !seen || !hist) continue;
+            int64_t j = call->rows ? call->rows[r] : r, at = by_row ? r : j, n = 0;
+            for (int64_t t = 0; t < T; t++) {
+                int32_t lo = start[t * stride + at], hi = end[t * stride + at];
+                if (hi - lo > call->max_bucket) continue;
+                const int32_t *mem = member + t * ni;
+                for (int32_t x = lo; x < hi; x++) {
+                    int32_t m = mem[x];
+                    if (m == j) continue;
+                    if (count[m]++ == 0) seen[n++].item = m;
+                }
+            }
+            for (int64_t x = 0; x < n; x++) seen[x].count = count[seen[x].item];
+            for (int64_t x = 0; x < n; x++) count[seen[x].item] = 0;
+            int32_t *o = out + r * k;
+            int have = top_counted(seen, n, k, T, hist, o);
+            lac_nbr_fill(call->seed, j, ni, k, o, have);
+        }
+        free(count);
+        free(hist);
+        free(seen);
+    }
+    return st;
+}
+
+/* Lists of call->rows (fewer than the items): no table is sorted whole.
+ * Each table's items whose key is one of the rows' (binary search among
+ * the rows' sorted keys) are grouped by key; the rows then count over their
+ * buckets as cpu_bucket_topk does, with the same result. */
+static lac_status rows_topk(lac_ctx_t ctx, lac_nbr_call *call, int32_t *out)
+{
+    int64_t ni = call->data->num_items, T = call->tables, R = call->num_rows;
+    int threads = lac_threads(ctx);
+    size_t cells = (size_t)T * (size_t)ni, rcells = (size_t)T * (size_t)R;
+    int32_t *member = lac_malloc(ctx, (cells ? cells : 1) * sizeof *member);   /* table t's matched items by key */
+    int32_t *start = lac_malloc(ctx, (rcells ? rcells : 1) * sizeof *start);   /* bucket of (t, row r) */
+    int32_t *end = lac_malloc(ctx, (rcells ? rcells : 1) * sizeof *end);
+    if (!member || !start || !end) {
+        free(member);
+        free(start);
+        free(end);
+        return LAC_ERR_OUT_OF_MEMORY;
+    }
+    lac_status st = LAC_SUCCESS;
+#pragma omp parallel num_threads(threads)
+    {
+        keyed *rk = malloc((size_t)(R ? R : 1) * sizeof *rk);   /* the rows' keys, sorted; item: the row */
+        int32_t *group = malloc((size_t)(ni ? ni : 1) * sizeof *group), *fill = malloc((size_t)(R + 1) * sizeof *fill);
+        if (!rk || !group || !fill) {
+#pragma omp atomic write
+            st = LAC_ERR_OUT_OF_MEMORY;
+        }
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t t = 0; t < T; t++) {
+            if (!rk || !group || !fill) continue;
+            const uint64_t *key = call->keys + t * ni;
+            for (int64_t r = 0; r < R; r++) rk[r] = (keyed){key[call->rows[r]], (int32_t)r};
+            qsort(rk, (size_t)R, sizeof *rk, cmp_keyed);
+            memset(fill, 0, (size_t)(R + 1) * sizeof *fill);
+            for (int64_t j = 0; j < ni; j++) {   /* group: the first sorted slot of j's key, -1 when no row's */
+                int64_t lo = 0, hi = R;
+                while (lo < hi) {
+                    int64_t mid = (lo + hi) / 2;
+                    if (rk[mid].key < key[j]) lo = mid + 1;
+                    else hi = mid;
+                }
+                group[j] = lo < R && rk[lo].key == key[j] ? (int32_t)lo : -1;
+                if (group[j] >= 0) fill[lo + 1]++;
+            }
+            for (int64_t g = 0; g < R; g++) fill[g + 1] += fill[g];   /* slots of each group */
+            for (int64_t g = 0, first = 0; g < R; g++) {
+                if (rk[g].key != rk[first].key) first = g;
+                start[t * R + rk[g].item] = fill[first];
+                end[t * R + rk[g].item] = fill[first + 1];
+            }
+            int32_t *mem = member + t * ni;
+            for (int64_t j = 0; j < ni; j++)
+                if (group[j] >= 0) mem[fill[group[j]]++] = (int32_t)j;
+        }
+        free(rk);
+        free(group);
+        free(fill);
+    }
+    if (st < 0) {
+        free(member);
+        free(start);
+        free(end);
+        return lac_error(ctx, st, "out of memory keying the rows' buckets");
+    }
+    st = count_lists(call, member, start, end, R, 1, threads, out);
+    call->bytes = (int64_t)(cells * sizeof(int32_t) + 2 * rcells * sizeof(int32_t) +
+                            (size_t)threads * (size_t)ni * (4 + 4 + sizeof(counted)));
+    free(member);
+    free(start);
+    free(end);
+    if (st < 0) return lac_error(ctx, st, "out of memory counting bucket neighbours");
+    return LAC_SUCCESS;
+}
+
 static lac_status cpu_bucket_topk(lac_ctx_t ctx, lac_nbr_call *call, int32_t *out)
 {
+    if (call->rows && call->num_rows < call->data->num_items / 4) return rows_topk(ctx, call, out);
     int64_t ni = call->data->num_items, T = call->tables;
-    int k = call->k, threads = lac_threads(ctx);
+    int threads = lac_threads(ctx);
     size_t cells = (size_t)T * (size_t)ni;
     int32_t *member = lac_malloc(ctx, (cells ? cells : 1) * sizeof *member);   /* table t's items by key */
     int32_t *start = lac_malloc(ctx, (cells ? cells : 1) * sizeof *start);     /* bucket of (t, j): first slot */
@@ -255,40 +416,7 @@ static lac_status cpu_bucket_topk(lac_ctx_t ctx, lac_nbr_call *call, int32_t *ou
         free(end);
         return lac_error(ctx, st, "out of memory sorting the bucket keys");
     }
-#pragma omp parallel num_threads(threads)
-    {
-        int32_t *count = calloc((size_t)ni + 1, sizeof *count);
-        counted *seen = malloc((size_t)(ni ? ni : 1) * sizeof *seen);
-        if (!count || !seen) {
-#pragma omp atomic write
-            st = LAC_ERR_OUT_OF_MEMORY;
-        }
-        int64_t rows = call->rows ? call->num_rows : ni;
-#pragma omp for schedule(dynamic, 64)
-        for (int64_t r = 0; r < rows; r++) {
-            if (!count || !seen) continue;
-            int64_t j = call->rows ? call->rows[r] : r, n = 0;
-            for (int64_t t = 0; t < T; t++) {
-                int32_t lo = start[t * ni + j], hi = end[t * ni + j];
-                if (hi - lo > call->max_bucket) continue;
-                const int32_t *mem = member + t * ni;
-                for (int32_t x = lo; x < hi; x++) {
-                    int32_t m = mem[x];
-                    if (m == j) continue;
-                    if (count[m]++ == 0) seen[n++].item = m;
-                }
-            }
-            for (int64_t x = 0; x < n; x++) seen[x].count = count[seen[x].item];
-            qsort(seen, (size_t)n, sizeof *seen, cmp_counted);
-            int32_t *o = out + r * k;
-            int have = n < k ? (int)n : k;
-            for (int x = 0; x < have; x++) o[x] = seen[x].item;
-            for (int64_t x = 0; x < n; x++) count[seen[x].item] = 0;
-            lac_nbr_fill(call->seed, j, ni, k, o, have);
-        }
-        free(count);
-        free(seen);
-    }
+    st = count_lists(call, member, start, end, ni, 0, threads, out);
     call->bytes = (int64_t)(3 * cells * sizeof(int32_t) + (size_t)threads * (size_t)ni * (sizeof(keyed) + 4 + sizeof(counted)));
     free(member);
     free(start);
