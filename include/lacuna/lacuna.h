@@ -107,8 +107,8 @@ typedef struct {
     lac_backend backend;
     int num_devices;                  /* CUDA devices of the context: 0 (device 0), 1,
                                          or several: impute splits its SVT across them
-                                         in proportion to their speed; map and mf use
-                                         the first for now */
+                                         in proportion to their speed, map its calls
+                                         on host arrays by rows; mf uses the first */
     int device_ids[LAC_MAX_DEVICES];  /* CUDA ordinals, device_ids[0] first; a device
                                          may repeat (two shares of one device) */
     int threads;                      /* CPU threads; 0: OpenMP's default */

@@ -3,6 +3,7 @@
  * error reporting for the backend. */
 #include "backend/cuda/cuda_internal.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,7 +129,7 @@ lac_status lac_cuda_ctx_init(lac_ctx_t ctx)
     }
     cudaSetDevice(s->device);
     lac_log(ctx, LAC_LOG_INFO, "cuda: device %d (%s, %d SMs)%s", s->device, s->prop.name, s->prop.multiProcessorCount,
-            shares > 1 ? " and more: impute and mf split their work across them, map uses this one" : "");
+            shares > 1 ? " and more: impute and mf split their work across them, map its host-array calls" : "");
     return LAC_SUCCESS;
 }
 
@@ -200,4 +201,28 @@ lac_status lac_cuda_cusolver(lac_ctx_t ctx, cusolverDnHandle_t *out)
     }
     *out = s->cusolver;
     return LAC_SUCCESS;
+}
+
+/* A device's speed for a split: SMs x clock. */
+static double share_speed(const lac_cuda_state *share)
+{
+    int clock = 0;
+    if (cudaDeviceGetAttribute(&clock, cudaDevAttrClockRate, share->device) != cudaSuccess || clock <= 0) {
+        cudaGetLastError();
+        clock = 1;
+    }
+    return (double)share->prop.multiProcessorCount * (double)clock;
+}
+
+void lac_cuda_share_split(const lac_cuda_state *first, int64_t count, int64_t *start)
+{
+    const int shares = first->share_count > 0 ? first->share_count : 1;
+    double total = 0, speed[LAC_MAX_DEVICES];
+    for (int i = 0; i < shares; i++) total += speed[i] = share_speed(first->shares[i]);
+    double acc = 0;
+    for (int i = 0; i < shares; i++) {
+        start[i] = (int64_t)llround((double)count * acc / total);
+        acc += speed[i];
+    }
+    start[shares] = count;
 }

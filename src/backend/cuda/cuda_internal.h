@@ -57,6 +57,11 @@ struct lac_cuda_share_scope {
     lac_cuda_share_scope &operator=(const lac_cuda_share_scope &) = delete;
 };
 
+/* Work of `count` items split across a context's shares in proportion to
+ * their speed (SMs x clock; shares of one device split evenly): share i
+ * takes [start[i], start[i + 1]), start[share_count] = count. */
+void lac_cuda_share_split(const lac_cuda_state *first, int64_t count, int64_t *start);
+
 /* The state of `slot` for this context: zeroed `bytes` made on first use,
  * released with the context through `release` (which frees what the state
  * holds, not the state itself). */

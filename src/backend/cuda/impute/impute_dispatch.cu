@@ -205,14 +205,6 @@ lac_status gather_columns(lac_ctx_t ctx, REAL *out, const REAL *in, const int64_
     return LAC_SUCCESS;
 }
 
-/* A device's speed for the split: SMs x clock (shares of one device split evenly). */
-double share_speed(const lac_cuda_state *share)
-{
-    int clock = 0;
-    if (cudaDeviceGetAttribute(&clock, cudaDevAttrClockRate, share->device) != cudaSuccess || clock <= 0) clock = 1;
-    return (double)share->prop.multiProcessorCount * (double)clock;
-}
-
 /* The SVT's slices split across the context's shares in proportion to their
  * speed, the first device keeping [0, own); each other share gets its
  * buffers (the estimate's part zeroed, the truth's slices copied once). */
@@ -221,15 +213,8 @@ template <typename REAL> lac_status split_svt(lac_ctx_t ctx, impute_cuda<REAL> *
     lac_cuda_state *first = ctx->cuda;
     const int shares = first->share_count;
     const int64_t N = s->N, mn = s->mn, p = s->problem.m < s->problem.n ? s->problem.m : s->problem.n;
-    double total = 0, speed[LAC_MAX_DEVICES];
-    for (int i = 0; i < shares; i++) total += speed[i] = share_speed(first->shares[i]);
-    double acc = 0;
     int64_t start[LAC_MAX_DEVICES + 1];
-    for (int i = 0; i < shares; i++) {
-        start[i] = (int64_t)llround((double)N * acc / total);
-        acc += speed[i];
-    }
-    start[shares] = N;
+    lac_cuda_share_split(first, N, start);
     s->own = start[1 < shares ? 1 : shares];
     s->part_count = shares;
     /* 3xTF32 keeps its split operands on the first device: its GEMMs stay there. */

@@ -11,6 +11,7 @@
  *   map_plan.cu            plan build (radix sort) and the segmented execute
  *   map_plan_local.cu      few-target plans: chunk-local sort, privatised execute
  *   map_stream.cu          host arrays streamed through the device in chunks
+ *   map_multi.cu           host arrays split across the context's devices
  *   map_async.cu           stream-ordered calls: deferred fault reports */
 #ifndef LACUNA_BACKEND_CUDA_MAP_MAP_CUDA_CUH
 #define LACUNA_BACKEND_CUDA_MAP_MAP_CUDA_CUH
@@ -234,6 +235,30 @@ lac_status lac_map_part_try(lac_ctx_t ctx, const lac_map_call *call, const map_l
                             int *taken);
 /* Out-of-core path: host arrays streamed through the device (map_stream.cu). */
 lac_status lac_map_cuda_stream(lac_ctx_t ctx, const lac_map_call *call);
+/* One share's streamed rows: queued by lac_map_stream_enqueue on ctx's
+ * current share (accumulators in scratch / partials, nothing finalised; t_dev
+ * n x b on the device, `extra` bytes more at extra), released (waited for)
+ * by lac_map_stream_release on the same share, also after a failure. */
+typedef struct {
+    map_layout L;
+    map_strategy S;
+    void *scratch, *partials, *t_dev, *extra;
+    unsigned long long *fault;
+    cudaEvent_t copied[2], consumed[2];
+} map_stream_job;
+lac_status lac_map_stream_enqueue(lac_ctx_t ctx, const lac_map_call *call, int64_t first, int64_t count, size_t extra,
+                                  map_stream_job *job);
+void lac_map_stream_release(lac_ctx_t ctx, map_stream_job *job);
+/* Host arrays split by rows across the context's shares (map_multi.cu):
+ * whether a call gets the split, and the split call. */
+int lac_map_cuda_multi_wanted(lac_ctx_t ctx, const lac_map_call *call);
+lac_status lac_map_cuda_multi(lac_ctx_t ctx, const lac_map_call *call);
+/* The whole accumulators (arrays x slots) of a one-shot strategy written to
+ * out (which may be f->scratch): scratch folded with the private copies. */
+lac_status lac_map_fold_launch(lac_ctx_t ctx, const map_finalize_args *f, void *out);
+/* acc = acc combined with other by the layout's kind (arrays x slots). */
+lac_status lac_map_combine_launch(lac_ctx_t ctx, const map_layout *L, lac_dtype value_dtype, int64_t slots, void *acc,
+                                  const void *other);
 /* Device-array one-shot (non-deterministic) path (map_dispatch.cu); defer
  * as lac_map_few_try. */
 lac_status lac_map_cuda_device(lac_ctx_t ctx, const lac_map_call *call, const map_deferred *defer);

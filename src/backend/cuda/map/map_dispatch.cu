@@ -1,6 +1,7 @@
 /* map on the CUDA backend: the table's entries. Picks the path for a checked
  * call (device arrays: one-shot reduction; host arrays: streamed in chunks;
- * deterministic: a temporary plan's segmented reduction). */
+ * deterministic: a temporary plan's segmented reduction; host arrays on a
+ * context of several devices: split across them, map_multi.cu). */
 #include "backend/cuda/map/map_cuda.cuh"
 
 #include <string.h>
@@ -112,6 +113,7 @@ lac_status lac_map_cuda(lac_ctx_t ctx, const lac_map_call *call)
     bool order_free = call->params.op == LAC_MAP_MIN || call->params.op == LAC_MAP_MAX;
     if (call->params.deterministic && !order_free) return lac_map_cuda_deterministic(ctx, call);
     if (call->memory == LAC_MEM_DEVICE) return lac_map_cuda_device(ctx, call, NULL);
+    if (lac_map_cuda_multi_wanted(ctx, call)) return lac_map_cuda_multi(ctx, call);
     return lac_map_cuda_stream(ctx, call);
 }
 

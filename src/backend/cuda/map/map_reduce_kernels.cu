@@ -679,3 +679,81 @@ extern "C" lac_status lac_map_finalize_launch(lac_ctx_t ctx, const map_finalize_
     LAC_CUDA_CHECK_LAUNCH(ctx);
     return LAC_SUCCESS;
 }
+
+/* ------------------------------------------------------------------------ */
+/* Whole accumulators, for a call split across devices (map_multi.cu)        */
+/* ------------------------------------------------------------------------ */
+/* out[j, k] = scratch[j, k] (identity when NULL) combined with the private
+ * copies' partials: one device's part of the call, before any finalise. */
+template <class A, int KIND> __global__ void map_fold_kernel(map_finalize_args f, A *out)
+{
+    const A *scratch = reinterpret_cast<const A *>(f.scratch);
+    const A *partials = reinterpret_cast<const A *>(f.partials);
+    for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k < f.slots; k += (int64_t)gridDim.x * blockDim.x)
+        for (int j = 0; j < f.layout.arrays; j++) {
+            A v = scratch ? scratch[(size_t)j * f.slots + k] : kind_identity<A, KIND>();
+            if (k < f.capacity)
+                for (int c = 0; c < f.clusters; c++)
+                    v = kind_combine<KIND>(v, partials[((size_t)j * f.clusters + c) * f.capacity + k]);
+            out[(size_t)j * f.slots + k] = v;
+        }
+}
+
+/* acc = acc combined with other, element by element (count elements). */
+template <class A, int KIND> __global__ void map_combine_kernel(A *acc, const A *other, int64_t count)
+{
+    for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k < count; k += (int64_t)gridDim.x * blockDim.x)
+        acc[k] = kind_combine<KIND>(acc[k], other[k]);
+}
+
+static unsigned int elementwise_grid(lac_ctx_t ctx, int64_t count, int block)
+{
+    int64_t want = (count + block - 1) / block, cap = (int64_t)ctx->cuda->prop.multiProcessorCount * 8;
+    return (unsigned int)(want < cap ? (want > 0 ? want : 1) : cap);
+}
+
+/* The accumulator type of a layout: the value type for sums, the key type
+ * (as wide as the value) for MIN / MAX. */
+#define LAC_MAP_BY_KIND(L, vt, CALL)                                                                    \
+    do {                                                                                                \
+        if ((L)->kind == MAP_KIND_ADD) {                                                                \
+            if ((vt) == LAC_FLOAT32) CALL(float, MAP_KIND_ADD);                                         \
+            else CALL(double, MAP_KIND_ADD);                                                            \
+        } else if ((L)->kind == MAP_KIND_MIN) {                                                         \
+            if ((vt) == LAC_FLOAT32) CALL(unsigned int, MAP_KIND_MIN);                                  \
+            else CALL(unsigned long long, MAP_KIND_MIN);                                                \
+        } else {                                                                                        \
+            if ((vt) == LAC_FLOAT32) CALL(unsigned int, MAP_KIND_MAX);                                  \
+            else CALL(unsigned long long, MAP_KIND_MAX);                                                \
+        }                                                                                               \
+    } while (0)
+
+extern "C" lac_status lac_map_fold_launch(lac_ctx_t ctx, const map_finalize_args *f, void *out)
+{
+    if (f->slots <= 0) return LAC_SUCCESS;
+    const int block = 256;
+    const unsigned int grid = elementwise_grid(ctx, f->slots, block);
+    cudaStream_t st = ctx->cuda->stream;
+    map_finalize_args a = *f;
+#define LAC_FOLD(A, KIND) map_fold_kernel<A, KIND><<<grid, block, 0, st>>>(a, reinterpret_cast<A *>(out))
+    LAC_MAP_BY_KIND(&f->layout, f->value_dtype, LAC_FOLD);
+#undef LAC_FOLD
+    LAC_CUDA_CHECK_LAUNCH(ctx);
+    return LAC_SUCCESS;
+}
+
+extern "C" lac_status lac_map_combine_launch(lac_ctx_t ctx, const map_layout *L, lac_dtype value_dtype, int64_t slots,
+                                             void *acc, const void *other)
+{
+    const int64_t count = (int64_t)L->arrays * slots;
+    if (count <= 0) return LAC_SUCCESS;
+    const int block = 256;
+    const unsigned int grid = elementwise_grid(ctx, count, block);
+    cudaStream_t st = ctx->cuda->stream;
+#define LAC_COMBINE(A, KIND) \
+    map_combine_kernel<A, KIND><<<grid, block, 0, st>>>(reinterpret_cast<A *>(acc), reinterpret_cast<const A *>(other), count)
+    LAC_MAP_BY_KIND(L, value_dtype, LAC_COMBINE);
+#undef LAC_COMBINE
+    LAC_CUDA_CHECK_LAUNCH(ctx);
+    return LAC_SUCCESS;
+}

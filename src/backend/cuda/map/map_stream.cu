@@ -30,15 +30,20 @@ static lac_status is_pinned(lac_ctx_t ctx, const void *p, int *pinned)
     return LAC_SUCCESS;
 }
 
-extern "C" lac_status lac_map_cuda_stream(lac_ctx_t ctx, const lac_map_call *call)
+/* Queues rows [first, first + count) of a host call on ctx's current share:
+ * the chunks copied in and reduced into the share's accumulators, nothing
+ * finalised. The workspace gets `extra` bytes more, at job->extra. */
+extern "C" lac_status lac_map_stream_enqueue(lac_ctx_t ctx, const lac_map_call *call, int64_t first, int64_t count,
+                                             size_t extra, map_stream_job *job)
 {
+    memset(job, 0, sizeof *job);
     lac_cuda_state *cs = ctx->cuda;
     cudaStream_t stream = cs->stream;
     const int64_t slots = call->n * call->b;
     const size_t vsz = lac_dtype_size(call->value_dtype), isz = lac_dtype_size(call->index_dtype);
     const size_t t_bytes = (size_t)slots * vsz;
     int64_t chunk = call->params.chunk_elements > 0 ? call->params.chunk_elements : MAP_STREAM_DEFAULT_ROWS;
-    if (chunk > call->m) chunk = call->m > 0 ? call->m : 1;
+    if (chunk > count) chunk = count > 0 ? count : 1;
 
     /* The strategy is sized for one chunk: the same grid serves every chunk,
      * so each private copy keeps folding into its own partials row. */
@@ -47,20 +52,20 @@ extern "C" lac_status lac_map_cuda_stream(lac_ctx_t ctx, const lac_map_call *cal
     map_layout L = lac_map_layout_for(call);
     map_strategy S;
     LAC_CHECK(lac_map_strategy_choose(ctx, &sized, &L, &S));
-    if (call->m == 0) S.capacity = 0;
+    if (count == 0) S.capacity = 0;
+    job->L = L;
+    job->S = S;
 
     size_t s_chunk = lac_map_align256((size_t)chunk * call->b * vsz), r_chunk = lac_map_align256((size_t)chunk * isz),
            w_chunk = call->weights ? lac_map_align256((size_t)chunk * vsz) : 0;
     size_t scratch_bytes = lac_map_align256(lac_map_scratch_bytes(&L, &S, slots));
-    size_t total = scratch_bytes + lac_map_align256(t_bytes) + 2 * (s_chunk + r_chunk + w_chunk);
+    size_t total = scratch_bytes + lac_map_align256(t_bytes) + 2 * (s_chunk + r_chunk + w_chunk) + extra;
     void *ws = NULL;
     LAC_CHECK(lac_cuda_workspace(ctx, total, &ws));
     unsigned char *p = (unsigned char *)ws;
-    void *scratch = NULL, *partials = NULL;
-    unsigned long long *fault = NULL;
-    lac_map_scratch_carve(p, &L, &S, slots, &scratch, &partials, &fault);
+    lac_map_scratch_carve(p, &L, &S, slots, &job->scratch, &job->partials, &job->fault);
     p += scratch_bytes;
-    void *t_dev = p;
+    job->t_dev = p;
     p += lac_map_align256(t_bytes);
     void *s_buf[2], *r_buf[2], *w_buf[2];
     for (int k = 0; k < 2; k++) {
@@ -71,66 +76,82 @@ extern "C" lac_status lac_map_cuda_stream(lac_ctx_t ctx, const lac_map_call *cal
         w_buf[k] = call->weights ? (void *)p : NULL;
         p += w_chunk;
     }
+    job->extra = extra ? p : NULL;
 
     int pinned_s = 0, pinned_r = 0, pinned_w = 0;
     LAC_CHECK(is_pinned(ctx, call->source, &pinned_s));
     LAC_CHECK(is_pinned(ctx, call->bridge, &pinned_r));
     LAC_CHECK(is_pinned(ctx, call->weights, &pinned_w));
-    lac_log(ctx, LAC_LOG_DEBUG, "map cuda stream: %lld rows in chunks of %lld, pinned S/R/w %d/%d/%d, cluster %d x %d",
-            (long long)call->m, (long long)chunk, pinned_s, pinned_r, pinned_w, S.cluster_size, S.clusters);
+    lac_log(ctx, LAC_LOG_DEBUG, "map cuda stream: rows %lld..%lld in chunks of %lld, pinned S/R/w %d/%d/%d, cluster %d x %d",
+            (long long)first, (long long)(first + count), (long long)chunk, pinned_s, pinned_r, pinned_w, S.cluster_size,
+            S.clusters);
 
-    lac_status st = LAC_SUCCESS;
-    cudaEvent_t copied[2] = {NULL, NULL}, consumed[2] = {NULL, NULL};
     for (int k = 0; k < 2; k++) {
-        LAC_CUDA_CHECK_GOTO(ctx, cudaEventCreateWithFlags(&copied[k], cudaEventDisableTiming), st, done);
-        LAC_CUDA_CHECK_GOTO(ctx, cudaEventCreateWithFlags(&consumed[k], cudaEventDisableTiming), st, done);
+        LAC_CUDA_CHECK(ctx, cudaEventCreateWithFlags(&job->copied[k], cudaEventDisableTiming));
+        LAC_CUDA_CHECK(ctx, cudaEventCreateWithFlags(&job->consumed[k], cudaEventDisableTiming));
     }
-    LAC_CHECK_GOTO(lac_map_scratch_init(ctx, &L, S.capacity < slots ? scratch : NULL, slots, fault), st, done);
+    LAC_CHECK(lac_map_scratch_init(ctx, &L, S.capacity < slots ? job->scratch : NULL, slots, job->fault));
     /* T's current values are needed on the device when folding into them. */
     if (call->params.accumulate && t_bytes)
-        LAC_CUDA_CHECK_GOTO(ctx, cudaMemcpyAsync(t_dev, call->target, t_bytes, cudaMemcpyHostToDevice, stream), st, done);
+        LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(job->t_dev, call->target, t_bytes, cudaMemcpyHostToDevice, stream));
 
-    {
-        map_reduce_args a = lac_map_reduce_args_for(call, &L, scratch, partials, fault);
-        int index = 0;
-        for (int64_t r0 = 0; r0 < call->m; r0 += chunk, index++) {
-            const int k = index & 1;
-            cudaStream_t copy = cs->copy_streams[k];
-            const int64_t rows = call->m - r0 < chunk ? call->m - r0 : chunk;
-            /* Buffer k is free once the reduction two chunks back has read it. */
-            if (index >= 2) LAC_CUDA_CHECK_GOTO(ctx, cudaStreamWaitEvent(copy, consumed[k], 0), st, done);
-            LAC_CUDA_CHECK_GOTO(ctx, cudaMemcpyAsync(r_buf[k], (const unsigned char *)call->bridge + (size_t)r0 * isz,
-                                                     (size_t)rows * isz, cudaMemcpyHostToDevice, copy), st, done);
-            LAC_CUDA_CHECK_GOTO(ctx, cudaMemcpyAsync(s_buf[k], (const unsigned char *)call->source + (size_t)r0 * call->b * vsz,
-                                                     (size_t)rows * call->b * vsz, cudaMemcpyHostToDevice, copy), st, done);
-            if (call->weights)
-                LAC_CUDA_CHECK_GOTO(ctx, cudaMemcpyAsync(w_buf[k], (const unsigned char *)call->weights + (size_t)r0 * vsz,
-                                                         (size_t)rows * vsz, cudaMemcpyHostToDevice, copy), st, done);
-            LAC_CUDA_CHECK_GOTO(ctx, cudaEventRecord(copied[k], copy), st, done);
-            LAC_CUDA_CHECK_GOTO(ctx, cudaStreamWaitEvent(stream, copied[k], 0), st, done);
-            a.source = s_buf[k];
-            a.bridge = r_buf[k];
-            a.weights = w_buf[k];
-            a.rows = rows;
-            a.row0 = r0;
-            a.partials_fresh = index == 0;
-            LAC_CHECK_GOTO(lac_map_reduce_launch(ctx, &S, &a), st, done);
-            LAC_CUDA_CHECK_GOTO(ctx, cudaEventRecord(consumed[k], stream), st, done);
-        }
+    map_reduce_args a = lac_map_reduce_args_for(call, &L, job->scratch, job->partials, job->fault);
+    int index = 0;
+    for (int64_t r0 = first; r0 < first + count; r0 += chunk, index++) {
+        const int k = index & 1;
+        cudaStream_t copy = cs->copy_streams[k];
+        const int64_t rows = first + count - r0 < chunk ? first + count - r0 : chunk;
+        /* Buffer k is free once the reduction two chunks back has read it. */
+        if (index >= 2) LAC_CUDA_CHECK(ctx, cudaStreamWaitEvent(copy, job->consumed[k], 0));
+        LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(r_buf[k], (const unsigned char *)call->bridge + (size_t)r0 * isz,
+                                            (size_t)rows * isz, cudaMemcpyHostToDevice, copy));
+        LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(s_buf[k], (const unsigned char *)call->source + (size_t)r0 * call->b * vsz,
+                                            (size_t)rows * call->b * vsz, cudaMemcpyHostToDevice, copy));
+        if (call->weights)
+            LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(w_buf[k], (const unsigned char *)call->weights + (size_t)r0 * vsz,
+                                                (size_t)rows * vsz, cudaMemcpyHostToDevice, copy));
+        LAC_CUDA_CHECK(ctx, cudaEventRecord(job->copied[k], copy));
+        LAC_CUDA_CHECK(ctx, cudaStreamWaitEvent(stream, job->copied[k], 0));
+        a.source = s_buf[k];
+        a.bridge = r_buf[k];
+        a.weights = w_buf[k];
+        a.rows = rows;
+        a.row0 = r0;
+        a.partials_fresh = index == 0;
+        LAC_CHECK(lac_map_reduce_launch(ctx, &S, &a));
+        LAC_CUDA_CHECK(ctx, cudaEventRecord(job->consumed[k], stream));
     }
-    LAC_CHECK_GOTO(lac_map_finalize_and_report(ctx, call, &S, &L, scratch, partials, slots, t_dev, fault), st, done);
-    if (t_bytes) {
-        LAC_CUDA_CHECK_GOTO(ctx, cudaMemcpyAsync(call->target, t_dev, t_bytes, cudaMemcpyDeviceToHost, stream), st, done);
-        LAC_CUDA_CHECK_GOTO(ctx, cudaStreamSynchronize(stream), st, done);
-    }
-done:
+    return LAC_SUCCESS;
+}
+
+extern "C" void lac_map_stream_release(lac_ctx_t ctx, map_stream_job *job)
+{
     /* On an early exit, copies may still be in flight into the workspace. */
+    lac_cuda_state *cs = ctx->cuda;
     cudaStreamSynchronize(cs->copy_streams[0]);
     cudaStreamSynchronize(cs->copy_streams[1]);
-    cudaStreamSynchronize(stream);
+    cudaStreamSynchronize(cs->stream);
     for (int k = 0; k < 2; k++) {
-        if (copied[k]) cudaEventDestroy(copied[k]);
-        if (consumed[k]) cudaEventDestroy(consumed[k]);
+        if (job->copied[k]) cudaEventDestroy(job->copied[k]);
+        if (job->consumed[k]) cudaEventDestroy(job->consumed[k]);
+        job->copied[k] = job->consumed[k] = NULL;
     }
+}
+
+extern "C" lac_status lac_map_cuda_stream(lac_ctx_t ctx, const lac_map_call *call)
+{
+    const int64_t slots = call->n * call->b;
+    const size_t t_bytes = (size_t)slots * lac_dtype_size(call->value_dtype);
+    map_stream_job job;
+    lac_status st = lac_map_stream_enqueue(ctx, call, 0, call->m, 0, &job);
+    if (st >= 0)
+        st = lac_map_finalize_and_report(ctx, call, &job.S, &job.L, job.scratch, job.partials, slots, job.t_dev, job.fault);
+    if (st >= 0 && t_bytes) {
+        cudaStream_t stream = ctx->cuda->stream;
+        cudaError_t e = cudaMemcpyAsync(call->target, job.t_dev, t_bytes, cudaMemcpyDeviceToHost, stream);
+        if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
+        if (e != cudaSuccess) st = lac_cuda_fail(ctx, e, "copying T back", __FILE__, __LINE__);
+    }
+    lac_map_stream_release(ctx, &job);
     return st;
 }
