@@ -17,6 +17,9 @@
 #   MAP_EXPLORE=1          also time forced reduction strategies (tuning)
 #   MAP_OOC_M=4G           rows of the out-of-core (pinned host memory) case; 0 skips it
 #   MAP_PEERS=0            skip the peers; MAP_PLAN=0 skips the planned sweep
+#   MAP_MULTI=0,0          also time the map on --device cuda:0,0 (the given ids) beside
+#                          cuda:0, host and device arrays (several GPUs in one process;
+#                          on one device this measures the split's overhead); MAP_MULTI_M rows
 #   DEVICE_TEST_FILTER=re  sections test and sanitize run only the CUDA tests whose names match
 #   DEVICE_BUILD_TARGETS="lacuna map_bench ..."  section build makes only these targets
 # Peers come from a git-ignored folder carried beside the repo (PEERS, default
@@ -208,6 +211,15 @@ section_map() {
         # The range-partitioned many-target kernel (opt-in), with its phase times.
         LACUNA_LOG=info LACUNA_MAP_CUDA_PART=profile map_bench_run "\"strategy\":\"partitioned\"" \
             -m 40M -n 100k,500k,1M --dist uniform,zipf -w 1 -r 5
+    fi
+    if [ -n "${MAP_MULTI:-}" ]; then
+        # Several devices in one process: host arrays split by rows, device
+        # arrays on the first device; the same data on cuda:0 beside it.
+        local mm=${MAP_MULTI_M:-100M,400M}
+        for dev in "cuda:0" "cuda:$MAP_MULTI"; do
+            map_bench_run "\"strategy\":\"multi\"" -m "$mm" -n 10k,500k --dist uniform -w 1 -r 5 --host-memory --device "$dev"
+            map_bench_run "\"strategy\":\"multi\"" -m 40M -n 10k,500k --dist uniform -w 2 -r 10 --device "$dev"
+        done
     fi
     if [ "$MAP_OOC_M" != 0 ]; then
         map_bench_run "" -m "$MAP_OOC_M" -n 500k --dist uniform -w 1 -r 3 --host-memory

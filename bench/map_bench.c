@@ -15,7 +15,7 @@
  *   map_bench [-m 1M,4M,20M,40M,400M] [-n 10k,20k,100k,500k,1M]
  *             [--dist uniform,zipf] [-w 2] [-r 10] [--op sum] [--dtype float32]
  *             [--index int32|int64] [--cols b] [--weights]
- *             [--mode atomic,plan,plan-fast,deterministic,async] [--device cpu|cuda|auto]
+ *             [--mode atomic,plan,plan-fast,deterministic,async] [--device cpu|cuda|cuda:N,M,...|auto]
  *             [--threads N] [--host-memory] [--check] [--json] [--no-serial] [--no-numpy]
  *
  * --device cuda uploads S, R (and w) to device arrays once and times lac_map on
@@ -161,7 +161,7 @@ static void usage(FILE *out)
             "                   async (CUDA: lac_map_cuda_async calls queued back to back on\n"
             "                   a stream, one synchronisation; the time per call), or a list\n"
             "                   of them run side by side on the same data (default atomic)\n"
-            "  --device D       cpu|cuda|auto (default cpu)\n"
+            "  --device D       cpu|cuda|cuda:N,M,...|auto (default cpu)\n"
             "  --threads N      CPU threads (default: OpenMP's)\n"
             "  --host-memory    CUDA: keep S, R, w, T in pinned host memory (streamed)\n"
             "  --check          compare with a float64 serial reference (relerr)\n"
@@ -1061,7 +1061,19 @@ int main(int argc, char **argv)
     if (!strcmp(o.device, "cpu")) cp.backend = LAC_BACKEND_CPU;
     else if (!strcmp(o.device, "cuda")) cp.backend = LAC_BACKEND_CUDA;
     else if (!strcmp(o.device, "auto")) cp.backend = LAC_BACKEND_AUTO;
-    else return fprintf(stderr, "map_bench: bad --device '%s' (cpu, cuda, auto)\n", o.device), 2;
+    else if (!strncmp(o.device, "cuda:", 5)) {
+        /* cuda:N,M,...: a context of several devices (one may repeat) */
+        cp.backend = LAC_BACKEND_CUDA;
+        for (const char *at = o.device + 5;;) {
+            char *end;
+            long id = strtol(at, &end, 10);
+            if (end == at || id < 0 || (*end && *end != ',') || cp.num_devices == LAC_MAX_DEVICES)
+                return fprintf(stderr, "map_bench: bad --device '%s' (cuda:N,M,...)\n", o.device), 2;
+            cp.device_ids[cp.num_devices++] = (int)id;
+            if (!*end) break;
+            at = end + 1;
+        }
+    } else return fprintf(stderr, "map_bench: bad --device '%s' (cpu, cuda, cuda:N,M,..., auto)\n", o.device), 2;
     lac_ctx_t ctx = NULL;
     lac_status st = lac_ctx_create(&cp, &ctx);
     if (st != LAC_SUCCESS) {
@@ -1069,7 +1081,7 @@ int main(int argc, char **argv)
         return 1;
     }
     bool cuda = lac_ctx_backend(ctx) == LAC_BACKEND_CUDA;
-    const char *device = cuda ? "cuda" : "cpu";
+    const char *device = cuda ? (!strncmp(o.device, "cuda:", 5) ? o.device : "cuda") : "cpu";
     int threads = lac_ctx_threads(ctx);
     if (o.host_memory && !cuda) fprintf(stderr, "map_bench: --host-memory only matters on a CUDA context; ignored\n");
 
