@@ -108,7 +108,8 @@ typedef struct {
     int num_devices;                  /* CUDA devices of the context: 0 (device 0), 1,
                                          or several: impute splits its SVT across them
                                          in proportion to their speed, map its calls
-                                         on host arrays by rows; mf uses the first */
+                                         on host arrays by rows, mf its plain model's
+                                         blocks */
     int device_ids[LAC_MAX_DEVICES];  /* CUDA ordinals, device_ids[0] first; a device
                                          may repeat (two shares of one device) */
     int threads;                      /* CPU threads; 0: OpenMP's default */
