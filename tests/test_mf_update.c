@@ -10,6 +10,7 @@
 #include "harness.h"
 #include "lacuna/lacuna.h"
 #include "mf/mf_internal.h"
+#include "mf/nbr_backend.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -351,6 +352,45 @@ TEST(bad_input_model_untouched_and_file_round_trip)
     slices_free(&s);
 }
 
+/* The lists of a few rows (the update's search of new items, which scans
+ * each table for the rows' keys) equal those rows' lists of the search of
+ * every item (which sorts each table): keys from a small alphabet, so that
+ * buckets are large, rows share keys and some buckets pass max_bucket. */
+TEST(row_lists_equal_the_full_search)
+{
+    const int64_t ni = 600, T = 12;
+    uint64_t *keys = malloc((size_t)(ni * T) * sizeof *keys);
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t j = 0; j < ni; j++) keys[t * ni + j] = mix((uint64_t)(t * 1000 + mix((uint64_t)j * 3 + (uint64_t)t) % (3 + t % 5 * 9)));
+    int32_t rows[40];
+    for (int r = 0; r < 40; r++) rows[r] = (int32_t)(mix((uint64_t)r + 77) % (uint64_t)ni);
+    for (int max_bucket = 60; max_bucket <= 1000; max_bucket += 940) {
+        lac_nbr_data d;
+        memset(&d, 0, sizeof d);
+        d.num_items = ni;
+        lac_nbr_call call;
+        memset(&call, 0, sizeof call);
+        call.data = &d;
+        call.k = 12;
+        call.seed = 5;
+        call.max_bucket = max_bucket;
+        call.tables = (int)T;
+        call.keys = keys;
+        int32_t *all = malloc((size_t)(ni * call.k) * sizeof *all), *some = malloc(sizeof rows / 4 * call.k * 4);
+        CHECK_OK(ctx, lac_nbr_cpu_backend.bucket_topk(ctx, &call, all));
+        call.rows = rows;
+        call.num_rows = 40;
+        CHECK_OK(ctx, lac_nbr_cpu_backend.bucket_topk(ctx, &call, some));
+        int64_t diff = 0;
+        for (int r = 0; r < 40; r++)
+            for (int x = 0; x < call.k; x++) diff += some[r * call.k + x] != all[(int64_t)rows[r] * call.k + x];
+        CHECK_INT(diff, 0);
+        free(all);
+        free(some);
+    }
+    free(keys);
+}
+
 static unsigned char *slurp(const char *path, long *size)
 {
     FILE *fp = fopen(path, "rb");
@@ -474,6 +514,7 @@ int main(void)
     RUN(lsh_sums_and_new_neighbours_match_a_fresh_search);
     RUN(bad_input_model_untouched_and_file_round_trip);
     RUN(older_file_without_keys_updates_the_same);
+    RUN(row_lists_equal_the_full_search);
     lac_ctx_destroy(&ctx);
     return harness_finish();
 }

@@ -294,8 +294,8 @@ static lac_status count_lists(const lac_nbr_call *call, const int32_t *member, c
 }
 
 /* Lists of call->rows (fewer than the items): no table is sorted whole.
- * Each table's items whose key is one of the rows' (binary search among
- * the rows' sorted keys) are grouped by key; the rows then count over their
+ * Each table's items whose key is one of the rows' (a hash set of the rows'
+ * keys) are grouped by key; the rows then count over their
  * buckets as cpu_bucket_topk does, with the same result. */
 static lac_status rows_topk(lac_ctx_t ctx, lac_nbr_call *call, int32_t *out)
 {
@@ -316,26 +316,33 @@ static lac_status rows_topk(lac_ctx_t ctx, lac_nbr_call *call, int32_t *out)
     {
         keyed *rk = malloc((size_t)(R ? R : 1) * sizeof *rk);   /* the rows' keys, sorted; item: the row */
         int32_t *group = malloc((size_t)(ni ? ni : 1) * sizeof *group), *fill = malloc((size_t)(R + 1) * sizeof *fill);
-        if (!rk || !group || !fill) {
+        int64_t mask = 1;   /* open addressing, at most half full: the keys are hashes already */
+        while (mask < 2 * R) mask <<= 1;
+        int32_t *slot = malloc((size_t)mask * sizeof *slot);
+        mask--;
+        if (!rk || !group || !fill || !slot) {
 #pragma omp atomic write
             st = LAC_ERR_OUT_OF_MEMORY;
         }
 #pragma omp for schedule(dynamic, 1)
         for (int64_t t = 0; t < T; t++) {
-            if (!rk || !group || !fill) continue;
+            if (!rk || !group || !fill || !slot) continue;
             const uint64_t *key = call->keys + t * ni;
             for (int64_t r = 0; r < R; r++) rk[r] = (keyed){key[call->rows[r]], (int32_t)r};
             qsort(rk, (size_t)R, sizeof *rk, cmp_keyed);
             memset(fill, 0, (size_t)(R + 1) * sizeof *fill);
+            memset(slot, 0xFF, (size_t)(mask + 1) * sizeof *slot);
+            for (int64_t g = 0; g < R; g++) {   /* each distinct key: its first sorted slot */
+                if (g > 0 && rk[g].key == rk[g - 1].key) continue;
+                int64_t h = (int64_t)(rk[g].key & (uint64_t)mask);
+                while (slot[h] >= 0) h = (h + 1) & mask;
+                slot[h] = (int32_t)g;
+            }
             for (int64_t j = 0; j < ni; j++) {   /* group: the first sorted slot of j's key, -1 when no row's */
-                int64_t lo = 0, hi = R;
-                while (lo < hi) {
-                    int64_t mid = (lo + hi) / 2;
-                    if (rk[mid].key < key[j]) lo = mid + 1;
-                    else hi = mid;
-                }
-                group[j] = lo < R && rk[lo].key == key[j] ? (int32_t)lo : -1;
-                if (group[j] >= 0) fill[lo + 1]++;
+                int64_t h = (int64_t)(key[j] & (uint64_t)mask);
+                while (slot[h] >= 0 && rk[slot[h]].key != key[j]) h = (h + 1) & mask;
+                group[j] = slot[h];
+                if (group[j] >= 0) fill[group[j] + 1]++;
             }
             for (int64_t g = 0; g < R; g++) fill[g + 1] += fill[g];   /* slots of each group */
             for (int64_t g = 0, first = 0; g < R; g++) {
@@ -350,6 +357,7 @@ static lac_status rows_topk(lac_ctx_t ctx, lac_nbr_call *call, int32_t *out)
         free(rk);
         free(group);
         free(fill);
+        free(slot);
     }
     if (st < 0) {
         free(member);
