@@ -293,24 +293,12 @@ static lac_status count_lists(const lac_nbr_call *call, const int32_t *member, c
     return st;
 }
 
-/* Lists of call->rows (fewer than the items): no table is sorted whole.
- * Each table's items whose key is one of the rows' (a hash set of the rows'
- * keys) are grouped by key; the rows then count over their
- * buckets as cpu_bucket_topk does, with the same result. */
-static lac_status rows_topk(lac_ctx_t ctx, lac_nbr_call *call, int32_t *out)
+/* For lists of a few rows (an update's new items) no table is sorted whole:
+ * each table's items whose key is one of the rows' (a hash set of the rows'
+ * keys) are grouped by key in member, each row's bucket at [t * R + r]. */
+static lac_status key_rows(const lac_nbr_call *call, int threads, int32_t *member, int32_t *start, int32_t *end)
 {
     int64_t ni = call->data->num_items, T = call->tables, R = call->num_rows;
-    int threads = lac_threads(ctx);
-    size_t cells = (size_t)T * (size_t)ni, rcells = (size_t)T * (size_t)R;
-    int32_t *member = lac_malloc(ctx, (cells ? cells : 1) * sizeof *member);   /* table t's matched items by key */
-    int32_t *start = lac_malloc(ctx, (rcells ? rcells : 1) * sizeof *start);   /* bucket of (t, row r) */
-    int32_t *end = lac_malloc(ctx, (rcells ? rcells : 1) * sizeof *end);
-    if (!member || !start || !end) {
-        free(member);
-        free(start);
-        free(end);
-        return LAC_ERR_OUT_OF_MEMORY;
-    }
     lac_status st = LAC_SUCCESS;
 #pragma omp parallel num_threads(threads)
     {
@@ -359,37 +347,13 @@ static lac_status rows_topk(lac_ctx_t ctx, lac_nbr_call *call, int32_t *out)
         free(fill);
         free(slot);
     }
-    if (st < 0) {
-        free(member);
-        free(start);
-        free(end);
-        return lac_error(ctx, st, "out of memory keying the rows' buckets");
-    }
-    st = count_lists(call, member, start, end, R, 1, threads, out);
-    call->bytes = (int64_t)(cells * sizeof(int32_t) + 2 * rcells * sizeof(int32_t) +
-                            (size_t)threads * (size_t)ni * (4 + 4 + sizeof(counted)));
-    free(member);
-    free(start);
-    free(end);
-    if (st < 0) return lac_error(ctx, st, "out of memory counting bucket neighbours");
-    return LAC_SUCCESS;
+    return st;
 }
 
-static lac_status cpu_bucket_topk(lac_ctx_t ctx, lac_nbr_call *call, int32_t *out)
+/* Every table sorted by key: member, and each item's bucket in it. */
+static lac_status key_all(const lac_nbr_call *call, int threads, int32_t *member, int32_t *start, int32_t *end)
 {
-    if (call->rows && call->num_rows < call->data->num_items / 4) return rows_topk(ctx, call, out);
     int64_t ni = call->data->num_items, T = call->tables;
-    int threads = lac_threads(ctx);
-    size_t cells = (size_t)T * (size_t)ni;
-    int32_t *member = lac_malloc(ctx, (cells ? cells : 1) * sizeof *member);   /* table t's items by key */
-    int32_t *start = lac_malloc(ctx, (cells ? cells : 1) * sizeof *start);     /* bucket of (t, j): first slot */
-    int32_t *end = lac_malloc(ctx, (cells ? cells : 1) * sizeof *end);
-    if (!member || !start || !end) {
-        free(member);
-        free(start);
-        free(end);
-        return LAC_ERR_OUT_OF_MEMORY;
-    }
     lac_status st = LAC_SUCCESS;
 #pragma omp parallel num_threads(threads)
     {
@@ -418,18 +382,28 @@ static lac_status cpu_bucket_topk(lac_ctx_t ctx, lac_nbr_call *call, int32_t *ou
         }
         free(tmp);
     }
-    if (st < 0) {
-        free(member);
-        free(start);
-        free(end);
-        return lac_error(ctx, st, "out of memory sorting the bucket keys");
-    }
-    st = count_lists(call, member, start, end, ni, 0, threads, out);
-    call->bytes = (int64_t)(3 * cells * sizeof(int32_t) + (size_t)threads * (size_t)ni * (sizeof(keyed) + 4 + sizeof(counted)));
+    return st;
+}
+
+static lac_status cpu_bucket_topk(lac_ctx_t ctx, lac_nbr_call *call, int32_t *out)
+{
+    int64_t ni = call->data->num_items, T = call->tables;
+    int by_row = call->rows && call->num_rows < ni / 4, threads = lac_threads(ctx);
+    int64_t stride = by_row ? call->num_rows : ni;
+    size_t cells = (size_t)T * (size_t)ni, bcells = (size_t)T * (size_t)stride;
+    int32_t *member = lac_malloc(ctx, (cells ? cells : 1) * sizeof *member);   /* table t's items by key */
+    int32_t *start = lac_malloc(ctx, (bcells ? bcells : 1) * sizeof *start);   /* bucket of (t, j or row): first slot */
+    int32_t *end = lac_malloc(ctx, (bcells ? bcells : 1) * sizeof *end);
+    lac_status st = member && start && end ? LAC_SUCCESS : LAC_ERR_OUT_OF_MEMORY;
+    if (st == LAC_SUCCESS)
+        st = by_row ? key_rows(call, threads, member, start, end) : key_all(call, threads, member, start, end);
+    if (st == LAC_SUCCESS) st = count_lists(call, member, start, end, stride, by_row, threads, out);
+    call->bytes = (int64_t)((cells + 2 * bcells) * sizeof(int32_t) +
+                            (size_t)threads * (size_t)ni * ((by_row ? 4 : sizeof(keyed)) + 4 + sizeof(counted)));
     free(member);
     free(start);
     free(end);
-    if (st < 0) return lac_error(ctx, st, "out of memory counting bucket neighbours");
+    if (st < 0) return lac_error(ctx, st, "out of memory searching the buckets");
     return LAC_SUCCESS;
 }
 
