@@ -11,10 +11,11 @@ set -u
 tool=$1
 py=/usr/bin/python3
 . "$(dirname "$0")/mpi_common.sh" cli_mpi_mf
-# Here (one thread a rank: the same every run) the ranks measured within 0.5%
-# of one process (plain +0.33% / +0.41%, neighbourhood at 2 and 3 ranks); one
-# process's spread over seeds 1-4 is 0.7%. A ring of whole blocks (no rounds,
-# lac_mf_rounds) measured +1.7% / +1.9% (plain) on these data.
+# Here (one thread a rank: the same every run) the ranks measured within 0.35%
+# of one process (plain +0.32% / +0.31%, neighbourhood +0.24% / +0.28% at 2 /
+# 3 ranks); one process's spread over seeds is 0.7% (plain) and 1.1%. Whole
+# blocks from the first epoch (no rounds, lac_mf_rounds_at) measured +1.7% /
+# +1.9% (plain) and +0.8% / +1.05% on these data.
 TOL=0.01
 
 "$tool" mf gen --users 6000 --items 1000 --ratings 200000 --clusters 10 --seed 7 all.txt 2>/dev/null

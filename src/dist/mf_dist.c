@@ -7,7 +7,8 @@
  * (v_j, bhat_j and, for the neighbourhood model, w_j and c_j) to rank p - 1,
  * which trains it next. No two ranks touch one user row or one item row at
  * once; after P sub-epochs every block has been trained once and item block
- * b is back at rank b. An epoch is R such turns of the ring (rounds), turn r
+ * b is back at rank b. An early epoch is R such turns of the ring (rounds,
+ * lac_mf_rounds_at), turn r
  * over the r-th slice of each block's users (lac_mf_rounds), so that the P
  * pieces of a user's row are trained close together in time: one turn of
  * whole blocks converged 1-2% worse (docs/scaling.md). The user-side parameters (u_i, b_i) and R^K(i; j) stay
@@ -248,7 +249,7 @@ static lac_status dist_epoch(lac_ctx_t ctx, lac_mf_state *s, float lr, int epoch
     float *out = s->buffer, *in = s->buffer + largest * w;
     double sse = 0.0;
     lac_status st = LAC_SUCCESS;
-    for (int turn = 0; turn < s->rounds * P; turn++) {
+    for (int turn = 0; turn < lac_mf_rounds_at(s->rounds, epoch) * P; turn++) {
         const int b = (me + turn) % P, next = (b + 1) % P;
         double t0 = omp_get_wtime(), c0 = cpu_seconds(), part = 0.0;
         /* after a failure the ring still turns, so that no rank waits forever */

@@ -126,10 +126,11 @@ typedef struct {
      * only; a backend without `parts` below refuses it. */
     const int32_t *item_part;
     int part;
-    /* With item_part: each epoch call trains the next of `rounds` slices of
-     * the part's users (lac_mf_rounds; 0 or 1: all of them), so that `rounds`
-     * calls make the part's epoch; the epoch's start (the neighbourhood
-     * terms' baselines) is the first slice's call. */
+    /* With item_part: each epoch call trains the next of the epoch's
+     * lac_mf_rounds_at(rounds, epoch) slices of the part's users (rounds 0
+     * or 1: all of them), so that that many calls make the part's epoch; the
+     * epoch's start (the neighbourhood terms' baselines) is the first
+     * slice's call. */
     int rounds;
 } lac_mf_call;
 

@@ -99,9 +99,14 @@ lac_status lac_mf_deal_blocks(lac_ctx_t ctx, const lac_mf_data *d, int blocks, i
  * strata per epoch (a user's pieces an epoch/B apart) measured 1-2.4% worse
  * validation RMSE at 40 epochs on generated data; slices of about
  * LAC_MF_ROUND_USERS users came within the seed-to-seed spread
- * (docs/scaling.md, "mf over ranks"). */
+ * (docs/scaling.md, "mf over ranks"). Only the first LAC_MF_ROUND_EPOCHS
+ * epochs need them (the fast early learning; rounds in every epoch measured
+ * no better), so later epochs pass whole blocks, one message a turn. */
 #define LAC_MF_ROUND_USERS 32
+#define LAC_MF_ROUND_EPOCHS 2
 int lac_mf_rounds(int64_t users_per_block);
+/* The rounds of epoch `epoch` (from 0) for a grid of `rounds`. */
+static inline int lac_mf_rounds_at(int rounds, int epoch) { return epoch < LAC_MF_ROUND_EPOCHS ? rounds : 1; }
 
 /* The order of the B strata in an epoch: a seeded shuffle of 0..B-1, the same
  * for a seed and epoch in any run. */

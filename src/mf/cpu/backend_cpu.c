@@ -6,7 +6,7 @@
  *    chunk at a time, and share V without locks, as the CUSGD++ lane groups do.
  *  - deterministic: a B x B grid of blocks (users x items), LIBMF/DSGD style,
  *    B = 2 x threads, users and items dealt to it by src/mf/schedule.c, the
- *    strata passed in rounds of user slices (lac_mf_rounds). */
+ *    strata of the first epochs passed in rounds of user slices (lac_mf_rounds). */
 #include "mf/cpu/mf_cpu.h"
 #include "mf/schedule.h"
 
