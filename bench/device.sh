@@ -328,6 +328,47 @@ section_impute() {
 DEVICE_SECTIONS_ALL="$DEVICE_SECTIONS_ALL impute"
 printenv DEVICE_SECTIONS >/dev/null || DEVICE_SECTIONS=$DEVICE_SECTIONS_ALL
 
+# multi (issue "Multi-GPU runs"), on a machine of several GPUs: each
+# capability on one GPU and on all of them in the same run, beside the NCCL
+# all-reduce bandwidth as the ceiling for exchanges (bench/nccl_allreduce.cu;
+# NCCL's NVLink multicast off, NCCL_NVLS_ENABLE=0). Not in the default list.
+#   MULTI_MAP_M=1000M (rows from pinned host memory, 500k targets)
+#   MULTI_IMPUTE_SHAPES=128x128x2000,512x512x2000   MULTI_MF_SHAPES="netflix"
+section_multi() {
+    local d all
+    d=$(nvidia-smi -L | wc -l)
+    all=$(seq -s, 0 $((d - 1)))
+    : >"$OUT/multi.txt"
+    : >"$OUT/multi.log"
+    say "multi: $d GPUs (cuda:$all)"
+    nvidia-smi topo -m >>"$OUT/multi.log" 2>&1
+    export NCCL_NVLS_ENABLE=0
+    if nvcc -O2 -arch=sm_90 -o "$BUILD/nccl_allreduce" bench/nccl_allreduce.cu -lnccl >>"$OUT/multi.log" 2>&1; then
+        "$BUILD/nccl_allreduce" >>"$OUT/multi.txt" 2>>"$OUT/multi.log" || say "nccl_allreduce FAILED"
+    else
+        say "nccl_allreduce did not build (no NCCL here?)"
+    fi
+    for dev in cuda:0 "cuda:$all"; do
+        say "map_bench --device $dev -m ${MULTI_MAP_M:-1000M} -n 500k --host-memory"
+        "$BUILD/bench/map_bench" --device "$dev" --json --check -m "${MULTI_MAP_M:-1000M}" -n 500k --dist uniform -w 1 -r 3 \
+            --host-memory >>"$OUT/multi.txt" 2>>"$OUT/multi.log" || say "map_bench $dev FAILED"
+    done
+    say "impute_cuda_bench --devices $all --split-only"
+    "$BUILD/bench/impute_cuda_bench" --json --devices "$all" --split-only --iters 3 \
+        --shapes "${MULTI_IMPUTE_SHAPES:-128x128x2000,512x512x2000}" >>"$OUT/multi.txt" 2>>"$OUT/multi.log" ||
+        say "impute_cuda_bench FAILED"
+    for shape in ${MULTI_MF_SHAPES:-netflix}; do
+        for dev in cuda "cuda:$all"; do
+            say "mf_bench --device $dev --shape $shape -k 32,128"
+            "$BUILD/bench/mf_bench" --device "$dev" --shape "$shape" -k 32,128 --epochs 20 --peer-epochs 0 \
+                >>"$OUT/multi.txt" 2>>"$OUT/multi.log" || say "mf_bench $dev FAILED"
+        done
+    done
+    grep -v '^{' "$OUT/multi.txt" | tee -a "$SUMMARY"
+    grep '"nccl_allreduce"' "$OUT/multi.txt" | tee -a "$SUMMARY"
+    return 0
+}
+
 # ---------------------------------------------------------------------------
 machine_facts
 FIGURES="$OUT/figures.jsonl"

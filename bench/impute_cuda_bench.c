@@ -25,6 +25,9 @@
  * streamed plan when the resident one does not fit) against its copy floor
  * (the bytes streamed in and out over the pinned bandwidth measured here);
  * --stream-only runs just that and the resident iteration beside it.
+ * --devices 0,1 adds, per shape, one iteration on a context of those devices
+ * (the split by frequency; ids may repeat: shares of one device);
+ * --split-only runs just that and the one-device iteration beside it.
  */
 #include "bench_util.h"
 #include "impute/impute_backend.h"
@@ -46,6 +49,7 @@ typedef struct {
 
 static lac_ctx_t gpu, gpu_cold, gpu_gram;   /* gpu_cold: every SVT pass starts cold; gpu_gram: the Gram route */
 static lac_ctx_t gpu_capped;                 /* --cap: LACUNA_CUDA_MEMORY_CAP, the streamed plan */
+static lac_ctx_t gpu_split;                  /* --devices: a context of several devices */
 static const char *stream_cap;
 static long long stream_slab;   /* the slab width the streamed plan logged */
 
@@ -377,7 +381,8 @@ int main(int argc, char **argv)
 {
     const char *shapes = "50x50x4039,64x64x2100,128x128x2000,512x512x300";
     const char *graph = "data/ego-facebook/facebook_combined.txt", *ratios = "0.5,0.9";
-    int stream_only = 0;
+    int stream_only = 0, split_only = 0;
+    const char *devices = NULL;
     int reps = 5, iters = 20;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0) json = 1;
@@ -388,6 +393,8 @@ int main(int argc, char **argv)
         else if (i + 1 < argc && strcmp(argv[i], "--ratios") == 0) ratios = argv[++i];
         else if (i + 1 < argc && strcmp(argv[i], "--cap") == 0) stream_cap = argv[++i];
         else if (strcmp(argv[i], "--stream-only") == 0) stream_only = 1;
+        else if (i + 1 < argc && strcmp(argv[i], "--devices") == 0) devices = argv[++i];
+        else if (strcmp(argv[i], "--split-only") == 0) split_only = 1;
         else {
             fprintf(stderr, "impute_cuda_bench: unknown option %s (see the source banner)\n", argv[i]);
             return 2;
@@ -432,6 +439,28 @@ int main(int argc, char **argv)
             return 1;
         }
     }
+    if (split_only && !devices) {
+        fprintf(stderr, "impute_cuda_bench: --split-only needs --devices IDS\n");
+        return 2;
+    }
+    if (devices) {
+        lac_ctx_params sp = lac_ctx_params_default();
+        sp.backend = LAC_BACKEND_CUDA;
+        for (const char *d = devices; *d && sp.num_devices < LAC_MAX_DEVICES;) {
+            char *end;
+            long id = strtol(d, &end, 10);
+            if (end == d || id < 0) {
+                fprintf(stderr, "impute_cuda_bench: bad --devices %s (want IDS like 0,1)\n", devices);
+                return 2;
+            }
+            sp.device_ids[sp.num_devices++] = (int)id;
+            d = *end == ',' ? end + 1 : end;
+        }
+        if (lac_ctx_create(&sp, &gpu_split)) {
+            fprintf(stderr, "impute_cuda_bench: --devices %s: %s\n", devices, lac_last_error(NULL));
+            return 1;
+        }
+    }
 #ifdef LACUNA_HAVE_CUDA
     measure_rates();
 #endif
@@ -447,7 +476,14 @@ int main(int argc, char **argv)
             s.m = m;
             s.n = n;
             s.N = N;
-            if (stream_only) {
+            char split_name[64];
+            snprintf(split_name, sizeof split_name, "devices %s", devices ? devices : "");
+            if (split_only) {
+                if (pass == 1) {
+                    bench_iteration(s, iters, gpu, "default", LAC_GEMM_FP32);
+                    bench_iteration(s, iters, gpu_split, split_name, LAC_GEMM_FP32);
+                }
+            } else if (stream_only) {
                 if (pass == 1) {
                     bench_iteration(s, iters, gpu, "default", LAC_GEMM_FP32);
                     bench_iteration(s, iters, gpu_capped, "streamed", LAC_GEMM_FP32);
@@ -462,11 +498,12 @@ int main(int argc, char **argv)
                 bench_iteration(s, iters, gpu, "default", LAC_GEMM_TF32);
                 bench_iteration(s, iters, gpu, "default", LAC_GEMM_3XTF32);
                 if (gpu_capped) bench_iteration(s, iters, gpu_capped, "streamed", LAC_GEMM_FP32);
+                if (gpu_split) bench_iteration(s, iters, gpu_split, split_name, LAC_GEMM_FP32);
             }
             c += used;
             if (*c == ',') c++;
         }
-    for (const char *c = stream_only ? "" : ratios; *c;) {
+    for (const char *c = stream_only || split_only ? "" : ratios; *c;) {
         char *end;
         double ratio = strtod(c, &end);
         if (end == c || !(ratio > 0 && ratio <= 1)) {
@@ -482,5 +519,6 @@ int main(int argc, char **argv)
     lac_ctx_destroy(&gpu_cold);
     lac_ctx_destroy(&gpu_gram);
     if (gpu_capped) lac_ctx_destroy(&gpu_capped);
+    if (gpu_split) lac_ctx_destroy(&gpu_split);
     return 0;
 }
