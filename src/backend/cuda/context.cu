@@ -127,6 +127,24 @@ lac_status lac_cuda_ctx_init(lac_ctx_t ctx)
         lac_cuda_ctx_fini(ctx);
         return st;
     }
+    /* Shares on distinct devices copy to each other directly (NVLink or PCIe
+     * peer) where the pair allows; elsewhere the driver stages the copies
+     * through host memory, much slower. */
+    int staged = 0;
+    for (int a = 0; a < s->share_count; a++)
+        for (int b = 0; b < s->share_count; b++) {
+            int from = s->shares[a]->device, to = s->shares[b]->device, can = 0;
+            if (from == to) continue;
+            if (cudaDeviceCanAccessPeer(&can, from, to) == cudaSuccess && can) {
+                cudaSetDevice(from);
+                if (cudaDeviceEnablePeerAccess(to, 0) != cudaSuccess) cudaGetLastError();   /* already enabled */
+            } else {
+                staged++;
+            }
+        }
+    if (staged)
+        lac_log(ctx, LAC_LOG_INFO, "cuda: %d device pairs without peer access: copies between them pass through the host",
+                staged);
     cudaSetDevice(s->device);
     lac_log(ctx, LAC_LOG_INFO, "cuda: device %d (%s, %d SMs)%s", s->device, s->prop.name, s->prop.multiProcessorCount,
             shares > 1 ? " and more: impute and mf split their work across them, map its host-array calls" : "");

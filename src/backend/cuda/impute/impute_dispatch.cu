@@ -18,6 +18,9 @@
 #include <string.h>
 
 #include <new>
+#include <functional>
+#include <thread>
+#include <vector>
 
 namespace {
 
@@ -533,45 +536,86 @@ template <typename REAL> lac_status gft(lac_ctx_t ctx, impute_cuda<REAL> *s)
     return LAC_SUCCESS;
 }
 
-/* The other shares' parts of an SVT pass, queued on their streams: Ĝ's
- * slices in, the pass, the figures and the estimate's slices back to the
- * first device (whose SVT writes only [0, own)). */
-template <typename REAL> lac_status svt_parts(lac_ctx_t ctx, impute_cuda<REAL> *s, const double *lambda)
+/* Share i's part of an SVT pass (ctx: a context whose state is that share,
+ * its device current): Ĝ's slices in, the pass, the figures and the
+ * estimate's slices back to the first device (whose SVT writes only [0, own)). */
+template <typename REAL>
+lac_status svt_part_run(lac_ctx_t ctx, impute_cuda<REAL> *s, int i, const double *lambda, int first_device)
+{
+    const int64_t mn = s->mn;
+    svt_part<REAL> &part = s->parts[i];
+    cudaStream_t stream = ctx->cuda->stream;
+    const size_t bytes = (size_t)(part.count * mn) * sizeof(REAL);
+    if (!s->gft_split)   /* else the share's GFT left its slices in part.a */
+        LAC_CUDA_CHECK(ctx,
+                       cudaMemcpyPeerAsync(part.a, part.device, s->ghat + part.first * mn, first_device, bytes, stream));
+    if (lambda)
+        LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(part.lambda, lambda + part.first, (size_t)part.count * sizeof(double),
+                                            cudaMemcpyHostToDevice, stream));
+    lac_svt_batch<REAL> b;
+    b.count = part.count;
+    b.rows = s->problem.n;
+    b.cols = s->problem.m;
+    b.stride = mn;
+    b.a = part.a;
+    b.out = part.out;
+    b.truth = part.truth;
+    b.lambda = lambda ? part.lambda : nullptr;
+    b.stats = part.stats;
+    b.v = part.v;
+    b.warm = s->v_valid;
+    LAC_CHECK(s->jacobi ? lac_svt_jacobi<REAL>(ctx, b)
+                        : lac_svt_gram<REAL>(ctx, b, gram_budget(ctx), &part.gram_cache));
+    LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(s->stats_host + part.first * LAC_SVT_STATS, part.stats,
+                                        (size_t)(part.count * LAC_SVT_STATS) * sizeof(double),
+                                        cudaMemcpyDeviceToHost, stream));
+    LAC_CUDA_CHECK(ctx, cudaMemcpyPeerAsync(s->gest + part.first * mn, first_device, part.out, part.device, bytes,
+                                            stream));
+    return LAC_SUCCESS;
+}
+
+/* The other shares' parts of an SVT pass, each from its own host thread: the
+ * Gram path waits on its device between chunks, so from one thread the
+ * devices would take turns. A thread works on a copy of the context whose
+ * device state is its share (the scope of one thread would switch it for
+ * all); a failure's message is copied back. Falls back to this thread when
+ * no thread can be started. Returns after every part has been queued and
+ * run; the first device's own part runs in `own` meanwhile. */
+struct svt_share_run {
+    struct lac_ctx local;
+    lac_status status;
+};
+
+template <typename REAL>
+lac_status svt_parts(lac_ctx_t ctx, impute_cuda<REAL> *s, const double *lambda, const std::function<lac_status()> &own)
 {
     const int first_device = ctx->cuda->device;
-    const int64_t mn = s->mn;
+    std::vector<svt_share_run> runs((size_t)s->part_count);
+    std::vector<std::thread> threads;
     for (int i = 1; i < s->part_count; i++) {
-        svt_part<REAL> &part = s->parts[i];
-        lac_cuda_share_scope scope(ctx, i);
-        cudaStream_t stream = ctx->cuda->stream;
-        const size_t bytes = (size_t)(part.count * mn) * sizeof(REAL);
-        if (!s->gft_split)   /* else the share's GFT left its slices in part.a */
-            LAC_CUDA_CHECK(ctx,
-                           cudaMemcpyPeerAsync(part.a, part.device, s->ghat + part.first * mn, first_device, bytes, stream));
-        if (lambda)
-            LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(part.lambda, lambda + part.first, (size_t)part.count * sizeof(double),
-                                                cudaMemcpyHostToDevice, stream));
-        lac_svt_batch<REAL> b;
-        b.count = part.count;
-        b.rows = s->problem.n;
-        b.cols = s->problem.m;
-        b.stride = mn;
-        b.a = part.a;
-        b.out = part.out;
-        b.truth = part.truth;
-        b.lambda = lambda ? part.lambda : nullptr;
-        b.stats = part.stats;
-        b.v = part.v;
-        b.warm = s->v_valid;
-        LAC_CHECK(s->jacobi ? lac_svt_jacobi<REAL>(ctx, b)
-                            : lac_svt_gram<REAL>(ctx, b, gram_budget(ctx), &part.gram_cache));
-        LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(s->stats_host + part.first * LAC_SVT_STATS, part.stats,
-                                            (size_t)(part.count * LAC_SVT_STATS) * sizeof(double),
-                                            cudaMemcpyDeviceToHost, stream));
-        LAC_CUDA_CHECK(ctx, cudaMemcpyPeerAsync(s->gest + part.first * mn, first_device, part.out, part.device, bytes,
-                                                stream));
+        runs[i].local = *ctx;
+        runs[i].local.cuda = ctx->cuda->shares[i];
+        runs[i].status = LAC_SUCCESS;
+        auto work = [&runs, s, i, lambda, first_device] {
+            svt_share_run &r = runs[i];
+            cudaSetDevice(r.local.cuda->device);
+            r.status = svt_part_run<REAL>(&r.local, s, i, lambda, first_device);
+        };
+        try {
+            threads.emplace_back(work);
+        } catch (...) {
+            work();
+        }
     }
-    return LAC_SUCCESS;
+    lac_status st = own();
+    for (std::thread &t : threads) t.join();
+    cudaSetDevice(first_device);
+    for (int i = 1; i < s->part_count; i++)
+        if (runs[i].status < 0 && st >= 0) {
+            memcpy(ctx->last_error, runs[i].local.last_error, sizeof ctx->last_error);
+            st = runs[i].status;
+        }
+    return st;
 }
 
 template <typename REAL>
@@ -579,15 +623,6 @@ lac_status svt(lac_ctx_t ctx, impute_cuda<REAL> *s, const double *lambda, double
 {
     cudaStream_t stream = ctx->cuda->stream;
     const int64_t N = s->N;
-    /* The other devices' parts first (queued), then the first device's. */
-    lac_status parts = svt_parts<REAL>(ctx, s, lambda);
-    if (parts < 0) {
-        svt_parts_wait<REAL>(ctx, s);
-        return parts;
-    }
-    if (lambda)
-        LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(s->lambda, lambda, (size_t)s->own * sizeof(double), cudaMemcpyHostToDevice,
-                                            stream));
     lac_svt_batch<REAL> b;
     b.count = s->own;
     b.rows = s->problem.n;   /* a slice is m x n row-major: n x m column-major */
@@ -600,10 +635,18 @@ lac_status svt(lac_ctx_t ctx, impute_cuda<REAL> *s, const double *lambda, double
     b.stats = s->stats;
     b.v = s->v;
     b.warm = s->v_valid;
-    lac_status own = s->jacobi ? lac_svt_jacobi<REAL>(ctx, b) : lac_svt_gram<REAL>(ctx, b, gram_budget(ctx, s->svt_budget), &s->gram_cache);
-    parts = svt_parts_wait<REAL>(ctx, s);
-    LAC_CHECK(own);
-    LAC_CHECK(parts);
+    /* The first device's own slices, while the other shares run theirs. */
+    auto own = [&]() -> lac_status {
+        if (lambda)
+            LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(s->lambda, lambda, (size_t)s->own * sizeof(double),
+                                                cudaMemcpyHostToDevice, stream));
+        return s->jacobi ? lac_svt_jacobi<REAL>(ctx, b)
+                         : lac_svt_gram<REAL>(ctx, b, gram_budget(ctx, s->svt_budget), &s->gram_cache);
+    };
+    lac_status st = s->part_count > 1 ? svt_parts<REAL>(ctx, s, lambda, own) : own();
+    lac_status waited = svt_parts_wait<REAL>(ctx, s);
+    LAC_CHECK(st);
+    LAC_CHECK(waited);
     s->v_valid = s->v != nullptr && s->warm_start;
     LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(s->stats_host, s->stats, (size_t)(s->own * LAC_SVT_STATS) * sizeof(double),
                                         cudaMemcpyDeviceToHost, stream));

@@ -41,17 +41,6 @@ static lac_status fold_job(lac_ctx_t ctx, const lac_map_call *call, map_stream_j
     return lac_map_fold_launch(ctx, &f, job->scratch);
 }
 
-/* Direct peer copies between two distinct devices where the pair allows. */
-static void enable_peer(int from, int to)
-{
-    int can = 0;
-    if (from == to) return;
-    if (cudaDeviceCanAccessPeer(&can, from, to) == cudaSuccess && can) {
-        cudaError_t e = cudaDeviceEnablePeerAccess(to, 0);
-        if (e != cudaSuccess) cudaGetLastError();   /* already enabled, or not after all: the copy is staged */
-    }
-}
-
 extern "C" lac_status lac_map_cuda_multi(lac_ctx_t ctx, const lac_map_call *call)
 {
     lac_cuda_state *first = ctx->cuda;
@@ -99,8 +88,7 @@ extern "C" lac_status lac_map_cuda_multi(lac_ctx_t ctx, const lac_map_call *call
     cudaStream_t stream = first->stream;
     void *total = jobs[0].scratch, *recv = jobs[0].extra;
     for (int i = 1; i < shares; i++) {
-        const int device = first->shares[i]->device;
-        enable_peer(first->device, device);
+        const int device = first->shares[i]->device;   /* peer access: enabled with the context */
         if (acc_bytes)
             LAC_CUDA_CHECK(ctx, cudaMemcpyPeerAsync(recv, first->device, jobs[i].scratch, device, acc_bytes, stream));
         LAC_CHECK(lac_map_combine_launch(ctx, &L, call->value_dtype, slots, total, recv));

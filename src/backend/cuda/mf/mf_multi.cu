@@ -154,29 +154,6 @@ static lac_status host_current(lac_ctx_t ctx, lac_mf_cuda_multi *m)
     return m->host_current ? LAC_SUCCESS : home_copy(ctx, m, 0);
 }
 
-/* Device p and every other share's device reach each other directly where
- * the hardware allows; elsewhere the peer copies are staged by the driver. */
-static void enable_peers(lac_ctx_t ctx, lac_mf_cuda_multi *m)
-{
-    int staged = 0;
-    for (int a = 0; a < m->D; a++)
-        for (int c = 0; c < m->D; c++) {
-            int can = 0;
-            if (m->device[a] == m->device[c]) continue;
-            cudaDeviceCanAccessPeer(&can, m->device[a], m->device[c]);
-            if (can) {
-                cudaSetDevice(m->device[a]);
-                if (cudaDeviceEnablePeerAccess(m->device[c], 0) != cudaSuccess) cudaGetLastError();
-            } else {
-                staged++;
-            }
-        }
-    cudaSetDevice(m->device[0]);
-    if (staged)
-        lac_log(ctx, LAC_LOG_INFO, "mf CUDA: %d device pairs without peer access: item blocks pass through the host",
-                staged);
-}
-
 template <typename T>
 static lac_status upload(lac_ctx_t ctx, T **dst, const T *src, size_t count)
 {
@@ -256,7 +233,6 @@ static lac_status set_up(lac_ctx_t ctx, lac_mf_cuda_multi *m)
     for (int64_t x = 0; x < d->num_items; x++) m->items_of[m->item_block[x]][m->item_local[x]] = (int32_t)x;
     exchange(m, f, 1);
     for (int p = 0; p < D; p++) m->device[p] = ctx->cuda->shares[p]->device;
-    enable_peers(ctx, m);
     for (int p = 0; p < D; p++) {
         for (int b = 0; b < D; b++) LAC_CHECK(make_sub(ctx, m, p, b));
         lac_cuda_share_scope scope(ctx, p);
