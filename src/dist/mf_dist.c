@@ -213,6 +213,14 @@ static lac_status set_up(lac_ctx_t ctx, lac_mf_state *s)
     if (!s->user_block || !s->item_block || !s->part) return LAC_ERR_OUT_OF_MEMORY;
     LAC_CHECK(lac_mf_deal_blocks(ctx, d, P, s->user_block, s->item_block));
     s->rounds = lac_mf_rounds((d->num_users + P - 1) / P);   /* the same on every rank */
+    if (s->rounds > LAC_MF_DIST_MAX_ROUNDS) {
+        /* Each round is a pass of every item block round the ring: bound the
+         * first epochs' traffic, with larger user slices. */
+        lac_log(ctx, LAC_LOG_INFO, "mf over %d ranks: %d rounds of user slices capped at %d (%lld users a slice)", P,
+                s->rounds, LAC_MF_DIST_MAX_ROUNDS,
+                (long long)(((d->num_users + P - 1) / P + LAC_MF_DIST_MAX_ROUNDS - 1) / LAC_MF_DIST_MAX_ROUNDS));
+        s->rounds = LAC_MF_DIST_MAX_ROUNDS;
+    }
     LAC_CHECK(list_blocks(ctx, s->user_block, d->num_users, P, &s->block_user_start, &s->block_users));
     LAC_CHECK(list_blocks(ctx, s->item_block, d->num_items, P, &s->block_item_start, &s->block_items));
     LAC_CHECK(my_rows(ctx, s));

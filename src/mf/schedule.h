@@ -105,6 +105,10 @@ lac_status lac_mf_deal_blocks(lac_ctx_t ctx, const lac_mf_data *d, int blocks, i
 #define LAC_MF_ROUND_USERS 32
 #define LAC_MF_ROUND_EPOCHS 2
 int lac_mf_rounds(int64_t users_per_block);
+/* Over MPI ranks each round passes every item block once round the ring, so
+ * there the rounds stop at this many (slices grow past LAC_MF_ROUND_USERS
+ * beyond 16,384 users a block; the measured sets had 209-313 rounds). */
+#define LAC_MF_DIST_MAX_ROUNDS 512
 /* The rounds of epoch `epoch` (from 0) for a grid of `rounds`. */
 static inline int lac_mf_rounds_at(int rounds, int epoch) { return epoch < LAC_MF_ROUND_EPOCHS ? rounds : 1; }
 
