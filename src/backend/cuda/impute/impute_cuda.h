@@ -50,6 +50,30 @@ lac_status lac_svt_gram(lac_ctx_t ctx, const lac_svt_batch<REAL> &b, size_t budg
  * memory plan. */
 void lac_svt_gram_bytes(lac_ctx_t ctx, int64_t rows, int64_t cols, size_t *per_slice, size_t *fixed);
 
+/* One SVT pass over `count` packed slices of the problem (each m x n
+ * row-major, so n x m column-major to the solvers) by the Jacobi path or the
+ * Gram path (workspace `gram_budget`, buffers kept in *gram_cache); the
+ * other arguments are lac_svt_batch's. */
+template <typename REAL>
+lac_status lac_svt_slices(lac_ctx_t ctx, bool jacobi, const lac_impute_problem &pr, int64_t count, const REAL *a,
+                          REAL *out, const REAL *truth, const double *lambda, double *stats, double *v, int warm,
+                          size_t gram_budget, lac_svt_gram_cache **gram_cache)
+{
+    lac_svt_batch<REAL> b;
+    b.count = count;
+    b.rows = pr.n;
+    b.cols = pr.m;
+    b.stride = pr.m * pr.n;
+    b.a = a;
+    b.out = out;
+    b.truth = truth;
+    b.lambda = lambda;
+    b.stats = stats;
+    b.v = v;
+    b.warm = warm;
+    return jacobi ? lac_svt_jacobi<REAL>(ctx, b) : lac_svt_gram<REAL>(ctx, b, gram_budget, gram_cache);
+}
+
 /* Element-wise steps (impute_kernels.cu), all on the context's stream. */
 /* dst[v*mn + e] = the observed part of src (any float dtype) for vertices
  * [first, first + count): vertex_state and entry (NULL: whole vertices) are

@@ -552,20 +552,9 @@ lac_status svt_part_run(lac_ctx_t ctx, impute_cuda<REAL> *s, int i, const double
     if (lambda)
         LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(part.lambda, lambda + part.first, (size_t)part.count * sizeof(double),
                                             cudaMemcpyHostToDevice, stream));
-    lac_svt_batch<REAL> b;
-    b.count = part.count;
-    b.rows = s->problem.n;
-    b.cols = s->problem.m;
-    b.stride = mn;
-    b.a = part.a;
-    b.out = part.out;
-    b.truth = part.truth;
-    b.lambda = lambda ? part.lambda : nullptr;
-    b.stats = part.stats;
-    b.v = part.v;
-    b.warm = s->v_valid;
-    LAC_CHECK(s->jacobi ? lac_svt_jacobi<REAL>(ctx, b)
-                        : lac_svt_gram<REAL>(ctx, b, gram_budget(ctx), &part.gram_cache));
+    LAC_CHECK(lac_svt_slices<REAL>(ctx, s->jacobi, s->problem, part.count, part.a, part.out, part.truth,
+                                   lambda ? part.lambda : nullptr, part.stats, part.v, s->v_valid, gram_budget(ctx),
+                                   &part.gram_cache));
     LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(s->stats_host + part.first * LAC_SVT_STATS, part.stats,
                                         (size_t)(part.count * LAC_SVT_STATS) * sizeof(double),
                                         cudaMemcpyDeviceToHost, stream));
@@ -623,25 +612,15 @@ lac_status svt(lac_ctx_t ctx, impute_cuda<REAL> *s, const double *lambda, double
 {
     cudaStream_t stream = ctx->cuda->stream;
     const int64_t N = s->N;
-    lac_svt_batch<REAL> b;
-    b.count = s->own;
-    b.rows = s->problem.n;   /* a slice is m x n row-major: n x m column-major */
-    b.cols = s->problem.m;
-    b.stride = s->mn;
-    b.a = s->ghat;
-    b.out = s->gest;
-    b.truth = s->true_hat;
-    b.lambda = lambda ? s->lambda : nullptr;
-    b.stats = s->stats;
-    b.v = s->v;
-    b.warm = s->v_valid;
+    const int warm = s->v_valid;
     /* The first device's own slices, while the other shares run theirs. */
     auto own = [&]() -> lac_status {
         if (lambda)
             LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(s->lambda, lambda, (size_t)s->own * sizeof(double),
                                                 cudaMemcpyHostToDevice, stream));
-        return s->jacobi ? lac_svt_jacobi<REAL>(ctx, b)
-                         : lac_svt_gram<REAL>(ctx, b, gram_budget(ctx, s->svt_budget), &s->gram_cache);
+        return lac_svt_slices<REAL>(ctx, s->jacobi, s->problem, s->own, s->ghat, s->gest, s->true_hat,
+                                    lambda ? s->lambda : nullptr, s->stats, s->v, warm,
+                                    gram_budget(ctx, s->svt_budget), &s->gram_cache);
     };
     lac_status st = s->part_count > 1 ? svt_parts<REAL>(ctx, s, lambda, own) : own();
     lac_status waited = svt_parts_wait<REAL>(ctx, s);
@@ -651,7 +630,7 @@ lac_status svt(lac_ctx_t ctx, impute_cuda<REAL> *s, const double *lambda, double
     LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(s->stats_host, s->stats, (size_t)(s->own * LAC_SVT_STATS) * sizeof(double),
                                         cudaMemcpyDeviceToHost, stream));
     LAC_CUDA_CHECK(ctx, cudaStreamSynchronize(stream));
-    return lac_impute_cuda_sum_stats(ctx, s->stats_host, N, s->jacobi, b.warm, sigma_max, out);
+    return lac_impute_cuda_sum_stats(ctx, s->stats_host, N, s->jacobi, warm, sigma_max, out);
 }
 
 /* The iGFT split by columns: each share's Ĝest_part U_I,partᵀ, summed on

@@ -251,19 +251,8 @@ template <typename REAL> lac_status compute_slab(lac_ctx_t ctx, stream_state<REA
         LAC_CUBLAS_CHECK(ctx, lac_gemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, mn, nk, ni, (REAL)1, s->x_inc, mn, b.u, ni, (REAL)1,
                                        b.c, mn));
     }
-    lac_svt_batch<REAL> batch;
-    batch.count = nk;
-    batch.rows = s->problem.n;   /* a slice is m x n row-major: n x m column-major */
-    batch.cols = s->problem.m;
-    batch.stride = mn;
-    batch.a = b.c;
-    batch.out = b.est;
-    batch.truth = b.truth;
-    batch.lambda = lambda ? b.lambda : nullptr;
-    batch.stats = b.stats;
-    batch.v = b.v;
-    batch.warm = s->v_valid;
-    LAC_CHECK(s->jacobi ? lac_svt_jacobi<REAL>(ctx, batch) : lac_svt_gram<REAL>(ctx, batch, s->svt_budget, &s->gram_cache));
+    LAC_CHECK(lac_svt_slices<REAL>(ctx, s->jacobi, s->problem, nk, b.c, b.est, b.truth, lambda ? b.lambda : nullptr,
+                                   b.stats, b.v, s->v_valid, s->svt_budget, &s->gram_cache));
     if (ni > 0) {   /* X_new (+)= Ĝest_K U_I,Kᵀ */
         lac_math_mode_scope mode(blas, s->tf32);
         LAC_CUBLAS_CHECK(ctx, lac_gemm(blas, CUBLAS_OP_N, CUBLAS_OP_T, mn, ni, nk, (REAL)1, b.est, mn, b.u, ni,
