@@ -25,7 +25,8 @@
 # Peers come from a git-ignored folder carried beside the repo (PEERS, default
 # .peers/): seed_map_naive.cu (naive atomicAdd kernel); the PyTorch peer is
 # bench/torch_map_peer.py. When the machine lacks OpenBLAS/LAPACKE or pkg-config,
-# Debian packages carried in build-debs/*.deb are unpacked into a private prefix.
+# Debian packages carried in build-debs/*.deb are unpacked into a private prefix;
+# so is Open MPI from build-debs/mpi/*.deb when the machine has no mpirun.
 set -u -o pipefail
 cd "$(dirname "$0")/.."
 
@@ -87,6 +88,27 @@ ensure_cpu_deps() {
     fi
     CMAKE_EXTRA+=("-DLAPACKE_LIB=$lib/liblapacke.so" "-DLAPACKE_INCLUDE=$root/usr/include")
     say "using carried OpenBLAS/LAPACKE from build-debs (private prefix)"
+}
+
+# Open MPI from carried .deb files (build-debs/mpi/*.deb) into a private
+# prefix, when the machine has no mpirun, so that the build has src/dist and
+# the CUDA tests run GPU ranks (tests/cuda/cli_mpi_cuda.sh). Open MPI finds its
+# components and help files under OPAL_PREFIX. Without the .debs the build is
+# one process and that test skips.
+ensure_mpi() {
+    command -v mpirun >/dev/null && return 0
+    local debs=(build-debs/mpi/*.deb)
+    [ -e "${debs[0]}" ] || { say "no mpirun and no build-debs/mpi/*.deb: built without MPI"; return 0; }
+    local root="$PWD/build-debs/mpi/root"
+    rm -rf "$root" && mkdir -p "$root"
+    for f in "${debs[@]}"; do dpkg -x "$f" "$root"; done
+    local bin="$root/usr/bin" lib="$root/usr/lib/x86_64-linux-gnu"
+    # Debian names these through update-alternatives, which a private prefix lacks.
+    ln -sfn mpicc.openmpi "$bin/mpicc" && ln -sfn mpirun.openmpi "$bin/mpirun" && ln -sfn mpiexec.openmpi "$bin/mpiexec"
+    export OPAL_PREFIX="$root/usr" OPAL_SYSCONFDIR="$root/etc/openmpi" PATH="$bin:$PATH"
+    export LD_LIBRARY_PATH="$lib/openmpi/lib:$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    CMAKE_EXTRA+=("-DMPI_C_COMPILER=$bin/mpicc")
+    say "using carried Open MPI from build-debs/mpi (private prefix): $(mpirun --version 2>&1 | head -1)"
 }
 
 # ---------------------------------------------------------------------------
@@ -371,6 +393,7 @@ section_multi() {
 
 # ---------------------------------------------------------------------------
 machine_facts
+ensure_mpi   # here, not in section build: section test's GPU ranks need its environment
 FIGURES="$OUT/figures.jsonl"
 : >"$FIGURES"
 LACUNA_BENCH_MACHINE="$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1), $(nproc) CPU threads"

@@ -51,8 +51,11 @@ static lac_status map_part(lac_ctx_t ctx, const lac_map_backend *table, const la
                            double *wsum, int64_t lo, int64_t hi, const struct lac_map_dist_plan *dp)
 {
     const size_t vs = lac_dtype_size(c->value_dtype), is = lac_dtype_size(c->index_dtype);
-    const bool wide = part->value_dtype != c->value_dtype;
-    const bool wide_source = wide && (c->params.op != LAC_MAP_COUNT || c->params.nan_policy != LAC_NAN_PROPAGATE);
+    /* Even COUNT under NaN propagation, which never reads S, gets a widened
+     * source: a backend may still copy S whole (the CUDA backend streams host
+     * arrays to the device), and a float32 buffer read as float64 runs past
+     * its end. */
+    const bool wide = part->value_dtype != c->value_dtype, wide_source = wide;
     const int64_t piece = dp ? dp->piece : piece_rows(hi - lo, c->n, wide);
     double *buffer = NULL;
     if (wide_source || (wide && c->weights)) {

@@ -288,7 +288,9 @@ static void unstage(lac_ctx_t ctx, staged *s)
 static lac_status timed_map(lac_ctx_t ctx, const map_options *o, lac_map_plan_t plan, const lac_array *S,
                             const lac_array *R, const lac_array *W, lac_array *T, double *median_ms)
 {
-    bool on_device = lac_ctx_backend(ctx) == LAC_BACKEND_CUDA;
+    /* Over MPI ranks each rank maps its own rows of the host arrays (a rank's
+     * GPU streams them in): device copies of the whole input would not split. */
+    bool on_device = lac_ctx_backend(ctx) == LAC_BACKEND_CUDA && lac_ctx_ranks(ctx) == 1;
     size_t t_bytes = (size_t)lac_array_count(T) * lac_dtype_size(T->dtype);
     staged s = {0}, r = {0}, w = {0}, t = {0};
     void *pristine = NULL;

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# GPU ranks: lacuna map and impute with --device cuda under `mpirun -np 2` and
+# `-np 3` (all ranks on the machine's first GPU, shares of one device as in the
+# other CUDA tests). Each rank maps its rows on the GPU and the partial targets
+# are reduced over MPI; impute's ranks share one basis. Results equal one GPU
+# process's (float rounding of the different sums for map's float sums,
+# exactly for min/max/count), the CPU's within float tolerance, and
+# --deterministic gives the same bits from run to run. Skipped (77) without
+# MPI in the build, mpirun or numpy.
+set -u
+tool=$1
+py=$(command -v python3 || echo /usr/bin/python3)
+"$py" -c 'import numpy' 2>/dev/null || py=/usr/bin/python3
+. "$(dirname "$0")/../mpi_common.sh" cli_mpi_cuda
+# Some container runtimes refuse cross-process memory reads: copy through shared memory.
+export OMPI_MCA_btl_vader_single_copy_mechanism=none
+
+"$py" - <<'PY'
+import numpy as np
+rng = np.random.default_rng(16)
+m, n = 3000017, 20011
+np.save("S.npy", rng.standard_normal(m))
+np.save("S32.npy", rng.standard_normal((m, 2)).astype(np.float32))
+R = rng.integers(0, n, m); np.save("R.npy", R); np.save("R32.npy", R.astype(np.int32))
+np.save("W32.npy", rng.random(m).astype(np.float32))
+np.save("ref.npy", np.bincount(R, weights=np.load("S.npy"), minlength=n))
+PY
+
+# compare A B TOL: same shape and dtype, |A - B| <= TOL * (1 + |B|), NaN where B has NaN
+compare() { "$py" -c "
+import numpy as np, sys
+a, b = np.load('$1'), np.load('$2')
+ok = a.shape == b.shape and a.dtype == b.dtype and np.array_equal(np.isnan(a), np.isnan(b))
+ok = ok and bool(np.all(np.abs(np.nan_to_num(a) - np.nan_to_num(b)) <= $3 * (1 + np.abs(np.nan_to_num(b)))))
+sys.exit(0 if ok else 1)"; }
+
+# name | options | tolerance against one GPU process (0: exact)
+cases=(
+  "float64 sum|--source S.npy --bridge R.npy|1e-12"
+  "float32 weighted mean, two columns|--source S32.npy --bridge R32.npy --weights W32.npy --op mean|1e-5"
+  "max|--source S.npy --bridge R32.npy --op max|0"
+  "count, empty -1|--source S32.npy --bridge R.npy --op count --empty -1|0"
+  "float32 sum, deterministic|--source S32.npy --bridge R.npy --deterministic|1e-5"
+)
+k=0
+for c in "${cases[@]}"; do
+    IFS='|' read -r name opts tol <<<"$c"
+    k=$((k + 1))
+    "$tool" map $opts --targets 20011 --device cuda --out one$k.npy --quiet
+    "$tool" map $opts --targets 20011 --device cpu --threads 4 --out cpu$k.npy --quiet
+    check "$name: one GPU process equals the CPU" "compare one$k.npy cpu$k.npy $tol"
+    for np in 2 3; do
+        mpi $np "$tool" map $opts --targets 20011 --device cuda --out np$np.$k.npy --quiet; rc=$?
+        check "$name: -np $np GPU ranks exit 0" "[ $rc -eq 0 ]"
+        check "$name: -np $np GPU ranks equal one GPU process" "compare np$np.$k.npy one$k.npy $tol"
+    done
+done
+check "-np 3 GPU float64 sum equals numpy's bincount" "compare np3.1.npy ref.npy 1e-12"
+mpi 3 "$tool" map --source S32.npy --bridge R.npy --deterministic --targets 20011 --device cuda --out again.npy --quiet
+check "-np 3 GPU --deterministic: the same bits run to run" "cmp -s again.npy np3.5.npy"
+out=$(mpi 2 "$tool" map --source S.npy --bridge R.npy --targets 20011 --device cuda --json)
+check "GPU ranks: one --json line naming 2 ranks and the cuda backend" \
+    "[ \$(grep -c '\"median_ms\"' <<<\"\$out\") -eq 1 ] && grep -q '\"ranks\":2' <<<\"\$out\" && grep -q 'cuda' <<<\"\$out\""
+
+# impute on GPU ranks: the completion of one GPU process (float64: to rounding).
+export LACUNA_CACHE_DIR="$dir/cache"
+{ for v in $(seq 0 299); do echo "$v $(((v + 1) % 300))"; done
+  for v in $(seq 0 59); do echo "$((v * 5)) $(((v * 37 + 11) % 300))"; done; } > g.txt
+"$tool" impute gen --graph g.txt --m 12 --n 10 --rank 2 --observed-ratio 0.7 --seed 4 --precision double \
+    --out x.npy --truth z.npy --observed ids.txt --quiet
+for prec in double single; do
+    tol=1e-9; [ $prec = single ] && tol=2e-4
+    a="impute run --graph g.txt --tensor x.npy --observed ids.txt --truth z.npy --precision $prec --iters 5 --inner 10"
+    "$tool" $a --device cuda --out imp1.$prec.npy --quiet
+    "$tool" $a --device cpu --out impcpu.$prec.npy --quiet
+    check "impute $prec: one GPU process equals the CPU" "compare imp1.$prec.npy impcpu.$prec.npy $tol"
+    for np in 2 3; do
+        mpi $np -x LACUNA_CACHE_DIR "$tool" $a --device cuda --out imp$np.$prec.npy --quiet; rc=$?
+        check "impute $prec, -np $np GPU ranks: exit 0, one GPU process's completion" \
+            "[ $rc -eq 0 ] && compare imp$np.$prec.npy imp1.$prec.npy $tol"
+    done
+done
+
+echo "$passes passed, $fails failed"
+[ $fails -eq 0 ]
