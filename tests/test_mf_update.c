@@ -220,6 +220,56 @@ static void check_optimal_users(int kind)
 
 TEST(solved_rows_are_ridge_optima) { check_optimal_users(LAC_MF_MODEL_PLAIN); check_optimal_users(LAC_MF_MODEL_NEIGHBOURHOOD); }
 
+/* Each user's training list after an update (new users, new items and
+ * re-rated pairs, fresh in scattered order) equals the union of the old and
+ * new ratings with the new value winning, from a dense table by ids. */
+static void merged_lists(int kind)
+{
+    slices s;
+    cut(&s, 300, 150, 8000, kind ? 4 : 0, 0.1, 0.1, 13);
+    for (int64_t x = 0; x < s.base.n; x += 37) {   /* re-rated pairs */
+        float v = s.base.r[x] >= 3 ? 1.0f : 5.0f;
+        harness_triples_push(&s.fresh, s.base.u[x], s.base.i[x], v);
+    }
+    lac_mf_params p = lac_mf_params_default();
+    p.model = kind;
+    p.k = 4;
+    p.epochs = 2;
+    p.neighbours.k = 8;
+    lac_mf_model_t base = train(&p, &s.base);
+    lac_mf_update_report rep;
+    lac_mf_model_t m = update(base, &s.fresh, 1, 1, &rep);
+    CHECK(rep.new_users > 0 && rep.new_items > 0 && rep.replaced > 0);
+    int64_t U = 0, I = 0, expected = 0, bad = 0;
+    for (int64_t x = 0; x < s.base.n + s.fresh.n; x++) {
+        int64_t u = x < s.base.n ? s.base.u[x] : s.fresh.u[x - s.base.n], i = x < s.base.n ? s.base.i[x] : s.fresh.i[x - s.base.n];
+        U = u + 1 > U ? u + 1 : U;
+        I = i + 1 > I ? i + 1 : I;
+    }
+    float *table = malloc((size_t)(U * I) * sizeof *table);
+    for (int64_t x = 0; x < U * I; x++) table[x] = NAN;
+    for (int64_t x = 0; x < s.base.n; x++) table[s.base.u[x] * I + s.base.i[x]] = s.base.r[x];
+    for (int64_t x = 0; x < s.fresh.n; x++) table[s.fresh.u[x] * I + s.fresh.i[x]] = s.fresh.r[x];
+    for (int64_t x = 0; x < U * I; x++) expected += table[x] == table[x];
+    CHECK_INT(m->rated_start[m->num_users], expected);
+    for (int64_t u = 0; u < m->num_users; u++) {
+        int64_t uid = atoll(lac_mf_model_user_id(m, u));
+        for (int64_t a = m->rated_start[u]; a < m->rated_start[u + 1]; a++) {
+            int64_t iid = atoll(lac_mf_model_item_id(m, m->rated_items[a]));
+            float want = table[uid * I + iid];
+            bad += want != want || (a > m->rated_start[u] && m->rated_items[a] <= m->rated_items[a - 1]) ||
+                   (m->rated_vals && m->rated_vals[a] != want);
+        }
+    }
+    CHECK_INT(bad, 0);
+    free(table);
+    lac_mf_model_destroy(&base);
+    lac_mf_model_destroy(&m);
+    slices_free(&s);
+}
+
+TEST(merged_training_lists_are_the_union) { merged_lists(LAC_MF_MODEL_PLAIN); merged_lists(LAC_MF_MODEL_NEIGHBOURHOOD); }
+
 /* The LSH sums after an update equal those summed from scratch over the
  * merged ratings (integer ratings: r^2 sums are exact in float), and the
  * new items' S^K(j) equal a full search's. fresh also re-rates some known
@@ -511,6 +561,7 @@ int main(void)
     RUN(new_users_within_retrain_plain);
     RUN(new_users_within_retrain_neighbourhood);
     RUN(solved_rows_are_ridge_optima);
+    RUN(merged_training_lists_are_the_union);
     RUN(lsh_sums_and_new_neighbours_match_a_fresh_search);
     RUN(bad_input_model_untouched_and_file_round_trip);
     RUN(older_file_without_keys_updates_the_same);

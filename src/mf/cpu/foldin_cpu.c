@@ -56,6 +56,25 @@ static int cholesky_solve(double *A, double *b, int n)
     return 1;
 }
 
+/* One row's ridge regression, min sum (y - x . theta)^2 + theta^T D theta.
+ * While it has fewer ratings m than parameters n (a new user's handful),
+ * the ratings are kept and the dual form solved, theta = D^-1 X^T alpha with
+ * (X D^-1 X^T + I) alpha = y: an m x m system instead of n x n (k 16 and 3.5
+ * ratings a row: the solves were 70% of an update of MovieTweetings). From
+ * n ratings on, the normal equations (X^T X + D) theta = X^T y. */
+typedef struct {
+    int n;
+    int64_t m;        /* ratings added */
+    double *A, *rhs;  /* n x n, n: the normal equations, once m reaches n */
+    double *X, *y;    /* n x n, n: the first ratings' rows and targets */
+} ridge;
+
+static void ridge_reset(ridge *r, int n)
+{
+    r->n = n;
+    r->m = 0;
+}
+
 /* Adds x x^T (lower triangle) and y x to the normal equations. */
 static void accumulate(double *A, double *rhs, const double *x, int n, double y)
 {
@@ -68,6 +87,61 @@ static void accumulate(double *A, double *rhs, const double *x, int n, double y)
     }
 }
 
+/* The n kept rows into the normal equations. */
+static void ridge_flush(ridge *r)
+{
+    const int n = r->n;
+    memset(r->A, 0, (size_t)n * n * sizeof *r->A);
+    memset(r->rhs, 0, (size_t)n * sizeof *r->rhs);
+    for (int i = 0; i < n; i++) accumulate(r->A, r->rhs, r->X + (int64_t)i * n, n, r->y[i]);
+}
+
+static void ridge_add(ridge *r, const double *x, double y)
+{
+    const int n = r->n;
+    if (r->m < n) {
+        memcpy(r->X + r->m * n, x, (size_t)n * sizeof *x);
+        r->y[r->m++] = y;
+        return;
+    }
+    if (r->m == n) ridge_flush(r);
+    accumulate(r->A, r->rhs, x, n, y);
+    r->m++;
+}
+
+/* theta for the diagonal regulariser d (> 0); 0 when a system is not definite. */
+static int ridge_solve(ridge *r, const double *d, double *theta)
+{
+    const int n = r->n;
+    if (r->m >= n) {
+        if (r->m == n) ridge_flush(r);
+        for (int i = 0; i < n; i++) r->A[i * n + i] += d[i];
+        if (!cholesky_solve(r->A, r->rhs, n)) return 0;
+        memcpy(theta, r->rhs, (size_t)n * sizeof *theta);
+        return 1;
+    }
+    const int m = (int)r->m;
+    double *G = r->A, *alpha = r->rhs, *dinv = theta;   /* m x m, m; theta is written last */
+    for (int i = 0; i < n; i++) dinv[i] = 1.0 / d[i];
+    for (int a = 0; a < m; a++) {
+        const double *xa = r->X + (int64_t)a * n;
+        for (int b = 0; b <= a; b++) {
+            const double *xb = r->X + (int64_t)b * n;
+            double s = 0.0;
+            for (int i = 0; i < n; i++) s += xa[i] * xb[i] * dinv[i];
+            G[a * m + b] = s + (a == b);
+        }
+        alpha[a] = r->y[a];
+    }
+    if (!cholesky_solve(G, alpha, m)) return 0;
+    for (int i = 0; i < n; i++) {
+        double s = 0.0;
+        for (int a = 0; a < m; a++) s += r->X[(int64_t)a * n + i] * alpha[a];
+        theta[i] = s * dinv[i];
+    }
+    return 1;
+}
+
 /* Writes user u's training ratings into seen (NaN elsewhere) or clears them. */
 static void mark_user(const lac_mf_factors *f, int64_t u, float *seen, int set)
 {
@@ -76,14 +150,13 @@ static void mark_user(const lac_mf_factors *f, int64_t u, float *seen, int set)
 }
 
 /* User u's row. */
-static int solve_user(const lac_mf_fold_call *c, int64_t u, double *A, double *rhs, double *x, float *seen)
+static int solve_user(const lac_mf_fold_call *c, int64_t u, ridge *R, double *x, double *reg, float *seen)
 {
     const lac_mf_factors *f = &c->factors;
     const int F = f->k, S = f->stride, K = f->nbr_k, n = F + 1;
     const int bias = K || c->use_bias;
     const float mu = (float)f->mean;
-    memset(A, 0, (size_t)n * n * sizeof *A);
-    memset(rhs, 0, (size_t)n * sizeof *rhs);
+    ridge_reset(R, n);
     int64_t used = 0;
     if (K) mark_user(f, u, seen, 1);
     for (int64_t a = c->user_start[u]; a < c->user_start[u + 1]; a++) {
@@ -111,17 +184,17 @@ static int solve_user(const lac_mf_fold_call *c, int64_t u, double *A, double *r
         }
         x[0] = g;
         for (int q = 0; q < F; q++) x[1 + q] = f->Q[(int64_t)j * S + q];
-        accumulate(A, rhs, x, n, c->user_val[a] - base);
+        ridge_add(R, x, c->user_val[a] - base);
         used++;
     }
     if (K) mark_user(f, u, seen, 0);
     double lb = K ? c->lambdas.b : c->lambda_bias, lu = K ? c->lambdas.u : c->lambda;
     double count = (double)used + FOLD_PRIOR_RATINGS;
-    A[0] += lb * count + FOLD_EPS;
-    for (int q = 0; q < F; q++) A[(1 + q) * n + 1 + q] += lu * count + FOLD_EPS;
-    if (!used || !cholesky_solve(A, rhs, n)) return used == 0;   /* nothing to learn from: left as it is */
-    if (bias) f->user_bias[u] = (float)rhs[0];
-    for (int q = 0; q < F; q++) f->P[u * S + q] = (float)rhs[1 + q];
+    reg[0] = lb * count + FOLD_EPS;
+    for (int q = 0; q < F; q++) reg[1 + q] = lu * count + FOLD_EPS;
+    if (!used || !ridge_solve(R, reg, x)) return used == 0;   /* nothing to learn from: left as it is */
+    if (bias) f->user_bias[u] = (float)x[0];
+    for (int q = 0; q < F; q++) f->P[u * S + q] = (float)x[1 + q];
     return 1;
 }
 
@@ -140,14 +213,13 @@ static float rated(const lac_mf_factors *f, int64_t u, int32_t n)
 }
 
 /* Item j's row; with full, w_j and c_j too (else they stay and enter a). */
-static int solve_item(const lac_mf_fold_call *c, int64_t j, int full, double *A, double *rhs, double *x, double *reg)
+static int solve_item(const lac_mf_fold_call *c, int64_t j, int full, ridge *R, double *x, double *reg)
 {
     const lac_mf_factors *f = &c->factors;
     const int F = f->k, S = f->stride, K = f->nbr_k, n = 1 + F + (full ? 2 * K : 0);
     const int bias = K || c->use_bias;
     const float mu = (float)f->mean;
-    memset(A, 0, (size_t)n * n * sizeof *A);
-    memset(rhs, 0, (size_t)n * sizeof *rhs);
+    ridge_reset(R, n);
     memset(reg, 0, (size_t)n * sizeof *reg);
     int64_t used = 0;
     for (int64_t a = c->item_start[j]; a < c->item_start[j + 1]; a++) {
@@ -177,19 +249,19 @@ static int solve_item(const lac_mf_fold_call *c, int64_t j, int full, double *A,
                 }
             }
         }
-        accumulate(A, rhs, x, n, c->item_val[a] - base);
+        ridge_add(R, x, c->item_val[a] - base);
         used++;
     }
     double count = (double)used + FOLD_PRIOR_RATINGS;
     reg[0] = (K ? c->lambdas.bhat : c->lambda_bias) * count;
     for (int q = 0; q < F; q++) reg[1 + q] = (K ? c->lambdas.v : c->lambda) * count;
-    for (int i = 0; i < n; i++) A[i * n + i] += reg[i] + FOLD_EPS;
-    if (!used || !cholesky_solve(A, rhs, n)) return used == 0;
-    if (bias) f->item_bias[j] = (float)rhs[0];
-    for (int q = 0; q < F; q++) f->Q[j * S + q] = (float)rhs[1 + q];
+    for (int i = 0; i < n; i++) reg[i] += FOLD_EPS;
+    if (!used || !ridge_solve(R, reg, x)) return used == 0;
+    if (bias) f->item_bias[j] = (float)x[0];
+    for (int q = 0; q < F; q++) f->Q[j * S + q] = (float)x[1 + q];
     for (int k = 0; full && k < K; k++) {
-        f->W[j * K + k] = (float)rhs[1 + F + k];
-        f->C[j * K + k] = (float)rhs[1 + F + K + k];
+        f->W[j * K + k] = (float)x[1 + F + k];
+        f->C[j * K + k] = (float)x[1 + F + K + k];
     }
     return 1;
 }
@@ -202,7 +274,8 @@ lac_status lac_mf_cpu_fold_in(lac_ctx_t ctx, const lac_mf_fold_call *c)
     int failed = 0, singular = 0;
 #pragma omp parallel num_threads(lac_threads(ctx))
     {
-        double *A = malloc((size_t)n * n * sizeof *A), *rhs = malloc((size_t)n * 3 * sizeof *rhs);
+        double *A = malloc((size_t)n * n * 2 * sizeof *A), *rhs = malloc((size_t)n * 4 * sizeof *rhs);
+        ridge R = {n, 0, A, rhs, A ? A + (size_t)n * n : NULL, rhs ? rhs + 3 * n : NULL};
         float *seen = K && !c->items ? malloc((size_t)(f->num_items ? f->num_items : 1) * sizeof *seen) : NULL;
         int mine = A && rhs && (seen || !K || c->items);
         if (!mine) {
@@ -213,8 +286,8 @@ lac_status lac_mf_cpu_fold_in(lac_ctx_t ctx, const lac_mf_fold_call *c)
 #pragma omp for schedule(dynamic, 16)
         for (int64_t r = 0; r < c->num_rows; r++) {
             if (!mine) continue;
-            int ok = c->items ? solve_item(c, c->rows[r], full, A, rhs, rhs + n, rhs + 2 * n)
-                              : solve_user(c, c->rows[r], A, rhs, rhs + n, seen);
+            int ok = c->items ? solve_item(c, c->rows[r], full, &R, rhs + n, rhs + 2 * n)
+                              : solve_user(c, c->rows[r], &R, rhs + n, rhs + 2 * n, seen);
             if (!ok) {
 #pragma omp atomic write
                 singular = 1;
