@@ -5,8 +5,10 @@
 # beat a biases-only
 # baseline computed here with NumPy; rank 0 writes the whole model once (its
 # predictions give the RMSE the training reported), --deterministic is the
-# same bits from run to run, and what is not built over ranks exits 2 without
-# an output. Skipped (77) without MPI in the build or mpirun.
+# same bits from run to run, checkpoints written by rank 0 resume to the
+# bytes of a run without a break (and across rank counts), and what is not
+# built over ranks exits 2 without an output. Skipped (77) without MPI in
+# the build or mpirun.
 set -u
 tool=$1
 py=/usr/bin/python3
@@ -68,10 +70,58 @@ for k in 1 2; do
 done
 check "-np 3 --deterministic is bit-identical run to run" "cmp -s det1.model det2.model"
 
+# Checkpoints over ranks: rank 0 writes one file from the gathered state;
+# with --deterministic, N + N resumed epochs are the bytes of 2N straight
+# ones on the same rank count, where every rank's state is the gathered one
+# (the plain model; the neighbourhood model with validation, whose items are
+# gathered every epoch). Smaller data: these are many short runs.
+"$tool" mf gen --users 1500 --items 400 --ratings 30000 --clusters 5 --seed 9 ck_all.txt 2>/dev/null
+"$tool" mf split ck_all.txt ck_train.txt ck_valid.txt --seed 4 >/dev/null
+for np in 2 3; do
+    for model in plain neighbourhood; do
+        o="--model $model --no-search --deterministic --threads 1 --quiet -k 8"
+        [ $model = plain ] || o="$o -K 8 --valid ck_valid.txt"
+        rm -f ck.bin
+        mpi $np "$tool" mf train ck_train.txt straight.model $o --epochs 6
+        mpi $np "$tool" mf train ck_train.txt half.model $o --epochs 3 --checkpoint ck.bin; rc=$?
+        check "$model -np $np --checkpoint exits 0 and writes one checkpoint" \
+            "[ $rc -eq 0 ] && [ -s ck.bin ] && [ \$(ls -a | grep -c 'ck\.bin') -eq 1 ]"
+        mpi $np "$tool" mf train ck_train.txt resumed.model $o --epochs 6 --checkpoint ck.bin --resume; rc=$?
+        check "$model -np $np: 3 + 3 resumed epochs are the bytes of 6 straight ones" \
+            "[ $rc -eq 0 ] && cmp -s straight.model resumed.model"
+    done
+done
+# what does not fit is refused by name (exit 2, no model, the checkpoint untouched)
+o="--no-search --deterministic --threads 1 --quiet"
+rm -f ck.bin
+mpi 2 "$tool" mf train ck_train.txt half.model $o -k 8 --epochs 3 --checkpoint ck.bin
+cp ck.bin ck.keep
+rm -f other.model
+mpi 2 "$tool" mf train ck_train.txt other.model $o -k 9 --epochs 6 --checkpoint ck.bin --resume 2>err.txt; rc=$?
+check "-np 2 --resume with another k exits 2 naming it" "[ $rc -eq 2 ] && grep -q 'k 8, this run has 9' err.txt"
+check "-np 2 --resume refused: no model, the checkpoint untouched" "[ ! -e other.model ] && cmp -s ck.bin ck.keep"
+mpi 2 "$tool" mf train all.txt other.model $o -k 8 --epochs 6 --checkpoint ck.bin --resume 2>err.txt; rc=$?
+check "-np 2 --resume on other ratings exits 2 naming them" "[ $rc -eq 2 ] && grep -q 'other training ratings' err.txt"
+cp ck_valid.txt ck_valid.keep
+mpi 2 "$tool" mf train ck_train.txt other.model $o -k 8 --epochs 6 --checkpoint ck_valid.txt 2>err.txt; rc=$?
+check "-np 2 --checkpoint naming a ratings file exits 2, the file kept" \
+    "[ $rc -eq 2 ] && [ ! -e other.model ] && cmp -s ck_valid.txt ck_valid.keep"
+# another rank count (or one process) goes on from the whole state it holds
+"$tool" mf train ck_train.txt one.model $o -k 8 --epochs 6
+"$tool" mf predict one.model ck_valid.txt --json > one.json
+one=$(key rmse one.json)
+for np in 3 1; do
+    cp ck.keep ck.bin
+    rm -f moved.model
+    if [ $np = 1 ]; then "$tool" mf train ck_train.txt moved.model $o -k 8 --epochs 6 --checkpoint ck.bin --resume; rc=$?
+    else mpi $np "$tool" mf train ck_train.txt moved.model $o -k 8 --epochs 6 --checkpoint ck.bin --resume; rc=$?; fi
+    "$tool" mf predict moved.model ck_valid.txt --json > moved.json
+    rm=$(key rmse moved.json)
+    check "a 2-rank checkpoint resumed on $np: exit 0, held-out RMSE $rm within $TOL of one process's $one" \
+        "[ $rc -eq 0 ] && close $rm $one"
+done
+
 # Not built over ranks: a clear error, exit 2, no output.
-mpi 2 "$tool" mf train train.txt ck.model --checkpoint ck.bin --no-search --quiet 2>err.txt; rc=$?
-check "--checkpoint over 2 ranks exits 2 and says so" "[ $rc -eq 2 ] && grep -q 'MPI ranks' err.txt"
-check "--checkpoint over 2 ranks writes nothing" "[ ! -e ck.model ] && [ ! -e ck.bin ]"
 mpi 2 "$tool" mf train train.txt imp.model --implicit --quiet 2>err.txt; rc=$?
 check "--implicit over 2 ranks exits 2 and says so" "[ $rc -eq 2 ] && grep -q 'one process' err.txt && [ ! -e imp.model ]"
 

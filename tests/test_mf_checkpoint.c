@@ -4,6 +4,7 @@
  * older, shorter lac_mf_checkpoint_params (struct_size) gets the defaults. */
 #include "harness.h"
 #include "lacuna/lacuna.h"
+#include "core/hash.h"
 
 #include <stddef.h>
 
@@ -74,6 +75,41 @@ TEST(five_and_five_resumed_is_ten)
     p.epochs = 5;
     train_to(&p, &ck, r, resumed);
     CHECK(!same_files(straight, resumed));
+    ck.resume = 1;
+    p.epochs = 10;
+    train_to(&p, &ck, r, resumed);
+    CHECK(same_files(straight, resumed));
+
+    /* a version 2 file (one process, its header without the rank count)
+     * resumes the same: the 5-epoch checkpoint rewritten in that layout */
+    p.epochs = 5;
+    ck.resume = 0;
+    train_to(&p, &ck, r, resumed);
+    long n = 0;
+    unsigned char *v3 = slurp(ck_path, &n);
+    CHECK(v3 != NULL && n > 24);
+    if (v3 && n > 24) {
+        uint32_t version, header_bytes;
+        memcpy(&version, v3 + 8, 4);
+        memcpy(&header_bytes, v3 + 12, 4);
+        CHECK_INT(version, 3);
+        uint32_t v2 = 2, v2_header = header_bytes - 8;   /* less the rank count and its spare word */
+        FILE *fp = fopen(ck_path, "wb");
+        uint64_t h = LAC_HASH_SEED;
+        unsigned char head[16];
+        memcpy(head, v3, 8);
+        memcpy(head + 8, &v2, 4);
+        memcpy(head + 12, &v2_header, 4);
+        h = lac_fnv1a64(h, head, 16);
+        h = lac_fnv1a64(h, v3 + 16, v2_header);
+        h = lac_fnv1a64(h, v3 + 16 + header_bytes, (size_t)n - 16 - header_bytes - 8);
+        CHECK(fp && fwrite(head, 1, 16, fp) == 16 && fwrite(v3 + 16, 1, v2_header, fp) == v2_header &&
+              fwrite(v3 + 16 + header_bytes, 1, (size_t)n - 16 - header_bytes - 8, fp) ==
+                  (size_t)n - 16 - header_bytes - 8 &&
+              fwrite(&h, 8, 1, fp) == 1);
+        if (fp) fclose(fp);
+        free(v3);
+    }
     ck.resume = 1;
     p.epochs = 10;
     train_to(&p, &ck, r, resumed);

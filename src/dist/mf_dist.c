@@ -86,11 +86,11 @@ static void unpack(const lac_mf_factors *f, int items, const int32_t *rows, int6
     }
 }
 
-/* Every rank's block b = rank of the users (items 0) or items (1) to every
- * rank: each packs its own, all of them gathered in rank order, unpacked. */
-static lac_status gather_rows(lac_ctx_t ctx, lac_mf_state *s, int items)
+/* Every rank's block b = rank of the users (items 0) or items (1) of f (the
+ * training's arrays or a copy shaped as them) to every rank: each packs its
+ * own, all of them gathered in rank order, unpacked. */
+static lac_status gather_rows(lac_ctx_t ctx, lac_mf_state *s, const lac_mf_factors *f, int items)
 {
-    const lac_mf_factors *f = &s->call.factors;
     const int64_t *start = items ? s->block_item_start : s->block_user_start;
     const int32_t *rows = items ? s->block_items : s->block_users;
     const int w = row_floats(f, items), me = ctx->rank;
@@ -278,7 +278,7 @@ static lac_status dist_epoch(lac_ctx_t ctx, lac_mf_state *s, float lr, int epoch
     s->items_whole = 0;
     if (s->call.valid) {   /* validation reads every item */
         double t0 = omp_get_wtime();
-        LAC_CHECK(gather_rows(ctx, s, 1));
+        LAC_CHECK(gather_rows(ctx, s, &s->call.factors, 1));
         s->items_whole = 1;
         s->seconds_pass += omp_get_wtime() - t0;
     }
@@ -314,9 +314,9 @@ static lac_status dist_keep(lac_ctx_t ctx, lac_mf_state *s, int restore)
  * the user blocks. */
 static lac_status dist_download(lac_ctx_t ctx, lac_mf_state *s)
 {
-    if (!s->items_whole) LAC_CHECK(gather_rows(ctx, s, 1));
+    if (!s->items_whole) LAC_CHECK(gather_rows(ctx, s, &s->call.factors, 1));
     s->items_whole = 1;
-    return gather_rows(ctx, s, 0);
+    return gather_rows(ctx, s, &s->call.factors, 0);
 }
 
 static lac_status dist_begin_alone(lac_ctx_t ctx, const lac_mf_call *call, lac_mf_state **state)
@@ -326,21 +326,49 @@ static lac_status dist_begin_alone(lac_ctx_t ctx, const lac_mf_call *call, lac_m
     return lac_error(ctx, LAC_ERR_INTERNAL, "mf over MPI ranks starts with lac_mf_dist_begin");
 }
 
-static lac_status dist_copy(lac_ctx_t ctx, lac_mf_state *s, int kept, const lac_mf_factors *other)
+/* A checkpoint's factors (collective): the current ones (kept 0) or the
+ * kept epoch's, copied into `to` and every rank's blocks gathered there, so
+ * that every rank holds the whole state (rank 0 writes it). The training's
+ * own arrays are left as they are: a checkpoint does not change the
+ * training (each rank's copies of other ranks' item biases, the
+ * neighbourhood model's baselines, stay as old as they were). */
+static lac_status dist_get(lac_ctx_t ctx, lac_mf_state *s, int kept, const lac_mf_factors *to)
 {
-    (void)s;
-    (void)kept;
-    (void)other;
-    return lac_error(ctx, LAC_ERR_UNSUPPORTED, "checkpoints of a training over %d MPI ranks", ctx->ranks);
+    if (kept && !s->kept[0]) return lac_error(ctx, LAC_ERR_INTERNAL, "mf over MPI ranks: no kept epoch to save");
+    float *arrays[6];
+    size_t floats[6];
+    const int n = lac_mf_factors_arrays(&s->call.factors, arrays, floats);
+    float *dst[6];
+    size_t dst_floats[6];
+    lac_mf_factors_arrays(to, dst, dst_floats);
+    for (int i = 0; i < n; i++)
+        if (floats[i]) memcpy(dst[i], kept ? s->kept[i] : arrays[i], floats[i] * sizeof(float));
+    LAC_CHECK(gather_rows(ctx, s, to, 1));
+    return gather_rows(ctx, s, to, 0);
 }
 
+/* A resumed training's factors (every rank reads the same whole checkpoint):
+ * the current ones into the training's arrays, every item current on every
+ * rank; the kept ones into the kept copy. */
 static lac_status dist_put(lac_ctx_t ctx, lac_mf_state *s, int kept, const lac_mf_factors *from)
 {
-    return dist_copy(ctx, s, kept, from);
+    if (kept && !s->kept[0]) return lac_error(ctx, LAC_ERR_INTERNAL, "mf over MPI ranks: a kept epoch without validation");
+    float *arrays[6];
+    size_t floats[6];
+    const int n = lac_mf_factors_arrays(&s->call.factors, arrays, floats);
+    float *src[6];
+    size_t src_floats[6];
+    lac_mf_factors_arrays(from, src, src_floats);
+    for (int i = 0; i < n; i++)
+        if (floats[i]) memcpy(kept ? s->kept[i] : arrays[i], src[i], floats[i] * sizeof(float));
+    if (!kept) s->items_whole = 1;
+    return LAC_SUCCESS;
 }
 
+lac_status lac_mf_dist_agree(lac_ctx_t ctx, lac_status status) { return lac_dist_agree(ctx, status); }
+
 static const lac_mf_backend dist_table = {
-    "mpi", 1, dist_begin_alone, dist_epoch, dist_valid_rmse, dist_keep, dist_download, dist_end, dist_copy, dist_put,
+    "mpi", 1, dist_begin_alone, dist_epoch, dist_valid_rmse, dist_keep, dist_download, dist_end, dist_get, dist_put,
     1, NULL, 0,
 };
 

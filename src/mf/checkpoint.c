@@ -19,12 +19,13 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #define CK_MAGIC "LACUNACK"
-#define CK_VERSION 2u
+#define CK_VERSION 3u   /* 3: the header ends with the rank count; version 2 files (one process) are read */
 
 typedef struct {
     int32_t kind, k;
@@ -39,7 +40,9 @@ typedef struct {
     double nbr_shrink, rates[6], lambdas[6], beta_groups;
     uint64_t nbr_seed;
     double best, last_train, last_valid, seconds;
+    int32_t ranks, spare;   /* version 3: the MPI ranks that wrote it */
 } ck_header;
+#define CK_V2_HEADER_BYTES offsetof(ck_header, ranks)
 
 static uint64_t data_hash(const lac_mf_run *run)
 {
@@ -81,6 +84,7 @@ static ck_header header_of(const lac_mf_run *run)
     h.deterministic = p->deterministic;
     h.patience = p->patience;
     h.threads = run->threads;
+    h.ranks = run->ranks;
     h.seed = p->seed;
     if (p->model == LAC_MF_MODEL_NEIGHBOURHOOD) {
         const lac_mf_groups *g[2] = {&p->rates, &p->lambdas};
@@ -165,12 +169,23 @@ static void put_factors(ck_writer *w, const lac_mf_factors *f)
     put(w, f->C, (size_t)f->num_items * (size_t)f->nbr_k * 4);
 }
 
+/* Rank 0's part of a save: the file, from the factors the backend's get
+ * gathered (the same calls on every rank, so that its collectives meet). */
+typedef struct {
+    lac_atomic_file af;
+    ck_writer w;
+    int open;
+    lac_status st;   /* this rank's failure to write */
+} ck_file;
+
 lac_status lac_mf_checkpoint_save(lac_ctx_t ctx, const char *path, const lac_mf_run *run,
                                   const lac_mf_progress *pr, const lac_mf_backend *be, lac_mf_state *state,
                                   lac_mf_factors *scratch)
 {
-    if (!scratch->P) LAC_CHECK(factors_alloc(ctx, run->model, scratch));
-    LAC_CHECK(lac_mf_checkpoint_replaceable(ctx, path));
+    const int writer = ctx->rank == 0;
+    lac_status st = scratch->P ? LAC_SUCCESS : factors_alloc(ctx, run->model, scratch);
+    if (st == LAC_SUCCESS && writer) st = lac_mf_checkpoint_replaceable(ctx, path);
+    LAC_CHECK(lac_mf_dist_agree(ctx, st));
     ck_header h = header_of(run);
     h.epoch = pr->epoch;
     h.best_epoch = pr->best_epoch;
@@ -181,27 +196,29 @@ lac_status lac_mf_checkpoint_save(lac_ctx_t ctx, const char *path, const lac_mf_
     h.seconds = pr->seconds;
     h.has_kept = run->valid && pr->best_epoch > 0;
 
-    lac_atomic_file af;
-    LAC_CHECK(lac_atomic_open(ctx, path, &af));
-    ck_writer w = {af.fp, LAC_HASH_SEED, 1};
-    uint32_t version = CK_VERSION, header_bytes = (uint32_t)sizeof h;
-    put(&w, CK_MAGIC, 8);
-    put(&w, &version, 4);
-    put(&w, &header_bytes, 4);
-    put(&w, &h, sizeof h);
-    put(&w, run->model->nbr, (size_t)run->model->num_items * (size_t)run->model->nbr_k * 4);
-    lac_status st = be->get(ctx, state, 0, scratch);
-    if (st == LAC_SUCCESS) put_factors(&w, scratch);
-    if (st == LAC_SUCCESS && h.has_kept && (st = be->get(ctx, state, 1, scratch)) == LAC_SUCCESS)
-        put_factors(&w, scratch);
-    uint64_t sum = w.h;
-    if (st == LAC_SUCCESS && !(w.ok && fwrite(&sum, 8, 1, af.fp) == 1))
-        st = lac_error(ctx, LAC_ERR_IO, "writing the checkpoint %s failed: %s", path, strerror(errno));
-    if (st != LAC_SUCCESS) {
-        lac_atomic_abort(&af);
-        return st;
+    ck_file f;
+    memset(&f, 0, sizeof f);
+    if (writer && (f.st = lac_atomic_open(ctx, path, &f.af)) == LAC_SUCCESS) {
+        f.open = 1;
+        f.w = (ck_writer){f.af.fp, LAC_HASH_SEED, 1};
+        uint32_t version = CK_VERSION, header_bytes = (uint32_t)sizeof h;
+        put(&f.w, CK_MAGIC, 8);
+        put(&f.w, &version, 4);
+        put(&f.w, &header_bytes, 4);
+        put(&f.w, &h, sizeof h);
+        put(&f.w, run->model->nbr, (size_t)run->model->num_items * (size_t)run->model->nbr_k * 4);
     }
-    return lac_atomic_commit_now(ctx, &af);
+    st = be->get(ctx, state, 0, scratch);
+    if (st == LAC_SUCCESS && f.open) put_factors(&f.w, scratch);
+    if (st == LAC_SUCCESS && h.has_kept && (st = be->get(ctx, state, 1, scratch)) == LAC_SUCCESS && f.open)
+        put_factors(&f.w, scratch);
+    uint64_t sum = f.w.h;
+    if (st == LAC_SUCCESS && f.open && !(f.w.ok && fwrite(&sum, 8, 1, f.af.fp) == 1))
+        f.st = lac_error(ctx, LAC_ERR_IO, "writing the checkpoint %s failed: %s", path, strerror(errno));
+    if (f.open && (st != LAC_SUCCESS || f.st != LAC_SUCCESS)) lac_atomic_abort(&f.af);
+    else if (f.open) f.st = lac_atomic_commit_now(ctx, &f.af);
+    if (st != LAC_SUCCESS) return st;   /* the gets agree their failures */
+    return lac_mf_dist_agree(ctx, f.st);
 }
 
 void lac_mf_checkpoint_free(lac_mf_checkpoint *ck)
@@ -299,7 +316,7 @@ lac_status lac_mf_checkpoint_read(lac_ctx_t ctx, const char *path, const lac_mf_
     if (stat(path, &sb) != 0)
         return lac_error(ctx, LAC_ERR_ARGUMENT, "no checkpoint %s to resume from: %s", path, strerror(errno));
     LAC_CHECK(lac_open_input(ctx, path, &fp));
-    const size_t fixed = 16 + sizeof(ck_header) + 8;
+    size_t fixed = 16 + sizeof(ck_header) + 8;
     ck_header want = header_of(run), h;
     unsigned char head[16 + sizeof(ck_header)];
     uint32_t version, header_bytes;
@@ -313,20 +330,29 @@ lac_status lac_mf_checkpoint_read(lac_ctx_t ctx, const char *path, const lac_mf_
         fclose(fp);
         return lac_error(ctx, LAC_ERR_IO, "cannot size %s", path);
     }
-    if ((size_t)size < fixed || fread(head, 1, sizeof head, fp) != sizeof head || memcmp(head, CK_MAGIC, 8) != 0) {
+    if ((size_t)size < 16 + CK_V2_HEADER_BYTES + 8 || fread(head, 1, 16 + CK_V2_HEADER_BYTES, fp) != 16 + CK_V2_HEADER_BYTES ||
+        memcmp(head, CK_MAGIC, 8) != 0) {
         fclose(fp);
         return lac_error(ctx, LAC_ERR_FORMAT, "%s is not an mf checkpoint (no LACUNACK header)", path);
     }
     memcpy(&version, head + 8, 4);
     memcpy(&header_bytes, head + 12, 4);
-    memcpy(&h, head + 16, sizeof h);
-    if (version != CK_VERSION || header_bytes != sizeof h) {
+    memset(&h, 0, sizeof h);
+    h.ranks = 1;   /* version 2: one process */
+    if (!((version == CK_VERSION && header_bytes == sizeof h) || (version == 2 && header_bytes == CK_V2_HEADER_BYTES))) {
         fclose(fp);
-        return lac_error(ctx, LAC_ERR_FORMAT, "%s: checkpoint version %u is not the version %u this build reads", path,
+        return lac_error(ctx, LAC_ERR_FORMAT, "%s: checkpoint version %u is not one this build reads (2 or %u)", path,
                          version, CK_VERSION);
     }
+    if (header_bytes == sizeof h && fread(head + 16 + CK_V2_HEADER_BYTES, 1, sizeof h - CK_V2_HEADER_BYTES, fp) !=
+                                        sizeof h - CK_V2_HEADER_BYTES) {
+        fclose(fp);
+        return lac_error(ctx, LAC_ERR_FORMAT, "%s: truncated checkpoint header", path);
+    }
+    memcpy(&h, head + 16, header_bytes);
+    fixed = 16 + header_bytes + 8;
     /* the sizes the header promises must add up to the file's size */
-    if (h.k < 1 || h.k > 4096 || h.num_users < 0 || h.num_items < 0 || h.num_users > INT32_MAX ||
+    if (h.k < 1 || h.ranks < 1 || h.k > 4096 || h.num_users < 0 || h.num_items < 0 || h.num_users > INT32_MAX ||
         h.num_items > INT32_MAX || h.nbr_k < 0 || h.nbr_k > 4096 || h.epoch < 0 || h.best_epoch < 0 ||
         h.best_epoch > h.epoch || h.since_best < 0 ||
         (double)size != (double)fixed + 4.0 * (double)h.num_items * h.nbr_k +
@@ -364,7 +390,12 @@ lac_status lac_mf_checkpoint_read(lac_ctx_t ctx, const char *path, const lac_mf_
         st = lac_error(ctx, LAC_ERR_ARGUMENT, "checkpoint %s %s: not resuming", path, diff);
         goto fail;
     }
-    if (h.deterministic && h.threads != want.threads)
+    if (h.ranks != want.ranks)
+        lac_log(ctx, h.deterministic ? LAC_LOG_WARN : LAC_LOG_INFO,
+                "mf: checkpoint %s was written by %d MPI rank%s, this run has %d: it goes on from the whole state the "
+                "checkpoint holds%s", path, h.ranks, h.ranks == 1 ? "" : "s", want.ranks,
+                h.deterministic ? " (the deterministic result differs from a run without a break)" : "");
+    else if (h.deterministic && h.threads != want.threads)
         lac_log(ctx, LAC_LOG_WARN, "mf: checkpoint %s was written with %d threads, this run has %d: the deterministic "
                 "result differs from a run without a break", path, h.threads, want.threads);
     {

@@ -26,6 +26,7 @@ typedef struct {
     const lac_mf_eval *valid;  /* NULL without validation */
     lac_mf_model_t model;      /* its id maps are part of the data */
     int threads;
+    int ranks;                 /* MPI ranks training it (1: one process) */
 } lac_mf_run;
 
 /* A checkpoint read and checked, waiting to be handed to the backend. */
@@ -41,14 +42,19 @@ lac_status lac_mf_checkpoint_replaceable(lac_ctx_t ctx, const char *path);
 
 /* Writes the checkpoint of run at progress: the backend's current factors
  * and, with validation, its kept ones. *scratch: host room for one set of
- * factors, allocated on first use (free it with lac_mf_checkpoint_scratch_free). */
+ * factors, allocated on first use (free it with lac_mf_checkpoint_scratch_free).
+ * Over MPI ranks every rank calls it (the backend's get gathers the blocks)
+ * and rank 0 alone writes; every rank returns rank 0's failure. */
 lac_status lac_mf_checkpoint_save(lac_ctx_t ctx, const char *path, const lac_mf_run *run,
                                   const lac_mf_progress *progress, const lac_mf_backend *be, lac_mf_state *state,
                                   lac_mf_factors *scratch);
 void lac_mf_checkpoint_scratch_free(lac_mf_factors *scratch);
 
 /* Reads path and checks it against run: another training file, validation
- * file, k or other parameter is LAC_ERR_ARGUMENT naming it. */
+ * file, k or other parameter is LAC_ERR_ARGUMENT naming it. Over MPI ranks
+ * every rank reads it (a path all ranks see, as the training file); a
+ * checkpoint written by another number of ranks (or one process) resumes
+ * from the whole state it holds. */
 lac_status lac_mf_checkpoint_read(lac_ctx_t ctx, const char *path, const lac_mf_run *run, lac_mf_checkpoint *out);
 /* Hands the factors to the backend (current, then kept) and frees them. */
 lac_status lac_mf_checkpoint_apply(lac_ctx_t ctx, lac_mf_checkpoint *ck, const lac_mf_backend *be,

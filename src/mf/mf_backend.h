@@ -226,14 +226,23 @@ typedef struct {
  * rank (or without MPI in the build) it is inner->begin and *table stays
  * inner. Every rank passes the same call (the same data, model and
  * options); after download every rank holds the whole model. */
+/* lac_mf_dist_agree: every rank passes its status; when any failed, every
+ * rank returns the lowest failing rank's failure and message (one rank's
+ * file I/O: checkpoints, which rank 0 writes from the gathered state). */
 #ifdef LACUNA_HAVE_MPI
 lac_status lac_mf_dist_begin(lac_ctx_t ctx, const lac_mf_call *call, const lac_mf_backend **table,
                              lac_mf_state **state);
+lac_status lac_mf_dist_agree(lac_ctx_t ctx, lac_status status);
 #else
 static inline lac_status lac_mf_dist_begin(lac_ctx_t ctx, const lac_mf_call *call, const lac_mf_backend **table,
                                            lac_mf_state **state)
 {
     return (*table)->begin(ctx, call, state);
+}
+static inline lac_status lac_mf_dist_agree(lac_ctx_t ctx, lac_status status)
+{
+    (void)ctx;
+    return status;
 }
 #endif
 

@@ -238,10 +238,9 @@ lac_status lac_mf_train_checkpointed(lac_ctx_t ctx, const lac_mf_params *params,
     if (ck_path && checkpoint->every < 1)
         return lac_error(ctx, LAC_ERR_ARGUMENT, "checkpoint every %d epochs: must be >= 1", checkpoint->every);
     if (checkpoint->resume && !ck_path) return lac_error(ctx, LAC_ERR_ARGUMENT, "resume without a checkpoint path");
-    if (ck_path && ctx->ranks > 1)
-        return lac_error(ctx, LAC_ERR_UNSUPPORTED, "checkpoints of a training over %d MPI ranks are not built: "
-                                                   "train in one process", ctx->ranks);
-    if (ck_path && !checkpoint->resume) LAC_CHECK(lac_mf_checkpoint_replaceable(ctx, ck_path));
+    /* rank 0 writes the checkpoint: its view of the path is the one that counts */
+    if (ck_path && !checkpoint->resume)
+        LAC_CHECK(lac_mf_dist_agree(ctx, ctx->rank == 0 ? lac_mf_checkpoint_replaceable(ctx, ck_path) : LAC_SUCCESS));
     lac_mf_params eff = *params;
     if (eff.model == LAC_MF_MODEL_NEIGHBOURHOOD) eff.use_bias = 1;   /* eq. (1) has mu + b_i + bhat_j */
     params = &eff;
@@ -292,9 +291,9 @@ lac_status lac_mf_train_checkpointed(lac_ctx_t ctx, const lac_mf_params *params,
         lac_mf_scale_floats(veval.val, veval.count, 1.0 / unit);
         lac_mf_model_scale(m, 1.0 / unit, 0);
     }
-    run = (lac_mf_run){params, &data, valid ? &veval : NULL, m, lac_threads(ctx)};
+    run = (lac_mf_run){params, &data, valid ? &veval : NULL, m, lac_threads(ctx), ctx->ranks};
     if (checkpoint->resume) {
-        LAC_CHECK_GOTO(lac_mf_checkpoint_read(ctx, ck_path, &run, &ck), st, done);
+        LAC_CHECK_GOTO(lac_mf_dist_agree(ctx, lac_mf_checkpoint_read(ctx, ck_path, &run, &ck)), st, done);
         pr = ck.progress;
         t0 -= pr.seconds;
     }
