@@ -527,6 +527,49 @@ TEST(items_without_ratings)
     lac_ratings_destroy(&r);
 }
 
+TEST(simlsh_blocks_from_the_triples_equal_the_layout)
+{
+    /* 20,000 items: more than one block of items (BLOCK_ITEMS), each keyed
+     * from the caller's triples; the lists must be those of the whole
+     * item-major layout */
+    lac_mf_gen_params g = lac_mf_gen_params_default();
+    g.users = 3000;
+    g.items = 20000;
+    g.ratings = 120000;
+    g.item_clusters = 50;
+    lac_ratings_t r = NULL;
+    CHECK_OK(ctx, lac_mf_generate(ctx, &g, &r));
+    lac_mf_data md;
+    lac_nbr_data d;
+    CHECK_OK(ctx, lac_mf_data_build(ctx, r, &md));
+    CHECK_OK(ctx, lac_mf_nbr_data_build(ctx, &md, 0, &d));
+    for (int m = 0; r && m < 2; m++) {
+        lac_mf_nbr_params p = lac_mf_nbr_params_default();
+        p.method = m ? LAC_MF_NBR_SIMLSH_CENTRED : LAC_MF_NBR_SIMLSH;
+        p.k = 6;
+        p.q = 12;
+        p.bits = 4;   /* buckets of several items */
+        lac_mf_nbr_t blocked = NULL, laid = NULL;
+        CHECK_OK(ctx2, lac_mf_neighbours(ctx2, &p, r, &blocked));
+        CHECK_OK(ctx2, lac_mf_nbr_search(ctx2, &p, &d, 0, &laid));
+        if (blocked && laid) {
+            int64_t ni = lac_mf_nbr_num_items(blocked);
+            CHECK(ni == d.num_items);
+            if (memcmp(blocked->list, laid->list, sizeof *blocked->list * (size_t)ni * 6) != 0)
+                HARNESS_FAIL("%s: the blocks' lists differ from the layout's", lac_mf_nbr_method_name(p.method));
+            int64_t layout = lac_mf_nbr_data_bytes(&d);
+            printf("    %s: %.2f MB from the triples, %.2f MB with the layout (%.2f MB of it)\n",
+                   lac_mf_nbr_method_name(p.method), lac_mf_nbr_bytes(blocked) / 1048576.0,
+                   lac_mf_nbr_bytes(laid) / 1048576.0, layout / 1048576.0);
+        }
+        lac_mf_nbr_destroy(&blocked);
+        lac_mf_nbr_destroy(&laid);
+    }
+    lac_mf_nbr_data_free(&d);
+    lac_mf_data_free(&md);
+    lac_ratings_destroy(&r);
+}
+
 TEST(parameter_checks_and_names)
 {
     lac_mf_nbr_params p = lac_mf_nbr_params_default();
@@ -572,6 +615,7 @@ int main(void)
     RUN(recall_on_planted_clusters);
     RUN(lists_do_not_depend_on_threads);
     RUN(items_without_ratings);
+    RUN(simlsh_blocks_from_the_triples_equal_the_layout);
     RUN(parameter_checks_and_names);
     lac_ctx_destroy(&ctx);
     lac_ctx_destroy(&ctx2);

@@ -29,7 +29,38 @@ typedef struct {
     int64_t *user_start;   /* num_users + 1 */
     int32_t *user_item;    /* nnz: the items of user i, ascending */
     float *user_val;
+    /* or, with item_start NULL, the caller's triples ordered by user, no
+     * pair repeated, every sum of psi(r) exact in fp32 (simLSH's sums only) */
+    const int32_t *tri_user, *tri_item;
+    const float *tri_val;
 } lac_nbr_data;
+
+/* Buckets to count, table by table: for item j (or row r of an update) in
+ * table t, lo[t * stride + j] is the first slot of its bucket among table
+ * t's members (member + base[t]), the bucket running to the first slot
+ * with LAC_NBR_BUCKET_END set; -1 where nothing is counted (j alone in its
+ * bucket, or the bucket over max_bucket). Only buckets that count hold
+ * members, so the index is q x N x 4 bytes plus the partnered items. */
+#define LAC_NBR_BUCKET_END ((int32_t)0x80000000)
+typedef struct {
+    int64_t tables, stride, filled;   /* filled: tables [0, filled) are in */
+    int32_t *lo;                      /* tables x stride */
+    int64_t *base;                    /* tables + 1 */
+    int32_t *member;                  /* items, LAC_NBR_BUCKET_END on a bucket's last */
+    int64_t cap;
+} lac_nbr_index;
+
+/* src/mf/nbr_index.c. init: an empty index of `tables` tables of `stride`
+ * lists. add_keys: tables [ix->filled, ix->filled + n) from their keys
+ * (keys[(t - filled) * ni + j], every item's), each sorted by key (ties by
+ * item), on `threads` threads. */
+lac_status lac_nbr_index_init(lac_ctx_t ctx, lac_nbr_index *ix, int64_t tables, int64_t stride);
+lac_status lac_nbr_index_add_keys(lac_ctx_t ctx, lac_nbr_index *ix, const uint64_t *keys, int64_t n, int64_t ni,
+                                  int max_bucket, int threads);
+/* Appends table ix->filled's members (len entries, bucket ends marked). */
+lac_status lac_nbr_index_append(lac_ctx_t ctx, lac_nbr_index *ix, const int32_t *member, int64_t len);
+int64_t lac_nbr_index_bytes(const lac_nbr_index *ix);
+void lac_nbr_index_free(lac_nbr_index *ix);
 
 typedef struct {
     const lac_nbr_data *data;
@@ -48,6 +79,9 @@ typedef struct {
     /* simlsh_topk: the codes' shape (q is tables) and psi's power */
     int p, bits, psi_power;
     int declined;          /* out (simlsh_topk): 1 when the caller must key and count itself */
+    /* bucket methods: the buckets already indexed (every item's, all
+     * tables), in place of keys */
+    const lac_nbr_index *index;
 } lac_nbr_call;
 
 typedef struct {

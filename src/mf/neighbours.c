@@ -87,6 +87,7 @@ void lac_mf_nbr_data_free(lac_nbr_data *d)
 
 int64_t lac_mf_nbr_data_bytes(const lac_nbr_data *d)
 {
+    if (!d->item_start) return 0;   /* the caller's triples */
     int64_t items = (d->num_items + 1) * 8 + d->nnz * 8;
     return d->user_start ? 2 * items + (d->num_users - d->num_items) * 8 : items;
 }
@@ -146,41 +147,15 @@ static int64_t item_row_tidy(int32_t *user, float *val, int64_t len, uint64_t *s
     return kept;
 }
 
-/* The layouts from n entries (user[i], item[i], val[i]) in any order, by
- * stable counting sorts on every thread: item-major (users ascending, a
- * repeated pair's last entry kept), then, with_users, user-major from it. */
-static lac_status nbr_layout(lac_ctx_t ctx, int64_t n, const int32_t *user, const int32_t *item, const float *val,
-                             int64_t nu, int64_t ni, int with_users, lac_nbr_data *out)
+/* Item rows in read order (d->item_start, item_user, item_val) sorted by
+ * user, a repeated user's last rating kept, and closed up (d->nnz set). */
+static lac_status tidy_item_rows(lac_ctx_t ctx, lac_nbr_data *dd)
 {
-    lac_nbr_data d;
-    memset(&d, 0, sizeof d);
-    d.num_users = nu;
-    d.num_items = ni;
+    lac_nbr_data d = *dd;
+    int64_t ni = d.num_items;
     int threads = lac_threads(ctx);
-    size_t nz = (size_t)(n ? n : 1);
-    int64_t *cur = NULL, *kept = NULL;
-    int32_t *owner = NULL;
-    lac_status st = LAC_SUCCESS;
-    d.item_start = lac_calloc(ctx, (size_t)ni + 1, sizeof *d.item_start);
-    d.item_user = lac_malloc(ctx, nz * sizeof *d.item_user);
-    d.item_val = lac_malloc(ctx, nz * sizeof *d.item_val);
-    kept = lac_calloc(ctx, (size_t)ni + 1, sizeof *kept);
-    if (!d.item_start || !d.item_user || !d.item_val || !kept) {
-        st = LAC_ERR_OUT_OF_MEMORY;
-        goto fail;
-    }
-    LAC_CHECK_GOTO(counting_cursors(ctx, n, item, ni, threads, d.item_start, &cur), st, fail);
-#pragma omp parallel for num_threads(threads) schedule(static, 1)
-    for (int c = 0; c < threads; c++) {
-        int64_t *h = cur + (size_t)c * (size_t)ni;
-        for (int64_t i = n * c / threads; i < n * (c + 1) / threads; i++) {
-            int64_t at = h[item[i]]++;
-            d.item_user[at] = user[i];
-            d.item_val[at] = val[i];
-        }
-    }
-    free(cur);
-    cur = NULL;
+    int64_t *kept = lac_calloc(ctx, (size_t)ni + 1, sizeof *kept);
+    if (!kept) return LAC_ERR_OUT_OF_MEMORY;
     /* rows out of user order (or with a repeated pair) sorted, then closed up */
     int failed = 0;
 #pragma omp parallel num_threads(threads)
@@ -213,20 +188,57 @@ static lac_status nbr_layout(lac_ctx_t ctx, int64_t n, const int32_t *user, cons
         free(v2);
     }
     if (failed) {
-        st = LAC_ERR_OUT_OF_MEMORY;
-        goto fail;
+        free(kept);
+        return LAC_ERR_OUT_OF_MEMORY;
     }
     for (int64_t j = 0; j < ni; j++) kept[j + 1] += kept[j];
-    if (kept[ni] != n)
+    if (kept[ni] != d.item_start[ni])
         for (int64_t j = 0; j < ni; j++) {
             int64_t c = kept[j + 1] - kept[j];
             memmove(d.item_user + kept[j], d.item_user + d.item_start[j], (size_t)c * sizeof *d.item_user);
             memmove(d.item_val + kept[j], d.item_val + d.item_start[j], (size_t)c * sizeof *d.item_val);
         }
     free(d.item_start);
-    d.item_start = kept;
-    kept = NULL;
-    d.nnz = d.item_start[ni];
+    dd->nnz = kept[ni];
+    dd->item_start = kept;
+    return LAC_SUCCESS;
+}
+
+/* The layouts from n entries (user[i], item[i], val[i]) in any order, by
+ * stable counting sorts on every thread: item-major (users ascending, a
+ * repeated pair's last entry kept), then, with_users, user-major from it. */
+static lac_status nbr_layout(lac_ctx_t ctx, int64_t n, const int32_t *user, const int32_t *item, const float *val,
+                             int64_t nu, int64_t ni, int with_users, lac_nbr_data *out)
+{
+    lac_nbr_data d;
+    memset(&d, 0, sizeof d);
+    d.num_users = nu;
+    d.num_items = ni;
+    int threads = lac_threads(ctx);
+    size_t nz = (size_t)(n ? n : 1);
+    int64_t *cur = NULL;
+    int32_t *owner = NULL;
+    lac_status st = LAC_SUCCESS;
+    d.item_start = lac_calloc(ctx, (size_t)ni + 1, sizeof *d.item_start);
+    d.item_user = lac_malloc(ctx, nz * sizeof *d.item_user);
+    d.item_val = lac_malloc(ctx, nz * sizeof *d.item_val);
+    if (!d.item_start || !d.item_user || !d.item_val) {
+        st = LAC_ERR_OUT_OF_MEMORY;
+        goto fail;
+    }
+    LAC_CHECK_GOTO(counting_cursors(ctx, n, item, ni, threads, d.item_start, &cur), st, fail);
+#pragma omp parallel for num_threads(threads) schedule(static, 1)
+    for (int c = 0; c < threads; c++) {
+        int64_t *h = cur + (size_t)c * (size_t)ni;
+        for (int64_t i = n * c / threads; i < n * (c + 1) / threads; i++) {
+            int64_t at = h[item[i]]++;
+            d.item_user[at] = user[i];
+            d.item_val[at] = val[i];
+        }
+    }
+    free(cur);
+    cur = NULL;
+    LAC_CHECK_GOTO(tidy_item_rows(ctx, &d), st, fail);
     if (with_users) {
         nz = (size_t)(d.nnz ? d.nnz : 1);
         d.user_start = lac_calloc(ctx, (size_t)nu + 1, sizeof *d.user_start);
@@ -259,7 +271,6 @@ static lac_status nbr_layout(lac_ctx_t ctx, int64_t n, const int32_t *user, cons
 fail:
     free(cur);
     free(owner);
-    free(kept);
     lac_mf_nbr_data_free(&d);
     return st;
 }
@@ -324,23 +335,34 @@ void lac_mf_nbr_codes_add(const lac_mf_nbr_params *p, float *row, int64_t cols, 
     }
 }
 
-/* The users' source rows for columns [c0, c0 + cw) (lac_mf_nbr_source; one
- * hash gives simLSH's 64 bits of an aligned block). */
+static int is_sign_method(const lac_mf_nbr_params *p)
+{
+    return p->method == LAC_MF_NBR_SIMLSH || p->method == LAC_MF_NBR_SIMLSH_CENTRED;
+}
+
+/* simLSH's signs of user u for columns [c0, c0 + cw): one hash gives the 64
+ * bits of an aligned block. */
+static void sign_row(const lac_mf_nbr_params *p, int64_t u, int64_t c0, int cw, float *r)
+{
+    for (int c = 0; c < cw;) {
+        int64_t col = c0 + c;
+        int off = (int)(col % CODE_COLS), n = CODE_COLS - off < cw - c ? CODE_COLS - off : cw - c;
+        uint64_t w = lac_nbr_user_word(p->seed, u, col / CODE_COLS) >> off;
+        for (int x = 0; x < n; x++) r[c + x] = (float)(int)(((w >> x) & 1) * 2) - 1.0f;
+        c += n;
+    }
+}
+
+/* The users' source rows for columns [c0, c0 + cw) (lac_mf_nbr_source). */
 static void user_rows(const lac_mf_nbr_params *p, int64_t num_users, int64_t c0, int cw, float *rows, int threads)
 {
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (int64_t u = 0; u < num_users; u++) {
         float *r = rows + u * cw;
-        if (p->method == LAC_MF_NBR_SIMLSH || p->method == LAC_MF_NBR_SIMLSH_CENTRED) {
-            uint64_t w = lac_nbr_user_word(p->seed, u, c0 / CODE_COLS);
-            for (int c = 0; c < cw; c++) {
-                int64_t col = c0 + c;
-                if (c > 0 && col % CODE_COLS == 0) w = lac_nbr_user_word(p->seed, u, col / CODE_COLS);
-                r[c] = (w >> (col % CODE_COLS)) & 1 ? 1.0f : -1.0f;
-            }
-        } else {
+        if (is_sign_method(p))
+            sign_row(p, u, c0, cw, r);
+        else
             for (int c = 0; c < cw; c++) r[c] = lac_mf_nbr_source(p, u, c0 + c);
-        }
     }
 }
 
@@ -376,9 +398,12 @@ static lac_status code_sums(lac_ctx_t ctx, const lac_mf_nbr_params *p, const lac
     int64_t ni = d->num_items, nunits = 0;
     lac_map_op op = p->method == LAC_MF_NBR_MINHASH ? LAC_MAP_MIN : LAC_MAP_SUM;
     float empty = op == LAC_MAP_MIN ? INFINITY : 0.0f;
+    /* simLSH's signs (a hash a 64 columns) are made where they are used;
+     * the other methods' sources cost more and are made once per user */
+    const int signs = is_sign_method(p);
     unit *units = lac_malloc(ctx, (size_t)(ni ? ni : 1) * sizeof *units);
     double *mean = lac_malloc(ctx, (size_t)(ni ? ni : 1) * sizeof *mean);
-    float *rows = lac_malloc(ctx, (size_t)(d->num_users ? d->num_users : 1) * CODE_COLS * sizeof *rows);
+    float *rows = signs ? lac_malloc(ctx, 1) : lac_malloc(ctx, (size_t)(d->num_users ? d->num_users : 1) * CODE_COLS * sizeof *rows);
     if (!units || !mean || !rows) {
         free(units);
         free(mean);
@@ -400,7 +425,7 @@ static lac_status code_sums(lac_ctx_t ctx, const lac_mf_nbr_params *p, const lac
         for (int64_t a = lo; a < hi; a++) m += d->item_val[a];
         mean[j] = hi > lo ? m / (double)(hi - lo) : 0.0;
     }
-    *peak = (int64_t)((size_t)ni * (sizeof *units + sizeof *mean) + (size_t)d->num_users * CODE_COLS * 4 +
+    *peak = (int64_t)((size_t)ni * (sizeof *units + sizeof *mean) + (signs ? 0 : (size_t)d->num_users * CODE_COLS * 4) +
                       (size_t)threads * UNIT_RATINGS * (2 * CODE_COLS + 2) * 4);
     lac_status st = LAC_SUCCESS;
     lac_map_params mp = lac_map_params_default();
@@ -408,7 +433,7 @@ static lac_status code_sums(lac_ctx_t ctx, const lac_mf_nbr_params *p, const lac
     mp.accumulate = 1;
     for (int64_t c0 = 0; c0 < cols && st == LAC_SUCCESS; c0 += CODE_COLS) {
         int cw = (int)(cols - c0 < CODE_COLS ? cols - c0 : CODE_COLS);
-        user_rows(p, d->num_users, c_begin + c0, cw, rows, threads);
+        if (!signs) user_rows(p, d->num_users, c_begin + c0, cw, rows, threads);
 #pragma omp parallel num_threads(threads)
         {
             float *src = malloc((size_t)UNIT_RATINGS * (size_t)cw * sizeof *src);
@@ -430,7 +455,10 @@ static lac_status code_sums(lac_ctx_t ctx, const lac_mf_nbr_params *p, const lac
                         while (d->item_start[j + 1] <= a) j++;
                         bridge[a - a0] = (int32_t)(j - ilo);
                         weight[a - a0] = lac_mf_nbr_weight(p, d->item_val[a], mean[j]);
-                        memcpy(src + (a - a0) * cw, rows + (int64_t)d->item_user[a] * cw, (size_t)cw * sizeof *src);
+                        if (signs)
+                            sign_row(p, d->item_user[a], c_begin + c0, cw, src + (a - a0) * cw);
+                        else
+                            memcpy(src + (a - a0) * cw, rows + (int64_t)d->item_user[a] * cw, (size_t)cw * sizeof *src);
                     }
                     lac_array S = {.data = src, .dtype = LAC_FLOAT32, .ndim = 2, .shape = {a1 - a0, cw}};
                     lac_array R = {.data = bridge, .dtype = LAC_INT32, .ndim = 1, .shape = {a1 - a0}};
@@ -500,6 +528,105 @@ void lac_mf_nbr_keys(const lac_mf_nbr_params *p, const float *codes, int64_t num
     }
 }
 
+/* Every item's bucket keys (keys[t * N + j], all q tables) from the caller's
+ * triples, a block of items at a time: the block's ratings gathered from
+ * the triples in read order and laid out item-major as nbr_layout lays out
+ * every item (so each item's codes are the same floats), its codes summed
+ * and keyed, then dropped. Held at once: a block's ratings (at most
+ * BLOCK_RATINGS, or one item's) and its codes (CODES_GROUP_BYTES), not the whole layout. */
+#define BLOCK_RATINGS ((int64_t)1 << 19)   /* 4 MB of (user, rating) */
+#define BLOCK_ITEMS ((int64_t)1 << 14)
+
+/* The block of items from j0: up to BLOCK_RATINGS ratings (one item at
+ * least) and BLOCK_ITEMS items; returns its end, its ratings in *run. */
+static int64_t next_block(const int64_t *count, int64_t ni, int64_t j0, int64_t *run)
+{
+    int64_t j1 = j0;
+    *run = 0;
+    while (j1 < ni && j1 - j0 < BLOCK_ITEMS && (j1 == j0 || *run + count[j1] <= BLOCK_RATINGS)) *run += count[j1++];
+    return j1;
+}
+
+/* Tables whose codes for `items` items fit CODES_GROUP_BYTES (one at least). */
+static int64_t block_group(const lac_mf_nbr_params *p, int64_t items)
+{
+    int64_t per_table = code_columns(p) / p->q;
+    int64_t g = (int64_t)(CODES_GROUP_BYTES / (4.0 * (double)(items ? items : 1) * per_table));
+    return g < 1 ? 1 : g > p->q ? p->q : g;
+}
+static lac_status keys_by_blocks(lac_ctx_t ctx, const lac_mf_nbr_params *p, const lac_nbr_data *d, uint64_t *keys,
+                                 int64_t *peak)
+{
+    const int64_t ni = d->num_items, nnz = d->nnz, cols = code_columns(p), per_table = cols / p->q;
+    int64_t *count = lac_calloc(ctx, (size_t)ni + 1, sizeof *count);
+    if (!count) return LAC_ERR_OUT_OF_MEMORY;
+    for (int64_t a = 0; a < nnz; a++) count[d->tri_item[a]]++;
+    int64_t most = 0, most_codes = 0;   /* the largest block's ratings and codes */
+    for (int64_t j0 = 0, j1; j0 < ni; j0 = j1) {
+        int64_t run = 0;
+        j1 = next_block(count, ni, j0, &run);
+        most = run > most ? run : most;
+        int64_t g = block_group(p, j1 - j0) * per_table * (j1 - j0) * 4;
+        most_codes = g > most_codes ? g : most_codes;
+    }
+    lac_nbr_data b;
+    memset(&b, 0, sizeof b);
+    b.num_users = d->num_users;
+    b.item_user = lac_malloc(ctx, (size_t)(most ? most : 1) * sizeof *b.item_user);
+    b.item_val = lac_malloc(ctx, (size_t)(most ? most : 1) * sizeof *b.item_val);
+    int64_t *cursor = lac_malloc(ctx, ((size_t)ni + 1) * sizeof *cursor);
+    float *codes = NULL;
+    lac_status st = b.item_user && b.item_val && cursor ? LAC_SUCCESS : LAC_ERR_OUT_OF_MEMORY;
+    int64_t sums_peak = 0, codes_bytes = 0;
+    for (int64_t j0 = 0; j0 < ni && st == LAC_SUCCESS;) {
+        int64_t run = 0, j1 = next_block(count, ni, j0, &run);
+        /* gather, stable: each item's ratings in read order */
+        b.num_items = j1 - j0;
+        b.item_start = lac_malloc(ctx, ((size_t)b.num_items + 1) * sizeof *b.item_start);
+        if (!b.item_start) {
+            st = LAC_ERR_OUT_OF_MEMORY;
+            break;
+        }
+        b.item_start[0] = 0;
+        for (int64_t j = j0; j < j1; j++) b.item_start[j - j0 + 1] = b.item_start[j - j0] + count[j];
+        memcpy(cursor, b.item_start, (size_t)b.num_items * sizeof *cursor);
+        for (int64_t a = 0; a < nnz; a++) {
+            int64_t j = d->tri_item[a];
+            if (j < j0 || j >= j1) continue;
+            int64_t at = cursor[j - j0]++;
+            b.item_user[at] = d->tri_user[a];
+            b.item_val[at] = d->tri_val[a];
+        }
+        st = tidy_item_rows(ctx, &b);   /* replaces item_start */
+        /* the block's codes, a group of tables at a time */
+        int64_t group = block_group(p, b.num_items);
+        if (st == LAC_SUCCESS && !codes) {
+            codes_bytes = most_codes;
+            codes = lac_malloc(ctx, (size_t)(codes_bytes ? codes_bytes : 1));
+            if (!codes) st = LAC_ERR_OUT_OF_MEMORY;
+        }
+        for (int64_t t0 = 0; t0 < p->q && st == LAC_SUCCESS; t0 += group) {
+            int64_t t1 = t0 + group < p->q ? t0 + group : p->q, gcols = (t1 - t0) * per_table, sp = 0;
+            st = code_sums(ctx, p, &b, codes, t0 * per_table, t1 * per_table, &sp);
+            sums_peak = sp > sums_peak ? sp : sums_peak;
+            for (int64_t t = t0; t < t1 && st == LAC_SUCCESS; t++)
+                for (int64_t j = j0; j < j1; j++)
+                    keys[t * ni + j] = bucket_key(p, codes + (j - j0) * gcols + (t - t0) * per_table);
+        }
+        free(b.item_start);
+        b.item_start = NULL;
+        j0 = j1;
+    }
+    *peak = (ni + 1) * 16 + most * 8 + codes_bytes + sums_peak;
+    free(count);
+    free(cursor);
+    free(codes);
+    free(b.item_start);
+    free(b.item_user);
+    free(b.item_val);
+    return st;
+}
+
 /* ------------------------------------------------------------------------ */
 /* The search                                                                 */
 /* ------------------------------------------------------------------------ */
@@ -561,6 +688,32 @@ lac_status lac_mf_nbr_search(lac_ctx_t ctx, const lac_mf_nbr_params *p, const la
     } else if (p->method == LAC_MF_NBR_GSM) {
         LAC_CHECK_GOTO(be->gsm_topk(ctx, &call, r->list), st, done);
         r->bytes = data_bytes + list_bytes + call.bytes;
+    } else if (!d->item_start) {   /* the caller's triples: keys_by_blocks */
+        int64_t sums_peak = 0;
+        lac_nbr_index ix;
+        memset(&ix, 0, sizeof ix);
+        keys = lac_malloc(ctx, (size_t)ni * (size_t)p->q * sizeof *keys);
+        if (!keys) {
+            st = LAC_ERR_OUT_OF_MEMORY;
+            goto done;
+        }
+        LAC_CHECK_GOTO(keys_by_blocks(ctx, p, d, keys, &sums_peak), st, done);
+        LAC_CHECK_GOTO(lac_nbr_index_init(ctx, &ix, p->q, ni), st, done);
+        st = lac_nbr_index_add_keys(ctx, &ix, keys, p->q, ni, call.max_bucket, lac_threads(ctx));
+        int64_t sort_bytes = (int64_t)lac_threads(ctx) * ni * 20;
+        free(keys);
+        keys = NULL;
+        call.tables = p->q;
+        call.index = &ix;
+        if (st == LAC_SUCCESS) st = be->bucket_topk(ctx, &call, r->list);
+        int64_t held = lac_nbr_index_bytes(&ix);
+        lac_nbr_index_free(&ix);
+        if (st < 0) goto done;
+        /* the keys with the sums' scratch, then with the index as it is
+         * built, then the index with the counting's scratch */
+        int64_t with_keys = ni * p->q * 8 + (sums_peak > held + sort_bytes ? sums_peak : held + sort_bytes);
+        int64_t counting = call.bytes;
+        r->bytes = list_bytes + (with_keys > counting ? with_keys : counting);
     } else {
         /* Kept codes are all summed at once; otherwise a group of tables at a
          * time (codes of at most CODES_GROUP_BYTES), keyed, and dropped. */
@@ -573,17 +726,28 @@ lac_status lac_mf_nbr_search(lac_ctx_t ctx, const lac_mf_nbr_params *p, const la
                            (long long)cols);
             goto done;
         }
+        /* Kept keys are all held; otherwise a group's keys go into the
+         * bucket index (lac_nbr_index) and are dropped. */
+        int64_t key_tables = keep_codes ? p->q : group;
         float *codes = lac_malloc(ctx, cells ? cells : 1);
-        keys = lac_malloc(ctx, (size_t)ni * (size_t)p->q * sizeof *keys);
-        if (!codes || !keys) {
+        keys = lac_malloc(ctx, (size_t)ni * (size_t)key_tables * sizeof *keys);
+        lac_nbr_index ix;
+        memset(&ix, 0, sizeof ix);
+        if (!codes || !keys || (!keep_codes && lac_nbr_index_init(ctx, &ix, p->q, ni) != LAC_SUCCESS)) {
             free(codes);
             st = LAC_ERR_OUT_OF_MEMORY;
             goto done;
         }
+        int64_t index_peak = 0;
         for (int64_t t0 = 0; t0 < p->q && st == LAC_SUCCESS; t0 += group) {
-            int64_t t1 = t0 + group < p->q ? t0 + group : p->q;
+            int64_t t1 = t0 + group < p->q ? t0 + group : p->q, kt0 = keep_codes ? t0 : 0;
             st = code_sums(ctx, p, d, codes, t0 * per_table, t1 * per_table, &map_peak);
-            if (st == LAC_SUCCESS) bucket_keys(p, ni, codes, (t1 - t0) * per_table, t0, t1, keys);
+            if (st == LAC_SUCCESS) bucket_keys(p, ni, codes, (t1 - t0) * per_table, kt0, kt0 + t1 - t0, keys);
+            if (st == LAC_SUCCESS && !keep_codes) {
+                st = lac_nbr_index_add_keys(ctx, &ix, keys, t1 - t0, ni, call.max_bucket, lac_threads(ctx));
+                int64_t sort_bytes = (int64_t)lac_threads(ctx) * ni * 20;
+                index_peak = sort_bytes > index_peak ? sort_bytes : index_peak;
+            }
         }
         if (keep_codes) {
             r->codes = codes;
@@ -591,12 +755,22 @@ lac_status lac_mf_nbr_search(lac_ctx_t ctx, const lac_mf_nbr_params *p, const la
         } else {
             free(codes);
         }
-        if (st < 0) goto done;
+        if (st < 0) {
+            lac_nbr_index_free(&ix);
+            goto done;
+        }
         call.tables = p->q;
-        call.keys = keys;
-        LAC_CHECK_GOTO(be->bucket_topk(ctx, &call, r->list), st, done);
-        int64_t fixed = data_bytes + list_bytes + (int64_t)cells + ni * p->q * 8;
-        r->bytes = fixed + (map_peak > call.bytes ? map_peak : call.bytes);
+        call.keys = keep_codes ? keys : NULL;
+        call.index = keep_codes ? NULL : &ix;
+        st = be->bucket_topk(ctx, &call, r->list);
+        int64_t held = keep_codes ? 0 : lac_nbr_index_bytes(&ix);
+        lac_nbr_index_free(&ix);
+        if (st < 0) goto done;
+        /* at the peak: the codes and keys of a group, the index as it grows
+         * (or all the keys), and the sums' or the counting's scratch */
+        int64_t fixed = data_bytes + list_bytes + (int64_t)cells + ni * key_tables * 8 + held;
+        int64_t work = map_peak > index_peak ? map_peak : index_peak;
+        r->bytes = fixed + (work > call.bytes - held ? work : call.bytes - held);
         if (keep_codes) {   /* with the sums, for online updates */
             r->keys = keys;
             keys = NULL;
@@ -651,10 +825,26 @@ lac_status lac_mf_neighbours(lac_ctx_t ctx, const lac_mf_nbr_params *params, lac
     lac_nbr_data d;
     memset(&d, 0, sizeof d);
     lac_mf_nbr_t r = NULL;
-    lac_status st = nbr_layout(ctx, ratings->count, ratings->user, ratings->item, ratings->value,
-                               ratings->users.count, ratings->items.count, params->method == LAC_MF_NBR_GSM, &d);
-    if (st < 0) return st;
-    lac_log(ctx, LAC_LOG_INFO, "mf neighbours: the ratings laid out in %.3f s", omp_get_wtime() - t0);
+    lac_status st = LAC_SUCCESS;
+    /* simLSH keys a block of items at a time from the caller's triples
+     * (keys_by_blocks; the other methods' sources cost too much to make
+     * again for every block), random needs none: no layout then, except
+     * for a backend that takes simLSH whole */
+    int direct = params->method == LAC_MF_NBR_RANDOM || (is_sign_method(params) && !(params->method == LAC_MF_NBR_SIMLSH &&
+                                                                                   nbr_backend(ctx)->simlsh_topk));
+    if (direct) {
+        d.num_users = ratings->users.count;
+        d.num_items = ratings->items.count;
+        d.nnz = ratings->count;
+        d.tri_user = ratings->user;
+        d.tri_item = ratings->item;
+        d.tri_val = ratings->value;
+    } else {
+        st = nbr_layout(ctx, ratings->count, ratings->user, ratings->item, ratings->value, ratings->users.count,
+                        ratings->items.count, params->method == LAC_MF_NBR_GSM, &d);
+        if (st < 0) return st;
+        lac_log(ctx, LAC_LOG_INFO, "mf neighbours: the ratings laid out in %.3f s", omp_get_wtime() - t0);
+    }
     LAC_CHECK_GOTO(lac_mf_nbr_search(ctx, params, &d, 0, &r), st, done);
     LAC_CHECK_GOTO(lac_idmap_copy(ctx, &ratings->items, &r->items), st, done);
     r->seconds = omp_get_wtime() - t0;

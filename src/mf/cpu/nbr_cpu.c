@@ -248,14 +248,12 @@ static int top_counted(counted *seen, int64_t n, int k, int64_t T, int32_t *hist
     return k;
 }
 
-/* Each list (call->rows', else every item's): the items sharing its
- * bucket in each table (member[t * ni + start .. end), the bucket of list r
- * at [t * stride + (by_row ? r : j)] in start and end) counted over the
- * tables, the K most frequent, then lac_nbr_fill's sequence. */
-static lac_status count_lists(const lac_nbr_call *call, const int32_t *member, const int32_t *start,
-                              const int32_t *end, int64_t stride, int by_row, int threads, int32_t *out)
+/* Each list (call->rows', else every item's, at lo's index r or j): the
+ * items sharing its bucket in each table counted over the tables, the K
+ * most frequent, then lac_nbr_fill's sequence. */
+static lac_status count_lists(const lac_nbr_call *call, const lac_nbr_index *ix, int by_row, int threads, int32_t *out)
 {
-    int64_t ni = call->data->num_items, T = call->tables, rows = call->rows ? call->num_rows : ni;
+    int64_t ni = call->data->num_items, T = ix->tables, rows = call->rows ? call->num_rows : ni;
     int k = call->k;
     lac_status st = LAC_SUCCESS;
 #pragma omp parallel num_threads(threads)
@@ -271,13 +269,13 @@ static lac_status count_lists(const lac_nbr_call *call, const int32_t *member, c
             if (!count || !seen || !hist) continue;
             int64_t j = call->rows ? call->rows[r] : r, at = by_row ? r : j, n = 0;
             for (int64_t t = 0; t < T; t++) {
-                int32_t lo = start[t * stride + at], hi = end[t * stride + at];
-                if (hi - lo > call->max_bucket) continue;
-                const int32_t *mem = member + t * ni;
-                for (int32_t x = lo; x < hi; x++) {
-                    int32_t m = mem[x];
-                    if (m == j) continue;
-                    if (count[m]++ == 0) seen[n++].item = m;
+                int32_t lo = ix->lo[t * ix->stride + at];
+                if (lo < 0) continue;
+                const int32_t *mem = ix->member + ix->base[t] + lo;
+                for (int64_t x = 0;; x++) {
+                    int32_t m = mem[x] & ~LAC_NBR_BUCKET_END;
+                    if (m != j && count[m]++ == 0) seen[n++].item = m;
+                    if (mem[x] & LAC_NBR_BUCKET_END) break;
                 }
             }
             for (int64_t x = 0; x < n; x++) seen[x].count = count[seen[x].item];
@@ -295,114 +293,84 @@ static lac_status count_lists(const lac_nbr_call *call, const int32_t *member, c
 
 /* For lists of a few rows (an update's new items) no table is sorted whole:
  * each table's items whose key is one of the rows' (a hash set of the rows'
- * keys) are grouped by key in member, each row's bucket at [t * R + r]. */
-static lac_status key_rows(const lac_nbr_call *call, int threads, int32_t *member, int32_t *start, int32_t *end)
+ * keys) are grouped by key into the index, one table at a time. */
+static lac_status key_rows(lac_ctx_t ctx, const lac_nbr_call *call, lac_nbr_index *ix)
 {
     int64_t ni = call->data->num_items, T = call->tables, R = call->num_rows;
-    lac_status st = LAC_SUCCESS;
-#pragma omp parallel num_threads(threads)
-    {
-        keyed *rk = malloc((size_t)(R ? R : 1) * sizeof *rk);   /* the rows' keys, sorted; item: the row */
-        int32_t *group = malloc((size_t)(ni ? ni : 1) * sizeof *group), *fill = malloc((size_t)(R + 1) * sizeof *fill);
-        int64_t mask = 1;   /* open addressing, at most half full: the keys are hashes already */
-        while (mask < 2 * R) mask <<= 1;
-        int32_t *slot = malloc((size_t)mask * sizeof *slot);
-        mask--;
-        if (!rk || !group || !fill || !slot) {
-#pragma omp atomic write
-            st = LAC_ERR_OUT_OF_MEMORY;
+    keyed *rk = lac_malloc(ctx, (size_t)(R ? R : 1) * sizeof *rk);   /* the rows' keys, sorted; item: the row */
+    int32_t *group = lac_malloc(ctx, (size_t)(ni ? ni : 1) * sizeof *group);
+    int32_t *fill = lac_malloc(ctx, (size_t)(R + 1) * sizeof *fill);
+    int32_t *mem = lac_malloc(ctx, (size_t)(ni ? ni : 1) * sizeof *mem);
+    int64_t mask = 1;   /* open addressing, at most half full: the keys are hashes already */
+    while (mask < 2 * R) mask <<= 1;
+    int32_t *slot = lac_malloc(ctx, (size_t)mask * sizeof *slot);
+    mask--;
+    lac_status st = rk && group && fill && mem && slot ? LAC_SUCCESS : LAC_ERR_OUT_OF_MEMORY;
+    for (int64_t t = 0; t < T && st == LAC_SUCCESS; t++) {
+        const uint64_t *key = call->keys + t * ni;
+        int32_t *lo = ix->lo + t * R;
+        for (int64_t r = 0; r < R; r++) rk[r] = (keyed){key[call->rows[r]], (int32_t)r};
+        qsort(rk, (size_t)R, sizeof *rk, cmp_keyed);
+        memset(fill, 0, (size_t)(R + 1) * sizeof *fill);
+        memset(slot, 0xFF, (size_t)(mask + 1) * sizeof *slot);
+        for (int64_t g = 0; g < R; g++) {   /* each distinct key: its first sorted slot */
+            if (g > 0 && rk[g].key == rk[g - 1].key) continue;
+            int64_t h = (int64_t)(rk[g].key & (uint64_t)mask);
+            while (slot[h] >= 0) h = (h + 1) & mask;
+            slot[h] = (int32_t)g;
         }
-#pragma omp for schedule(dynamic, 1)
-        for (int64_t t = 0; t < T; t++) {
-            if (!rk || !group || !fill || !slot) continue;
-            const uint64_t *key = call->keys + t * ni;
-            for (int64_t r = 0; r < R; r++) rk[r] = (keyed){key[call->rows[r]], (int32_t)r};
-            qsort(rk, (size_t)R, sizeof *rk, cmp_keyed);
-            memset(fill, 0, (size_t)(R + 1) * sizeof *fill);
-            memset(slot, 0xFF, (size_t)(mask + 1) * sizeof *slot);
-            for (int64_t g = 0; g < R; g++) {   /* each distinct key: its first sorted slot */
-                if (g > 0 && rk[g].key == rk[g - 1].key) continue;
-                int64_t h = (int64_t)(rk[g].key & (uint64_t)mask);
-                while (slot[h] >= 0) h = (h + 1) & mask;
-                slot[h] = (int32_t)g;
-            }
-            for (int64_t j = 0; j < ni; j++) {   /* group: the first sorted slot of j's key, -1 when no row's */
-                int64_t h = (int64_t)(key[j] & (uint64_t)mask);
-                while (slot[h] >= 0 && rk[slot[h]].key != key[j]) h = (h + 1) & mask;
-                group[j] = slot[h];
-                if (group[j] >= 0) fill[group[j] + 1]++;
-            }
-            for (int64_t g = 0; g < R; g++) fill[g + 1] += fill[g];   /* slots of each group */
-            for (int64_t g = 0, first = 0; g < R; g++) {
-                if (rk[g].key != rk[first].key) first = g;
-                start[t * R + rk[g].item] = fill[first];
-                end[t * R + rk[g].item] = fill[first + 1];
-            }
-            int32_t *mem = member + t * ni;
-            for (int64_t j = 0; j < ni; j++)
-                if (group[j] >= 0) mem[fill[group[j]]++] = (int32_t)j;
+        for (int64_t j = 0; j < ni; j++) {   /* group: the first sorted slot of j's key, -1 when no row's */
+            int64_t h = (int64_t)(key[j] & (uint64_t)mask);
+            while (slot[h] >= 0 && rk[slot[h]].key != key[j]) h = (h + 1) & mask;
+            group[j] = slot[h];
+            if (group[j] >= 0) fill[group[j] + 1]++;
         }
-        free(rk);
-        free(group);
-        free(fill);
-        free(slot);
+        /* buckets that count, in the rows' key order: their slots */
+        int64_t m = 0;
+        for (int64_t g = 0; g < R; g++) {
+            int32_t size = fill[g + 1];
+            fill[g + 1] = size > 1 && size <= call->max_bucket ? (int32_t)m : -1;
+            if (fill[g + 1] >= 0) m += size;
+        }
+        for (int64_t g = 0, first = 0; g < R; g++) {
+            if (rk[g].key != rk[first].key) first = g;
+            lo[rk[g].item] = fill[first + 1];
+        }
+        for (int64_t j = 0; j < ni; j++)
+            if (group[j] >= 0 && fill[group[j] + 1] >= 0) mem[fill[group[j] + 1]++] = (int32_t)j;
+        for (int64_t g = 0; g < R; g++)   /* fill[g + 1] now ends bucket g */
+            if (fill[g + 1] > 0 && (g == 0 || rk[g].key != rk[g - 1].key)) mem[fill[g + 1] - 1] |= LAC_NBR_BUCKET_END;
+        st = lac_nbr_index_append(ctx, ix, mem, m);
     }
-    return st;
-}
-
-/* Every table sorted by key: member, and each item's bucket in it. */
-static lac_status key_all(const lac_nbr_call *call, int threads, int32_t *member, int32_t *start, int32_t *end)
-{
-    int64_t ni = call->data->num_items, T = call->tables;
-    lac_status st = LAC_SUCCESS;
-#pragma omp parallel num_threads(threads)
-    {
-        keyed *tmp = malloc((size_t)(ni ? ni : 1) * sizeof *tmp);
-        if (!tmp) {
-#pragma omp atomic write
-            st = LAC_ERR_OUT_OF_MEMORY;
-        }
-#pragma omp for schedule(dynamic, 1)
-        for (int64_t t = 0; t < T; t++) {
-            if (!tmp) continue;
-            const uint64_t *key = call->keys + t * ni;
-            for (int64_t j = 0; j < ni; j++) tmp[j] = (keyed){key[j], (int32_t)j};
-            qsort(tmp, (size_t)ni, sizeof *tmp, cmp_keyed);
-            int32_t *mem = member + t * ni;
-            for (int64_t lo = 0; lo < ni;) {
-                int64_t hi = lo + 1;
-                while (hi < ni && tmp[hi].key == tmp[lo].key) hi++;
-                for (int64_t x = lo; x < hi; x++) {
-                    mem[x] = tmp[x].item;
-                    start[t * ni + tmp[x].item] = (int32_t)lo;
-                    end[t * ni + tmp[x].item] = (int32_t)hi;
-                }
-                lo = hi;
-            }
-        }
-        free(tmp);
-    }
+    free(rk);
+    free(group);
+    free(fill);
+    free(mem);
+    free(slot);
     return st;
 }
 
 static lac_status cpu_bucket_topk(lac_ctx_t ctx, lac_nbr_call *call, int32_t *out)
 {
-    int64_t ni = call->data->num_items, T = call->tables;
-    int by_row = call->rows && call->num_rows < ni / 4, threads = lac_threads(ctx);
-    int64_t stride = by_row ? call->num_rows : ni;
-    size_t cells = (size_t)T * (size_t)ni, bcells = (size_t)T * (size_t)stride;
-    int32_t *member = lac_malloc(ctx, (cells ? cells : 1) * sizeof *member);   /* table t's items by key */
-    int32_t *start = lac_malloc(ctx, (bcells ? bcells : 1) * sizeof *start);   /* bucket of (t, j or row): first slot */
-    int32_t *end = lac_malloc(ctx, (bcells ? bcells : 1) * sizeof *end);
-    lac_status st = member && start && end ? LAC_SUCCESS : LAC_ERR_OUT_OF_MEMORY;
-    if (st == LAC_SUCCESS)
-        st = by_row ? key_rows(call, threads, member, start, end) : key_all(call, threads, member, start, end);
-    if (st == LAC_SUCCESS) st = count_lists(call, member, start, end, stride, by_row, threads, out);
-    call->bytes = (int64_t)((cells + 2 * bcells) * sizeof(int32_t) +
-                            (size_t)threads * (size_t)ni * ((by_row ? 4 : sizeof(keyed)) + 4 + sizeof(counted)));
-    free(member);
-    free(start);
-    free(end);
+    int64_t ni = call->data->num_items;
+    int threads = lac_threads(ctx);
+    int by_row = !call->index && call->rows && call->num_rows < ni / 4;
+    lac_nbr_index own;
+    memset(&own, 0, sizeof own);
+    const lac_nbr_index *ix = call->index;
+    lac_status st = LAC_SUCCESS;
+    int64_t build = 0;
+    if (!ix) {
+        LAC_CHECK(lac_nbr_index_init(ctx, &own, call->tables, by_row ? call->num_rows : ni));
+        st = by_row ? key_rows(ctx, call, &own)
+                    : lac_nbr_index_add_keys(ctx, &own, call->keys, call->tables, ni, call->max_bucket, threads);
+        build = by_row ? (int64_t)ni * 8 + call->num_rows * 16 : (int64_t)threads * ni * (int64_t)(sizeof(keyed) + 4);
+        ix = &own;
+    }
+    if (st == LAC_SUCCESS) st = count_lists(call, ix, by_row, threads, out);
+    int64_t counting = (int64_t)threads * ni * (int64_t)(4 + sizeof(counted));
+    call->bytes = lac_nbr_index_bytes(ix) + (build > counting ? build : counting);
+    lac_nbr_index_free(&own);
     if (st < 0) return lac_error(ctx, st, "out of memory searching the buckets");
     return LAC_SUCCESS;
 }
