@@ -32,10 +32,25 @@ lac_status lac_gft_share(lac_ctx_t ctx, lac_status status, struct lac_gft *g, in
     return lac_dist_broadcast(ctx, g->vectors, g->n * g->n * (int64_t)lac_dtype_size(g->precision), 0);
 }
 
+/* Whether the ranks split the phases: the backend has the part entries and
+ * every rank's state takes them (a rank whose device streams its tensor
+ * runs whole phases, so then all do). */
+static lac_status split(lac_ctx_t ctx, const lac_impute_backend *b, void *state, bool *yes)
+{
+    *yes = false;
+    if (ctx->ranks == 1 || !b->gft_part || !b->svt_part || !b->estimate || !b->igft_part || !b->incomplete)
+        return LAC_SUCCESS;
+    double takes = !b->splits || b->splits(state) ? 1.0 : 0.0;
+    LAC_CHECK(lac_dist_allreduce(ctx, &takes, 1, LAC_FLOAT64, LAC_DIST_MIN));
+    *yes = takes == 1.0;
+    return LAC_SUCCESS;
+}
+
 lac_status lac_impute_gft_dist(lac_ctx_t ctx, const lac_impute_backend *backend, void *state, int64_t N)
 {
-    if (ctx->ranks == 1 || !backend->gft_part || !backend->svt_part || !backend->estimate)
-        return backend->gft(ctx, state);
+    bool yes;
+    LAC_CHECK(split(ctx, backend, state, &yes));
+    if (!yes) return backend->gft(ctx, state);
     int64_t lo, hi;
     lac_dist_range(ctx, N, ctx->rank, &lo, &hi);
     return lac_dist_agree(ctx, backend->gft_part(ctx, state, lo, hi));
@@ -44,8 +59,9 @@ lac_status lac_impute_gft_dist(lac_ctx_t ctx, const lac_impute_backend *backend,
 lac_status lac_impute_igft_dist(lac_ctx_t ctx, const lac_impute_backend *backend, void *state, int64_t num_incomplete,
                                 double momentum, double *missing_error_sq)
 {
-    if (ctx->ranks == 1 || !backend->igft_part || !backend->incomplete)
-        return backend->igft(ctx, state, momentum, missing_error_sq);
+    bool yes;
+    LAC_CHECK(split(ctx, backend, state, &yes));
+    if (!yes) return backend->igft(ctx, state, momentum, missing_error_sq);
     int64_t lo, hi, elements;
     lac_dtype dtype;
     lac_dist_range(ctx, num_incomplete, ctx->rank, &lo, &hi);
@@ -68,8 +84,9 @@ lac_status lac_impute_igft_dist(lac_ctx_t ctx, const lac_impute_backend *backend
 lac_status lac_impute_svt_dist(lac_ctx_t ctx, const lac_impute_backend *backend, void *state, int64_t N,
                                const double *lambda, double *sigma_max, lac_impute_svt_stats *stats)
 {
-    if (ctx->ranks == 1 || !backend->svt_part || !backend->estimate)
-        return backend->svt(ctx, state, lambda, sigma_max, stats);
+    bool yes;
+    LAC_CHECK(split(ctx, backend, state, &yes));
+    if (!yes) return backend->svt(ctx, state, lambda, sigma_max, stats);
     int64_t lo, hi, slice;
     lac_dtype dtype;
     lac_dist_range(ctx, N, ctx->rank, &lo, &hi);

@@ -111,6 +111,11 @@ typedef struct {
     lac_status (*igft_part)(lac_ctx_t ctx, void *state, int64_t i_lo, int64_t i_hi, double momentum,
                             double *missing_error_sq);
     void *(*incomplete)(void *state, void **x_est, int64_t *vertex_elements, lac_dtype *dtype);
+    /* Whether this state takes the part entries (NULL: always). Where any
+     * rank's state does not, every rank runs the whole phases. The pointers
+     * estimate and incomplete return may be written by the caller (the
+     * ranks' gather) until the next call on the state, which reads them. */
+    int (*splits)(void *state);
 } lac_impute_backend;
 
 /* The phases over the context's MPI ranks (src/dist/impute_dist.c), each rank

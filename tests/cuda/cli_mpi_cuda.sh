@@ -62,7 +62,9 @@ out=$(mpi 2 "$tool" map --source S.npy --bridge R.npy --targets 20011 --device c
 check "GPU ranks: one --json line naming 2 ranks and the cuda backend" \
     "[ \$(grep -c '\"median_ms\"' <<<\"\$out\") -eq 1 ] && grep -q '\"ranks\":2' <<<\"\$out\" && grep -q 'cuda' <<<\"\$out\""
 
-# impute on GPU ranks: the completion of one GPU process (float64: to rounding).
+# impute on GPU ranks: each rank's GPU computes its frequencies' GFT and SVT
+# and its vertices' iGFT, the ranks gather the rest; the completion is one GPU
+# process's (float64: to rounding).
 export LACUNA_CACHE_DIR="$dir/cache"
 { for v in $(seq 0 299); do echo "$v $(((v + 1) % 300))"; done
   for v in $(seq 0 59); do echo "$((v * 5)) $(((v * 37 + 11) % 300))"; done; } > g.txt
@@ -70,16 +72,28 @@ export LACUNA_CACHE_DIR="$dir/cache"
     --out x.npy --truth z.npy --observed ids.txt --quiet
 for prec in double single; do
     tol=1e-9; [ $prec = single ] && tol=2e-4
-    a="impute run --graph g.txt --tensor x.npy --observed ids.txt --truth z.npy --precision $prec --iters 5 --inner 10"
+    a="impute run --graph g.txt --tensor x.npy --observed ids.txt --truth z.npy --precision $prec --iters 5 --inner 10 --accelerate"
     "$tool" $a --device cuda --out imp1.$prec.npy --quiet
     "$tool" $a --device cpu --out impcpu.$prec.npy --quiet
     check "impute $prec: one GPU process equals the CPU" "compare imp1.$prec.npy impcpu.$prec.npy $tol"
     for np in 2 3; do
-        mpi $np -x LACUNA_CACHE_DIR "$tool" $a --device cuda --out imp$np.$prec.npy --quiet; rc=$?
+        LACUNA_LOG=debug mpi $np -x LACUNA_CACHE_DIR -x LACUNA_LOG "$tool" $a --device cuda --out imp$np.$prec.npy \
+            --quiet 2> imp$np.$prec.log; rc=$?
         check "impute $prec, -np $np GPU ranks: exit 0, one GPU process's completion" \
             "[ $rc -eq 0 ] && compare imp$np.$prec.npy imp1.$prec.npy $tol"
+        check "impute $prec, -np $np GPU ranks: the last rank thresholds only its slices and imputes only its vertices" \
+            "grep -q 'impute svt rank $((np - 1)) of $np: slices \[' imp$np.$prec.log && grep -q 'impute igft rank $((np - 1)) of $np' imp$np.$prec.log"
     done
 done
+# Entries missing inside observed vertices and lambda chosen by hold-out.
+"$py" -c "import numpy as np; x = np.load('x.npy'); x[np.random.default_rng(5).random(x.shape) < 0.2] = np.nan; np.save('xp.npy', x)"
+a="impute run --graph g.txt --tensor xp.npy --precision double --iters 4 --inner 10 --select-lambda holdout:0.2"
+"$tool" $a --device cuda --out impp1.npy --quiet
+"$tool" $a --device cpu --out imppcpu.npy --quiet
+check "impute, partial vertices and --select-lambda: one GPU process equals the CPU" "compare impp1.npy imppcpu.npy 1e-9"
+mpi 3 -x LACUNA_CACHE_DIR "$tool" $a --device cuda --out impp3.npy --quiet; rc=$?
+check "impute, partial vertices and --select-lambda, -np 3 GPU ranks: one GPU process's completion" \
+    "[ $rc -eq 0 ] && compare impp3.npy impp1.npy 1e-9"
 
 echo "$passes passed, $fails failed"
 [ $fails -eq 0 ]

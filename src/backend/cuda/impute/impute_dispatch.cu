@@ -444,25 +444,27 @@ fail:
 }
 
 /* C = A op(U_I) + beta C, A m x k (lda m), for the loop's GFT (op N) and iGFT
- * (op T), in the problem's GEMM mode. 3xTF32: A = A_hi + A_lo and U_I the
- * same, C = A_lo U_hi + A_hi U_lo + A_hi U_hi on TF32 tensor cores (the small
- * terms first), dropping only A_lo U_lo (~2^-22 relative). */
+ * (op T), in the problem's GEMM mode; U_I from element u_at on (a range of
+ * its columns, op N, or of its rows, op T: a rank's part). 3xTF32: A = A_hi +
+ * A_lo and U_I the same, C = A_lo U_hi + A_hi U_lo + A_hi U_hi on TF32 tensor
+ * cores (the small terms first), dropping only A_lo U_lo (~2^-22 relative). */
 template <typename REAL>
 lac_status loop_gemm(lac_ctx_t ctx, impute_cuda<REAL> *s, cublasOperation_t tb, int64_t m, int64_t n, int64_t k,
-                     const REAL *a, REAL beta, REAL *c)
+                     const REAL *a, REAL beta, REAL *c, int64_t u_at = 0)
 {
     cublasHandle_t blas;
     LAC_CHECK(lac_cuda_cublas(ctx, &blas));
     lac_math_mode_scope mode(blas, s->gemm_mode != LAC_GEMM_FP32);
     const int64_t ldb = s->ni;
     if (s->gemm_mode != LAC_GEMM_3XTF32) {
-        LAC_CUBLAS_CHECK(ctx, lac_gemm(blas, CUBLAS_OP_N, tb, m, n, k, (REAL)1, a, m, s->u_inc, ldb, beta, c, m));
+        LAC_CUBLAS_CHECK(ctx, lac_gemm(blas, CUBLAS_OP_N, tb, m, n, k, (REAL)1, a, m, s->u_inc + u_at, ldb, beta, c, m));
         return LAC_SUCCESS;
     }
     LAC_CHECK(split_tf32(ctx, a, s->a_hi, s->a_lo, m * k));
-    LAC_CUBLAS_CHECK(ctx, lac_gemm(blas, CUBLAS_OP_N, tb, m, n, k, (REAL)1, s->a_lo, m, s->u_inc_hi, ldb, beta, c, m));
-    LAC_CUBLAS_CHECK(ctx, lac_gemm(blas, CUBLAS_OP_N, tb, m, n, k, (REAL)1, s->a_hi, m, s->u_inc_lo, ldb, (REAL)1, c, m));
-    LAC_CUBLAS_CHECK(ctx, lac_gemm(blas, CUBLAS_OP_N, tb, m, n, k, (REAL)1, s->a_hi, m, s->u_inc_hi, ldb, (REAL)1, c, m));
+    const REAL *u_hi = s->u_inc_hi + u_at, *u_lo = s->u_inc_lo + u_at;
+    LAC_CUBLAS_CHECK(ctx, lac_gemm(blas, CUBLAS_OP_N, tb, m, n, k, (REAL)1, s->a_lo, m, u_hi, ldb, beta, c, m));
+    LAC_CUBLAS_CHECK(ctx, lac_gemm(blas, CUBLAS_OP_N, tb, m, n, k, (REAL)1, s->a_hi, m, u_lo, ldb, (REAL)1, c, m));
+    LAC_CUBLAS_CHECK(ctx, lac_gemm(blas, CUBLAS_OP_N, tb, m, n, k, (REAL)1, s->a_hi, m, u_hi, ldb, (REAL)1, c, m));
     return LAC_SUCCESS;
 }
 
@@ -817,6 +819,13 @@ struct handle {
     lac_dtype precision;
     bool streamed;
     void *impl;
+    /* Over MPI ranks (the part entries below): pinned host mirrors of Ĝest
+     * (mn x N) and of X_I and its momentum copy (mn x ni) that the ranks
+     * gather into. A mirror handed out by estimate or incomplete may since
+     * hold the other ranks' parts, so it is stale on the device until the
+     * next phase copies it back. */
+    void *est_host, *inc_host, *xest_host;
+    bool est_stale, inc_stale;
 };
 
 template <typename REAL>
@@ -889,10 +898,172 @@ template <typename REAL> void resident_release(void *impl)
     delete (impute_cuda<REAL> *)impl;
 }
 
+/* ---- Over MPI ranks: each rank's range of frequencies and vertices ---- */
+
+/* The mirrors the ranks gather into, made at the first part call. */
+template <typename REAL> lac_status rank_mirrors(lac_ctx_t ctx, handle *h, impute_cuda<REAL> *s)
+{
+    const size_t est = (size_t)(s->mn * s->N > 0 ? s->mn * s->N : 1) * sizeof(REAL);
+    const size_t inc = (size_t)(s->mn * s->ni > 0 ? s->mn * s->ni : 1) * sizeof(REAL);
+    if (!h->est_host) LAC_CUDA_CHECK(ctx, cudaMallocHost(&h->est_host, est));
+    if (!h->inc_host) LAC_CUDA_CHECK(ctx, cudaMallocHost(&h->inc_host, inc));
+    if (s->x_est != s->x_inc && !h->xest_host) LAC_CUDA_CHECK(ctx, cudaMallocHost(&h->xest_host, inc));
+    return LAC_SUCCESS;
+}
+
+/* What the ranks gathered into the mirrors back onto the device (queued on
+ * the context's stream, ahead of the phase that reads it). */
+template <typename REAL> lac_status rank_refresh(lac_ctx_t ctx, handle *h)
+{
+    if (h->streamed) return LAC_SUCCESS;
+    impute_cuda<REAL> *s = (impute_cuda<REAL> *)h->impl;
+    cudaStream_t stream = ctx->cuda->stream;
+    const size_t inc = (size_t)(s->mn * s->ni) * sizeof(REAL);
+    if (h->est_stale)
+        LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(s->gest, h->est_host, (size_t)(s->mn * s->N) * sizeof(REAL),
+                                            cudaMemcpyHostToDevice, stream));
+    if (h->inc_stale) {
+        LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(s->x_inc, h->inc_host, inc, cudaMemcpyHostToDevice, stream));
+        if (h->xest_host) LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(s->x_est, h->xest_host, inc, cudaMemcpyHostToDevice, stream));
+    }
+    h->est_stale = h->inc_stale = false;
+    return LAC_SUCCESS;
+}
+
+/* Ĝ's columns [lo, hi): C's plus X_I U_I[:, lo:hi). */
+template <typename REAL> lac_status rank_gft(lac_ctx_t ctx, handle *h, int64_t lo, int64_t hi)
+{
+    impute_cuda<REAL> *s = (impute_cuda<REAL> *)h->impl;
+    LAC_CHECK(rank_refresh<REAL>(ctx, h));
+    const int64_t mn = s->mn;
+    cudaStream_t stream = ctx->cuda->stream;
+    LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(s->ghat + lo * mn, s->c + lo * mn, (size_t)(mn * (hi - lo)) * sizeof(REAL),
+                                        cudaMemcpyDeviceToDevice, stream));
+    if (s->ni > 0 && hi > lo)
+        LAC_CHECK(loop_gemm<REAL>(ctx, s, CUBLAS_OP_N, mn, hi - lo, s->ni, s->x_inc, (REAL)1, s->ghat + lo * mn, lo * s->ni));
+    LAC_CUDA_CHECK(ctx, cudaStreamSynchronize(stream));
+    return LAC_SUCCESS;
+}
+
+/* The SVT of slices [lo, hi), their estimate into the mirror. */
+template <typename REAL>
+lac_status rank_svt(lac_ctx_t ctx, handle *h, int64_t lo, int64_t hi, const double *lambda, double *sigma_max,
+                    lac_impute_svt_stats *out)
+{
+    impute_cuda<REAL> *s = (impute_cuda<REAL> *)h->impl;
+    LAC_CHECK(rank_mirrors<REAL>(ctx, h, s));
+    LAC_CHECK(rank_refresh<REAL>(ctx, h));
+    const int64_t mn = s->mn, count = hi - lo, p = s->problem.m < s->problem.n ? s->problem.m : s->problem.n;
+    const int warm = s->v_valid;
+    cudaStream_t stream = ctx->cuda->stream;
+    if (lambda && count > 0)
+        LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(s->lambda + lo, lambda + lo, (size_t)count * sizeof(double),
+                                            cudaMemcpyHostToDevice, stream));
+    if (count > 0)
+        LAC_CHECK(lac_svt_slices<REAL>(ctx, s->jacobi, s->problem, count, s->ghat + lo * mn, s->gest + lo * mn,
+                                       s->true_hat ? s->true_hat + lo * mn : nullptr, lambda ? s->lambda + lo : nullptr,
+                                       s->stats + lo * LAC_SVT_STATS, s->v ? s->v + lo * p * p : nullptr, warm,
+                                       gram_budget(ctx, s->svt_budget), &s->gram_cache));
+    s->v_valid = s->v != nullptr && s->warm_start;
+    LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(s->stats_host + lo * LAC_SVT_STATS, s->stats + lo * LAC_SVT_STATS,
+                                        (size_t)(count * LAC_SVT_STATS) * sizeof(double), cudaMemcpyDeviceToHost, stream));
+    LAC_CUDA_CHECK(ctx, cudaMemcpyAsync((REAL *)h->est_host + lo * mn, s->gest + lo * mn,
+                                        (size_t)(count * mn) * sizeof(REAL), cudaMemcpyDeviceToHost, stream));
+    LAC_CUDA_CHECK(ctx, cudaStreamSynchronize(stream));
+    return lac_impute_cuda_sum_stats(ctx, s->stats_host + lo * LAC_SVT_STATS, count, s->jacobi, warm,
+                                     sigma_max ? sigma_max + lo : nullptr, out);
+}
+
+/* The iGFT and the imputation step of incomplete vertices [lo, hi), their
+ * columns of X_I (and of its momentum copy) into the mirrors. */
+template <typename REAL>
+lac_status rank_igft(lac_ctx_t ctx, handle *h, int64_t lo, int64_t hi, double momentum, double *missing_error_sq)
+{
+    impute_cuda<REAL> *s = (impute_cuda<REAL> *)h->impl;
+    LAC_CHECK(rank_mirrors<REAL>(ctx, h, s));
+    LAC_CHECK(rank_refresh<REAL>(ctx, h));
+    *missing_error_sq = 0;
+    const int64_t mn = s->mn, count = hi - lo, at = lo * mn;
+    if (count <= 0) return LAC_SUCCESS;
+    LAC_CHECK(loop_gemm<REAL>(ctx, s, CUBLAS_OP_T, mn, count, s->N, s->gest, (REAL)0, s->x_new + at, lo));
+    double err = 0;
+    LAC_CHECK(lac_impute_cuda_impute_sum<REAL>(ctx, count * mn, s->x_new + at, s->obs_inc ? s->obs_inc + at : nullptr,
+                                               s->true_inc ? s->true_inc + at : nullptr, s->x_inc + at, s->x_est + at,
+                                               (REAL)momentum, s->x_est != s->x_inc, s->partial, s->partial_host, &err));
+    *missing_error_sq = s->true_inc ? err : 0;
+    cudaStream_t stream = ctx->cuda->stream;
+    const size_t bytes = (size_t)(count * mn) * sizeof(REAL);
+    LAC_CUDA_CHECK(ctx, cudaMemcpyAsync((REAL *)h->inc_host + at, s->x_inc + at, bytes, cudaMemcpyDeviceToHost, stream));
+    if (h->xest_host)
+        LAC_CUDA_CHECK(ctx, cudaMemcpyAsync((REAL *)h->xest_host + at, s->x_est + at, bytes, cudaMemcpyDeviceToHost,
+                                            stream));
+    LAC_CUDA_CHECK(ctx, cudaStreamSynchronize(stream));
+    return LAC_SUCCESS;
+}
+
+#define LAC_BY_PRECISION(h, f) ((h)->precision == LAC_FLOAT32 ? f<float> : f<double>)
+
+/* Only the resident plan on one device splits; a streamed plan, or several
+ * devices inside the rank, run every phase whole on each rank. */
+int cuda_splits(void *state)
+{
+    handle *h = (handle *)state;
+    if (h->streamed) return 0;
+    return h->precision == LAC_FLOAT32 ? ((impute_cuda<float> *)h->impl)->part_count == 1
+                                       : ((impute_cuda<double> *)h->impl)->part_count == 1;
+}
+
+lac_status cuda_gft_part(lac_ctx_t ctx, void *state, int64_t k_lo, int64_t k_hi)
+{
+    handle *h = (handle *)state;
+    LAC_CHECK(lac_cuda_use_device(ctx));
+    return LAC_BY_PRECISION(h, rank_gft)(ctx, h, k_lo, k_hi);
+}
+
+lac_status cuda_svt_part(lac_ctx_t ctx, void *state, int64_t k_lo, int64_t k_hi, const double *lambda, double *sigma_max,
+                         lac_impute_svt_stats *stats)
+{
+    handle *h = (handle *)state;
+    LAC_CHECK(lac_cuda_use_device(ctx));
+    return LAC_BY_PRECISION(h, rank_svt)(ctx, h, k_lo, k_hi, lambda, sigma_max, stats);
+}
+
+void *cuda_estimate(void *state, int64_t *slice_elements, lac_dtype *dtype)
+{
+    handle *h = (handle *)state;
+    *dtype = h->precision;
+    *slice_elements = h->precision == LAC_FLOAT32 ? ((impute_cuda<float> *)h->impl)->mn
+                                                  : ((impute_cuda<double> *)h->impl)->mn;
+    h->est_stale = true;
+    return h->est_host;
+}
+
+lac_status cuda_igft_part(lac_ctx_t ctx, void *state, int64_t i_lo, int64_t i_hi, double momentum,
+                          double *missing_error_sq)
+{
+    handle *h = (handle *)state;
+    LAC_CHECK(lac_cuda_use_device(ctx));
+    return LAC_BY_PRECISION(h, rank_igft)(ctx, h, i_lo, i_hi, momentum, missing_error_sq);
+}
+
+void *cuda_incomplete(void *state, void **x_est, int64_t *vertex_elements, lac_dtype *dtype)
+{
+    handle *h = (handle *)state;
+    *dtype = h->precision;
+    *vertex_elements = h->precision == LAC_FLOAT32 ? ((impute_cuda<float> *)h->impl)->mn
+                                                   : ((impute_cuda<double> *)h->impl)->mn;
+    *x_est = h->xest_host;
+    h->inc_stale = true;
+    return h->inc_host;
+}
+
+/* ---- The table's whole phases ---- */
+
 lac_status cuda_gft(lac_ctx_t ctx, void *state)
 {
     handle *h = (handle *)state;
     LAC_CHECK(lac_cuda_use_device(ctx));
+    LAC_CHECK(LAC_BY_PRECISION(h, rank_refresh)(ctx, h));
     return LAC_BY_PLAN(h, resident_gft, streamed_gft)(ctx, h->impl);
 }
 
@@ -900,6 +1071,7 @@ lac_status cuda_svt(lac_ctx_t ctx, void *state, const double *lambda, double *si
 {
     handle *h = (handle *)state;
     LAC_CHECK(lac_cuda_use_device(ctx));
+    LAC_CHECK(LAC_BY_PRECISION(h, rank_refresh)(ctx, h));
     return LAC_BY_PLAN(h, resident_svt, lac_impute_stream_svt)(ctx, h->impl, lambda, sigma_max, stats);
 }
 
@@ -907,6 +1079,7 @@ lac_status cuda_igft(lac_ctx_t ctx, void *state, double momentum, double *missin
 {
     handle *h = (handle *)state;
     LAC_CHECK(lac_cuda_use_device(ctx));
+    LAC_CHECK(LAC_BY_PRECISION(h, rank_refresh)(ctx, h));
     return LAC_BY_PLAN(h, resident_igft, lac_impute_stream_igft)(ctx, h->impl, momentum, missing_error_sq);
 }
 
@@ -915,6 +1088,7 @@ lac_status cuda_finish(lac_ctx_t ctx, void *state, lac_impute_output output, voi
 {
     handle *h = (handle *)state;
     LAC_CHECK(lac_cuda_use_device(ctx));
+    LAC_CHECK(LAC_BY_PRECISION(h, rank_refresh)(ctx, h));
     return LAC_BY_PLAN(h, resident_finish, lac_impute_stream_finish)(ctx, h->impl, output, out, out_dtype, error_sq);
 }
 
@@ -923,6 +1097,9 @@ void cuda_release(void *state)
     handle *h = (handle *)state;
     if (!h) return;
     LAC_BY_PLAN(h, resident_release, lac_impute_stream_release)(h->impl);
+    cudaFreeHost(h->est_host);
+    cudaFreeHost(h->inc_host);
+    cudaFreeHost(h->xest_host);
     free(h);
 }
 
@@ -1066,10 +1243,7 @@ LAC_INSTANTIATE(float)
 LAC_INSTANTIATE(double)
 #undef LAC_INSTANTIATE
 
-/* No svt_part / estimate / gft_part / igft_part / incomplete: over MPI ranks
- * each rank runs its device's whole iteration (the device shares split it
- * inside a rank). */
 extern "C" const lac_impute_backend lac_impute_cuda_table = {
     "cuda", cuda_setup, cuda_gft, cuda_svt, cuda_igft, cuda_finish, cuda_release, cuda_eigen, cuda_transform,
-    nullptr, nullptr, nullptr, nullptr, nullptr,
+    cuda_svt_part, cuda_estimate, cuda_gft_part, cuda_igft_part, cuda_incomplete, cuda_splits,
 };
