@@ -326,6 +326,22 @@ static lac_status dist_begin_alone(lac_ctx_t ctx, const lac_mf_call *call, lac_m
     return lac_error(ctx, LAC_ERR_INTERNAL, "mf over MPI ranks starts with lac_mf_dist_begin");
 }
 
+/* The training's arrays (kept: the kept copy) copied into other (put 0) or
+ * from it (1), other shaped as the training's factors. */
+static lac_status copy_arrays(lac_ctx_t ctx, lac_mf_state *s, int kept, const lac_mf_factors *other, int put)
+{
+    if (kept && !s->kept[0]) return lac_error(ctx, LAC_ERR_INTERNAL, "mf over MPI ranks: no kept epoch (no validation)");
+    float *arrays[6], *theirs[6];
+    size_t floats[6], their_floats[6];
+    const int n = lac_mf_factors_arrays(&s->call.factors, arrays, floats);
+    lac_mf_factors_arrays(other, theirs, their_floats);
+    for (int i = 0; i < n; i++) {
+        float *at = kept ? s->kept[i] : arrays[i];
+        if (floats[i]) memcpy(put ? at : theirs[i], put ? theirs[i] : at, floats[i] * sizeof(float));
+    }
+    return LAC_SUCCESS;
+}
+
 /* A checkpoint's factors (collective): the current ones (kept 0) or the
  * kept epoch's, copied into `to` and every rank's blocks gathered there, so
  * that every rank holds the whole state (rank 0 writes it). The training's
@@ -334,15 +350,7 @@ static lac_status dist_begin_alone(lac_ctx_t ctx, const lac_mf_call *call, lac_m
  * neighbourhood model's baselines, stay as old as they were). */
 static lac_status dist_get(lac_ctx_t ctx, lac_mf_state *s, int kept, const lac_mf_factors *to)
 {
-    if (kept && !s->kept[0]) return lac_error(ctx, LAC_ERR_INTERNAL, "mf over MPI ranks: no kept epoch to save");
-    float *arrays[6];
-    size_t floats[6];
-    const int n = lac_mf_factors_arrays(&s->call.factors, arrays, floats);
-    float *dst[6];
-    size_t dst_floats[6];
-    lac_mf_factors_arrays(to, dst, dst_floats);
-    for (int i = 0; i < n; i++)
-        if (floats[i]) memcpy(dst[i], kept ? s->kept[i] : arrays[i], floats[i] * sizeof(float));
+    LAC_CHECK(copy_arrays(ctx, s, kept, to, 0));
     LAC_CHECK(gather_rows(ctx, s, to, 1));
     return gather_rows(ctx, s, to, 0);
 }
@@ -352,15 +360,7 @@ static lac_status dist_get(lac_ctx_t ctx, lac_mf_state *s, int kept, const lac_m
  * rank; the kept ones into the kept copy. */
 static lac_status dist_put(lac_ctx_t ctx, lac_mf_state *s, int kept, const lac_mf_factors *from)
 {
-    if (kept && !s->kept[0]) return lac_error(ctx, LAC_ERR_INTERNAL, "mf over MPI ranks: a kept epoch without validation");
-    float *arrays[6];
-    size_t floats[6];
-    const int n = lac_mf_factors_arrays(&s->call.factors, arrays, floats);
-    float *src[6];
-    size_t src_floats[6];
-    lac_mf_factors_arrays(from, src, src_floats);
-    for (int i = 0; i < n; i++)
-        if (floats[i]) memcpy(kept ? s->kept[i] : arrays[i], src[i], floats[i] * sizeof(float));
+    LAC_CHECK(copy_arrays(ctx, s, kept, from, 1));
     if (!kept) s->items_whole = 1;
     return LAC_SUCCESS;
 }
