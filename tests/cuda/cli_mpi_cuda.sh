@@ -6,9 +6,10 @@
 # process's (float rounding of the different sums for map's float sums,
 # exactly for min/max/count), the CPU's within float tolerance, and
 # --deterministic gives the same bits from run to run. Skipped (77) without
-# MPI in the build, mpirun or numpy.
+# a GPU, MPI in the build, mpirun or numpy.
 set -u
 tool=$1
+if "$tool" info --json | grep -q '"cuda_devices":0'; then echo "SKIP: no GPU"; exit 77; fi
 py=$(command -v python3 || echo /usr/bin/python3)
 "$py" -c 'import numpy' 2>/dev/null || py=/usr/bin/python3
 . "$(dirname "$0")/../mpi_common.sh" cli_mpi_cuda
