@@ -28,6 +28,11 @@
  * --devices 0,1 adds, per shape, one iteration on a context of those devices
  * (the split by frequency; ids may repeat: shares of one device);
  * --split-only runs just that and the one-device iteration beside it.
+ * --also KNOBS adds, per shape, the SVT alone and one iteration on a context
+ * with those knobs ("IMPUTE_CUDA_SUBSPACE=off": the Gram route's full
+ * eigensolve every pass); --fp32-only leaves out the TF32, 3xTF32 and
+ * forced-Gram iterations. Iterations on the Gram route print what the
+ * subspace pass certified (slice-passes over the timed iterations).
  */
 #include "bench_util.h"
 #include "impute/impute_backend.h"
@@ -50,6 +55,26 @@ typedef struct {
 static lac_ctx_t gpu, gpu_cold, gpu_gram;   /* gpu_cold: every SVT pass starts cold; gpu_gram: the Gram route */
 static lac_ctx_t gpu_capped;                 /* --cap: LACUNA_CUDA_MEMORY_CAP, the streamed plan */
 static lac_ctx_t gpu_split;                  /* --devices: a context of several devices */
+static lac_ctx_t gpu_also;                   /* --also: a context with those knobs */
+static const char *also_knobs;
+/* The subspace pass's debug lines, summed: passes, slices certified, zero, full. */
+static long long sub_sum[4];
+
+static void note_subspace(lac_log_level level, const char *message, void *user)
+{
+    (void)level;
+    (void)user;
+    const char *at = strstr(message, "SVT by subspace");
+    const char *c = at ? strstr(at, "filter degree ") : NULL;
+    long long cert, of, zero, full;
+    if (c && sscanf(strchr(c, ':') + 2, "%lld of %lld slices certified (%lld zero by trace), %lld", &cert, &of, &zero,
+                    &full) == 4) {
+        sub_sum[0]++;
+        sub_sum[1] += cert;
+        sub_sum[2] += zero;
+        sub_sum[3] += full;
+    }
+}
 static const char *stream_cap;
 static long long stream_slab;   /* the slab width the streamed plan logged */
 
@@ -149,7 +174,7 @@ static void measure_rates(void)
 /* 1. The SVT alone, through the backend table with an identity basis. */
 static void bench_svt(shape s, int reps, lac_ctx_t ctx)
 {
-    const char *start = ctx == gpu ? "warm" : "cold";
+    const char *start = ctx == gpu ? "warm" : ctx == gpu_also ? "warm, --also" : "cold";
     const lac_impute_backend *be = lac_impute_backend_cuda();
     const int64_t N = s.N, mn = s.m * s.n;
     float *slices = malloc(sizeof(float) * (size_t)(N * mn)), *identity = calloc((size_t)(N * N), sizeof(float));
@@ -307,6 +332,8 @@ static void bench_iteration(shape s, int iters, lac_ctx_t ctx, const char *path,
     const int64_t first = 5;
     run_iterations(ctx, &p, first, gemm);   /* warm-up */
     lac_impute_result a = run_iterations(ctx, &p, first, gemm);
+    long long before[4];
+    memcpy(before, sub_sum, sizeof before);
     lac_impute_result b = run_iterations(ctx, &p, first + iters, gemm);
     const double it = (double)(b.iterations - a.iterations), mn = (double)(s.m * s.n), N = (double)s.N;
     const double missing = (double)(b.partial_vertices + b.missing_vertices);
@@ -317,6 +344,10 @@ static void bench_iteration(shape s, int iters, lac_ctx_t ctx, const char *path,
            "basis %.3f s\n",
            (long long)s.m, (long long)s.n, (long long)s.N, (gft + svt + igft) * 1e3, gft * 1e3, gemm_floor * 1e3,
            gemm_names[gemm], svt * 1e3, path, igft * 1e3, p.eigen_s);
+    if (sub_sum[0] > before[0])
+        printf("      subspace pass: %lld of %lld passes; slices certified %lld (zero by trace %lld), full eigensolve %lld\n",
+               sub_sum[0] - before[0], (long long)b.iterations, sub_sum[1] - before[1], sub_sum[2] - before[2],
+               sub_sum[3] - before[3]);
     if (strcmp(path, "streamed") == 0) {
         /* Each iteration copies in C, the previous estimate and U_I (by
          * frequency) and copies the estimate back: the copies' floor. */
@@ -342,7 +373,7 @@ static void bench_iteration(shape s, int iters, lac_ctx_t ctx, const char *path,
 }
 
 /* 3. The paper's protocol on ego-Facebook with the defaults. */
-static void bench_protocol(const char *path, double ratio, int gemm)
+static void bench_protocol(const char *path, double ratio, int gemm, lac_ctx_t run)
 {
     lac_graph_t graph = NULL;
     lac_graph_params gp = lac_graph_params_default();
@@ -357,15 +388,16 @@ static void bench_protocol(const char *path, double ratio, int gemm)
     lac_impute_result r;
     /* A warm-up run (module loading, cuBLAS handles), then the measured one
      * from a fresh basis so that the eigendecomposition is inside it. */
-    lac_impute(gpu, &ip, p.gft, &p.truth, &p.observed, &p.truth, &p.out, &r);
+    lac_impute(run, &ip, p.gft, &p.truth, &p.observed, &p.truth, &p.out, &r);
     lac_gft_destroy(&p.gft);
     double t0 = now_s();
-    if (lac_gft_create(gpu, graph, LAC_FLOAT32, &p.gft) ||
-        lac_impute(gpu, &ip, p.gft, &p.truth, &p.observed, &p.truth, &p.out, &r) < 0) {
+    if (lac_gft_create(run, graph, LAC_FLOAT32, &p.gft) ||
+        lac_impute(run, &ip, p.gft, &p.truth, &p.observed, &p.truth, &p.out, &r) < 0) {
         fprintf(stderr, "impute_cuda_bench: protocol: %s\n", lac_last_error(gpu));
         exit(1);
     }
     double total = now_s() - t0;
+    if (run == gpu_also) printf("(--also %s) ", also_knobs);
     printf("ego-Facebook 50x50x4039 ratio %.2f%s: %.3f s incl. eigendecomposition (run %.3f s, %lld iterations), "
            "rmse %.4g (missing %.4g)\n",
            ratio, gemm == LAC_GEMM_TF32 ? " (TF32 GEMMs)" : gemm == LAC_GEMM_3XTF32 ? " (3xTF32 GEMMs)" : "", total, r.seconds, (long long)r.iterations, r.rmse_all, r.rmse_missing);
@@ -381,7 +413,7 @@ int main(int argc, char **argv)
 {
     const char *shapes = "50x50x4039,64x64x2100,128x128x2000,512x512x300";
     const char *graph = "data/ego-facebook/facebook_combined.txt", *ratios = "0.5,0.9";
-    int stream_only = 0, split_only = 0;
+    int stream_only = 0, split_only = 0, fp32_only = 0;
     const char *devices = NULL;
     int reps = 5, iters = 20;
     for (int i = 1; i < argc; i++) {
@@ -395,6 +427,8 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--stream-only") == 0) stream_only = 1;
         else if (i + 1 < argc && strcmp(argv[i], "--devices") == 0) devices = argv[++i];
         else if (strcmp(argv[i], "--split-only") == 0) split_only = 1;
+        else if (i + 1 < argc && strcmp(argv[i], "--also") == 0) also_knobs = argv[++i];
+        else if (strcmp(argv[i], "--fp32-only") == 0) fp32_only = 1;
         else {
             fprintf(stderr, "impute_cuda_bench: unknown option %s (see the source banner)\n", argv[i]);
             return 2;
@@ -408,12 +442,24 @@ int main(int argc, char **argv)
         printf("impute_cuda_bench: no CUDA device or no CUDA backend: nothing to measure\n");
         return 0;
     }
-    lac_ctx_params cp = lac_ctx_params_default();
+    lac_ctx_params cp = lac_ctx_params_default(), base = cp;
     cp.backend = LAC_BACKEND_CUDA;
+    cp.log = note_subspace;
+    cp.log_level = LAC_LOG_DEBUG;
+    if (also_knobs) {
+        cp.knobs = also_knobs;
+        if (lac_ctx_create(&cp, &gpu_also)) {
+            fprintf(stderr, "impute_cuda_bench: --also %s: %s\n", also_knobs, lac_last_error(NULL));
+            return 1;
+        }
+        cp.knobs = NULL;
+    }
     if (lac_ctx_create(&cp, &gpu)) {
         fprintf(stderr, "impute_cuda_bench: %s\n", lac_last_error(NULL));
         return 1;
     }
+    cp.log = base.log;
+    cp.log_level = base.log_level;
     cp.knobs = "IMPUTE_CUDA_WARM=0";
     if (lac_ctx_create(&cp, &gpu_cold)) {
         fprintf(stderr, "impute_cuda_bench: %s\n", lac_last_error(NULL));
@@ -491,12 +537,16 @@ int main(int argc, char **argv)
             } else if (pass == 0) {
                 bench_svt(s, reps, gpu_cold);
                 bench_svt(s, reps, gpu);
+                if (gpu_also) bench_svt(s, reps, gpu_also);
             }
             else {
                 bench_iteration(s, iters, gpu, "default", LAC_GEMM_FP32);
-                bench_iteration(s, iters, gpu_gram, "gram", LAC_GEMM_FP32);
-                bench_iteration(s, iters, gpu, "default", LAC_GEMM_TF32);
-                bench_iteration(s, iters, gpu, "default", LAC_GEMM_3XTF32);
+                if (gpu_also) bench_iteration(s, iters, gpu_also, also_knobs, LAC_GEMM_FP32);
+                if (!fp32_only) {
+                    bench_iteration(s, iters, gpu_gram, "gram", LAC_GEMM_FP32);
+                    bench_iteration(s, iters, gpu, "default", LAC_GEMM_TF32);
+                    bench_iteration(s, iters, gpu, "default", LAC_GEMM_3XTF32);
+                }
                 if (gpu_capped) bench_iteration(s, iters, gpu_capped, "streamed", LAC_GEMM_FP32);
                 if (gpu_split) bench_iteration(s, iters, gpu_split, split_name, LAC_GEMM_FP32);
             }
@@ -510,9 +560,12 @@ int main(int argc, char **argv)
             fprintf(stderr, "impute_cuda_bench: bad ratio in %s\n", c);
             return 2;
         }
-        bench_protocol(graph, ratio, LAC_GEMM_FP32);
-        bench_protocol(graph, ratio, LAC_GEMM_TF32);
-        bench_protocol(graph, ratio, LAC_GEMM_3XTF32);
+        bench_protocol(graph, ratio, LAC_GEMM_FP32, gpu);
+        if (gpu_also) bench_protocol(graph, ratio, LAC_GEMM_FP32, gpu_also);
+        if (!fp32_only) {
+            bench_protocol(graph, ratio, LAC_GEMM_TF32, gpu);
+            bench_protocol(graph, ratio, LAC_GEMM_3XTF32, gpu);
+        }
         c = *end == ',' ? end + 1 : end;
     }
     lac_ctx_destroy(&gpu);
@@ -520,5 +573,6 @@ int main(int argc, char **argv)
     lac_ctx_destroy(&gpu_gram);
     if (gpu_capped) lac_ctx_destroy(&gpu_capped);
     if (gpu_split) lac_ctx_destroy(&gpu_split);
+    if (gpu_also) lac_ctx_destroy(&gpu_also);
     return 0;
 }

@@ -42,6 +42,9 @@ typedef enum {
     LAC_KNOB_CUDA_MEMORY_CAP,    /* bytes of device memory impute may use; beyond, it streams */
     LAC_KNOB_NBR_CUDA_GSM,       /* fp16: the GPU GSM's GEMMs in fp16 also for half stars */
     LAC_KNOB_NBR_CUDA_GSM_USERS, /* users a GSM GEMM sums over at once (0: all) */
+    LAC_KNOB_IMPUTE_CUDA_SUBSPACE,     /* off|on|force: the Gram route's rank-exploiting pass */
+    LAC_KNOB_IMPUTE_CUDA_FILTER,       /* its Chebyshev filter's degree */
+    LAC_KNOB_IMPUTE_CUDA_SUBSPACE_MAX, /* its largest block, percent of min(m, n) */
     LAC_KNOB_COUNT
 } lac_knob;
 

@@ -316,7 +316,7 @@ static double relative_difference(const double *a, const double *b, int64_t n)
 /* A generated problem on a ring with chords (90 vertices, 6 x 5 slices,
  * rank 2, 60% of the vertices observed; with entry_mask, half the entries of
  * the others too): the tensor has NaN where unobserved. */
-enum { CASE_N = 90, CASE_M = 6, CASE_NN = 5 };
+static int64_t case_n = 90, case_m = 6, case_nn = 5, case_rank = 2;
 typedef struct {
     lac_graph_t graph;
     lac_gft_t gft;
@@ -326,17 +326,17 @@ typedef struct {
 static void impute_case_make(lac_dtype precision, int entry_mask, uint64_t gen_seed, unsigned long long mask_seed,
                              impute_case *c)
 {
-    const int64_t N = CASE_N, mn = CASE_M * CASE_NN;
+    const int64_t N = case_n, mn = case_m * case_nn;
     c->graph = ring_with_chords(cpu, N, 7);
     c->gft = NULL;
     CHECK_OK(cpu, lac_gft_create(cpu, c->graph, precision, &c->gft));
-    int64_t shape[3] = {N, CASE_M, CASE_NN};
+    int64_t shape[3] = {N, case_m, case_nn};
     CHECK_OK(cpu, lac_array_alloc(cpu, LAC_FLOAT64, 3, shape, &c->truth));
     CHECK_OK(cpu, lac_array_alloc(cpu, LAC_BOOL, 1, shape, &c->observed));
     lac_impute_gen_params gp = lac_impute_gen_params_default();
-    gp.m = CASE_M;
-    gp.n = CASE_NN;
-    gp.rank = 2;
+    gp.m = case_m;
+    gp.n = case_nn;
+    gp.rank = case_rank;
     gp.observed_ratio = 0.6;
     gp.seed = gen_seed;
     CHECK_OK(cpu, lac_impute_generate(cpu, &gp, c->gft, &c->truth, &c->observed));
@@ -372,8 +372,8 @@ static void impute_case_free(impute_case *c)
  * does not depend on which share runs it, so bit for bit one device's. */
 static void impute_both(lac_dtype precision, int entry_mask, int accelerate, int mode)
 {
-    const int64_t N = CASE_N, mn = CASE_M * CASE_NN;
-    int64_t shape[3] = {N, CASE_M, CASE_NN};
+    const int64_t N = case_n, mn = case_m * case_nn;
+    int64_t shape[3] = {N, case_m, case_nn};
     impute_case c;
     impute_case_make(precision, entry_mask, 11, 5, &c);
     lac_gft_t gft = c.gft;
@@ -452,6 +452,210 @@ TEST(imputation_matches_the_cpu)
 }
 
 /* ------------------------------------------------------------------------ */
+/* The Gram route's certified subspace pass                                   */
+/* ------------------------------------------------------------------------ */
+/* What the subspace pass logged last (debug level): slices certified, zero by
+ * trace, and solved by the full eigensolve; passes seen. */
+static long long sub_certified, sub_zero, sub_full, sub_passes, sub_certified_all, sub_full_all;
+
+static void note_subspace(lac_log_level level, const char *message, void *user)
+{
+    (void)level;
+    (void)user;
+    const char *at = strstr(message, "SVT by subspace");
+    if (!at) return;
+    const char *c = strstr(at, "filter degree ");
+    long long deg, of;
+    if (c && sscanf(strchr(c, ':') + 2, "%lld of %lld slices certified (%lld zero by trace), %lld", &sub_certified, &of,
+                    &sub_zero, &sub_full) == 4) {
+        (void)deg;
+        sub_passes++;
+        sub_certified_all += sub_certified;
+        sub_full_all += sub_full;
+    }
+}
+
+/* A CUDA context with `knobs`, logging at `level` into `log`. */
+static lac_ctx_t logged_context(const char *knobs, lac_log_fn log, lac_log_level level)
+{
+    lac_ctx_params p = lac_ctx_params_default();
+    p.backend = LAC_BACKEND_CUDA;
+    p.knobs = knobs;
+    p.log = log;
+    p.log_level = level;
+    lac_ctx_t c = NULL;
+    if (lac_ctx_create(&p, &c) != 0) HARNESS_FAIL("context with %s: %s", knobs, lac_last_error(NULL));
+    return c;
+}
+
+static lac_ctx_t subspace_context(const char *knobs)
+{
+    return logged_context(knobs, note_subspace, LAC_LOG_DEBUG);
+}
+
+/* A rows x cols slice with the given singular values (descending, min side)
+ * and random singular vectors. */
+static void slice_with_spectrum(int rows, int cols, const double *sv, unsigned long long *seed, float *a)
+{
+    int p = rows < cols ? rows : cols;
+    double *g = malloc(sizeof(double) * (size_t)rows * cols), *u = malloc(sizeof(double) * (size_t)rows * p);
+    double *vt = malloc(sizeof(double) * (size_t)p * cols), *s = malloc(sizeof(double) * (size_t)p);
+    for (int i = 0; i < rows * cols; i++) g[i] = gaussian(seed);
+    if (LAPACKE_dgesdd(LAPACK_COL_MAJOR, 'S', rows, cols, g, rows, s, u, rows, vt, p) != 0) HARNESS_FAIL("dgesdd");
+    for (int c = 0; c < cols; c++)
+        for (int r = 0; r < rows; r++) {
+            double x = 0;
+            for (int j = 0; j < p; j++) x += u[r + (size_t)j * rows] * sv[j] * vt[j + (size_t)c * p];
+            a[r + (size_t)c * rows] = (float)x;
+        }
+    free(g);
+    free(u);
+    free(vt);
+    free(s);
+}
+
+/* The worst of the slices' ‖S_λ - LAPACK's‖ / ‖A‖ (rows = n, cols = m). */
+static double worst_against_lapack(int64_t N, int64_t m, int64_t n, const float *a, const double *lambda,
+                                   const float *out)
+{
+    const int64_t size = m * n, p = m < n ? m : n;
+    double *ref = malloc(sizeof(double) * (size_t)size), *sv = malloc(sizeof(double) * (size_t)p), worst = 0;
+    for (int64_t k = 0; k < N; k++) {
+        reference_svt((int)n, (int)m, a + k * size, lambda[k], sv, ref);
+        double num = 0, den = 0;
+        for (int64_t e = 0; e < size; e++) {
+            double d = (double)out[k * size + e] - ref[e];
+            num += d * d;
+            den += (double)a[k * size + e] * (double)a[k * size + e];
+        }
+        double rel = den > 0 ? sqrt(num / den) : sqrt(num);
+        if (rel > worst) worst = rel;
+    }
+    free(ref);
+    free(sv);
+    return worst;
+}
+
+/* Through the backend table on the Gram route, passes on one state: the
+ * σmax-only pass (the full eigensolve, which keeps every slice's vectors),
+ * then λ passes that the subspace pass takes. Slices: a clear rank 3, a
+ * spectrum with three singular values at λ itself (and one just below),
+ * zero slices (certified by the trace; then λ = 0, left to the full path
+ * in a compacted batch), and slices whose rank then grows from 2 to 14 (the
+ * block grows from the kept eigenvalues). Each pass against LAPACK. */
+TEST(subspace_svt_certifies_or_falls_back)
+{
+    const int64_t m = 48, n = 40, N = 16, size = m * n, p = 40;
+    float *a = calloc((size_t)(N * size), sizeof(float)), *out = malloc(sizeof(float) * (size_t)(N * size));
+    double *l1 = malloc(sizeof(double) * (size_t)N), *l2 = malloc(sizeof(double) * (size_t)N);
+    double sv[40];
+    unsigned long long seed = 4242;
+    for (int64_t k = 0; k < N; k++) {
+        int kind = (int)(k % 4);
+        for (int j = 0; j < p; j++) sv[j] = 1.0 / (1 + j);   /* below every λ but the grown ones */
+        if (kind == 0) {   /* rank 3 */
+            sv[0] = 10, sv[1] = 8, sv[2] = 6;
+            l1[k] = l2[k] = 3;
+        } else if (kind == 1) {   /* σ = λ three times, and 1e-6 below */
+            sv[0] = 9, sv[1] = 4, sv[2] = sv[3] = sv[4] = 2, sv[5] = 2 * (1 - 1e-6);
+            l1[k] = l2[k] = 2;
+        } else if (kind == 2) {   /* zero; then λ = 0, which the pass leaves to the full path */
+            for (int j = 0; j < p; j++) sv[j] = 0;
+            l1[k] = 1;
+            l2[k] = 0;
+        } else {   /* rank 2 at λ1, about 14 at λ2 */
+            for (int j = 0; j < p; j++) sv[j] = 12.0 / (1 + j);
+            l1[k] = 5;
+            l2[k] = 0.8;
+        }
+        if (kind != 2) slice_with_spectrum((int)n, (int)m, sv, &seed, a + k * size);
+    }
+    lac_ctx_t c = subspace_context("IMPUTE_CUDA_SVT=gram");
+    const lac_impute_backend *be = lac_impute_backend_cuda();
+    unsigned char *state = malloc((size_t)N);
+    int64_t none = 0;
+    for (int64_t v = 0; v < N; v++) state[v] = LAC_VERTEX_OBSERVED;
+    struct lac_gft g;
+    lac_impute_problem pr;
+    identity_problem(N, m, n, a, state, &g, &pr);
+    pr.incomplete = &none;
+    void *st = NULL;
+    double tsq = 0, tmsq = 0, err = 0;
+    lac_impute_svt_stats stats;
+    const double tol = 2e-6 * sqrt((double)m);
+    if (c && be && be->setup(c, &pr, &st, &tsq, &tmsq) == 0 && be->gft(c, st) == 0 &&
+        be->svt(c, st, NULL, NULL, &stats) == 0) {
+        const double *lambdas[4] = {l1, l1, l2, l2};
+        const char *what[4] = {"first λ pass (block from the σmax pass)", "the same λ again",
+                               "λ lowered (rank 2 -> 14: the block grows; λ = 0 falls back)", "the same again"};
+        for (int pass = 0; pass < 4; pass++) {
+            sub_passes = sub_certified = sub_zero = sub_full = 0;
+            /* finish leaves U Ĝest where the GFT's Ĝ was: the GFT again first. */
+            if (be->gft(c, st) != 0 || be->svt(c, st, lambdas[pass], NULL, &stats) != 0 ||
+                be->finish(c, st, LAC_IMPUTE_ESTIMATE, out, LAC_FLOAT32, &err) != 0) {
+                HARNESS_FAIL("pass %d: %s", pass, lac_last_error(c));
+                break;
+            }
+            double worst = worst_against_lapack(N, m, n, a, lambdas[pass], out);
+            printf("    %s: %lld certified (%lld zero by trace), %lld by the full eigensolve; %.3g of ‖A‖\n", what[pass],
+                   sub_certified, sub_zero, sub_full, worst);
+            if (!(worst <= tol)) HARNESS_FAIL("%s: S_λ differs from LAPACK's by %.3g of ‖A‖ (tolerance %.3g)", what[pass], worst, tol);
+            CHECK_INT(sub_passes, 1);
+            /* Exact vectors kept from the previous pass: all certified but λ = 0. */
+            CHECK_INT(sub_zero, pass < 2 ? N / 4 : 0);
+            CHECK_INT(sub_full, pass < 2 ? 0 : N / 4);
+        }
+        /* Off: no subspace pass at all, the same answer. */
+    } else {
+        HARNESS_FAIL("subspace setup: %s", c ? lac_last_error(c) : "no context");
+    }
+    if (st) be->release(st);
+    lac_ctx_destroy(&c);
+    lac_ctx_t off = subspace_context("IMPUTE_CUDA_SVT=gram,IMPUTE_CUDA_SUBSPACE=off");
+    sub_passes = 0;
+    st = NULL;
+    if (off && be->setup(off, &pr, &st, &tsq, &tmsq) == 0 && be->gft(off, st) == 0 &&
+        be->svt(off, st, NULL, NULL, &stats) == 0 && be->svt(off, st, l1, NULL, &stats) == 0 &&
+        be->svt(off, st, l1, NULL, &stats) == 0 && be->finish(off, st, LAC_IMPUTE_ESTIMATE, out, LAC_FLOAT32, &err) == 0) {
+        CHECK_INT(sub_passes, 0);
+        CHECK(worst_against_lapack(N, m, n, a, l1, out) <= tol);
+    } else {
+        HARNESS_FAIL("subspace off: %s", off ? lac_last_error(off) : "no context");
+    }
+    if (st) be->release(st);
+    lac_ctx_destroy(&off);
+    identity_free(&g);
+    free(state);
+    free(a);
+    free(out);
+    free(l1);
+    free(l2);
+}
+
+/* Whole imputations on the Gram route with the subspace pass (48 x 40
+ * slices, rank 3): its warm passes start from the previous iteration's
+ * vectors of slices that changed, so the filter, the residual check and the
+ * certificate decide, and what fails falls back; the completion must equal
+ * the CPU's as the full path's does. Also two shares of device 0. */
+TEST(imputation_with_the_subspace_pass_matches_the_cpu)
+{
+    lac_ctx_t usual = gpu, c = subspace_context("IMPUTE_CUDA_SVT=gram");
+    int64_t saved[4] = {case_n, case_m, case_nn, case_rank};
+    case_n = 60, case_m = 48, case_nn = 40, case_rank = 3;
+    gpu = c;
+    for (int run = 0; run < 2; run++) {
+        sub_passes = sub_certified_all = sub_full_all = 0;
+        impute_both(LAC_FLOAT32, run, !run, 0);
+        printf("    %s mask: %lld subspace passes, %lld slices certified, %lld by the full eigensolve\n",
+               run ? "entry" : "vertex", sub_passes, sub_certified_all, sub_full_all);
+        CHECK(sub_passes > 0);
+    }
+    gpu = usual;
+    case_n = saved[0], case_m = saved[1], case_nn = saved[2], case_rank = saved[3];
+    lac_ctx_destroy(&c);
+}
+
+/* ------------------------------------------------------------------------ */
 /* Out of core: LACUNA_CUDA_MEMORY_CAP against the resident plan             */
 /* ------------------------------------------------------------------------ */
 /* The slab width the streamed plan logged (0: the run stayed resident). */
@@ -468,14 +672,7 @@ static void note_slab(lac_log_level level, const char *message, void *user)
 /* A CUDA context with `knobs`, logging at info level into note_slab. */
 static lac_ctx_t capped_context(const char *knobs)
 {
-    lac_ctx_params p = lac_ctx_params_default();
-    p.backend = LAC_BACKEND_CUDA;
-    p.knobs = knobs;
-    p.log = note_slab;
-    p.log_level = LAC_LOG_INFO;
-    lac_ctx_t c = NULL;
-    if (lac_ctx_create(&p, &c) != 0) HARNESS_FAIL("context with %s: %s", knobs, lac_last_error(NULL));
-    return c;
+    return logged_context(knobs, note_slab, LAC_LOG_INFO);
 }
 
 /* Whole imputations on a random graph (ring with chords, 90 vertices, 6 x 5
@@ -488,8 +685,8 @@ static lac_ctx_t capped_context(const char *knobs)
  * a cap placed between one slab and the resident plan. */
 static void streamed_equals_resident(lac_dtype precision, int entry_mask, int accelerate, const char *knobs)
 {
-    const int64_t N = CASE_N, mn = CASE_M * CASE_NN;
-    int64_t shape[3] = {N, CASE_M, CASE_NN};
+    const int64_t N = case_n, mn = case_m * case_nn;
+    int64_t shape[3] = {N, case_m, case_nn};
     impute_case c;
     impute_case_make(precision, entry_mask, 23, 9, &c);
     lac_gft_t gft = c.gft;
@@ -680,7 +877,7 @@ TEST(streamed_cap_below_one_slab_is_a_clear_error)
     lac_impute_gen_params gp = lac_impute_gen_params_default();
     gp.m = m;
     gp.n = n;
-    gp.rank = 2;
+    gp.rank = case_rank;
     gp.observed_ratio = 0.6;
     CHECK_OK(cpu, lac_impute_generate(cpu, &gp, gft, &truth, &observed));
     static const char *knobs[] = {"CUDA_MEMORY_CAP=2000", "CUDA_MEMORY_CAP=1.5G", "CUDA_MEMORY_CAP=12MB"};
@@ -753,7 +950,7 @@ TEST(generator_transform_matches_the_cpu)
     lac_impute_gen_params gp = lac_impute_gen_params_default();
     gp.m = m;
     gp.n = n;
-    gp.rank = 2;
+    gp.rank = case_rank;
     gp.observed_ratio = 1;
     gp.seed = 3;
     CHECK_OK(cpu, lac_impute_generate(cpu, &gp, gft, &x, NULL));
@@ -843,6 +1040,8 @@ int main(void)
     RUN(each_svt_path_matches_lapack_where_the_other_is_the_default);
     RUN(svt_split_across_shares_matches_lapack);
     RUN(imputation_matches_the_cpu);
+    RUN(subspace_svt_certifies_or_falls_back);
+    RUN(imputation_with_the_subspace_pass_matches_the_cpu);
     RUN(streamed_imputation_equals_the_resident_one);
     RUN(streamed_pass_with_the_canonical_basis_loses_nothing);
     RUN(streamed_cap_below_one_slab_is_a_clear_error);

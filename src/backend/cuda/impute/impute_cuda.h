@@ -29,6 +29,11 @@ template <typename REAL> struct lac_svt_batch {
     double *v;              /* Jacobi path: count x p x p right singular vectors kept between
                                passes (p = min(rows, cols)), or NULL */
     int warm;               /* v holds the previous pass's vectors: start from them */
+    /* Gram path: with v, every slice's eigenvalues of AᵀA (descending, count x p) are
+     * kept in theta, and the vectors and values of slice k go to slot[k] (device
+     * map; NULL: k itself). */
+    double *theta = nullptr;
+    const int *slot = nullptr;
 };
 
 /* The shared-memory one-sided Jacobi path (svt_jacobi.cu): whether a slice of
@@ -41,10 +46,52 @@ template <typename REAL> lac_status lac_svt_jacobi(lac_ctx_t ctx, const lac_svt_
  * that fit `budget` bytes of workspace. With `cache` non-NULL the buffers
  * are kept in *cache for the next pass over slices of the same shape (free
  * them with lac_svt_gram_cache_free once the stream is idle). */
-struct lac_svt_gram_cache;
+struct lac_svt_subspace;
+struct lac_svt_gram_cache {
+    int64_t rows = 0, cols = 0, chunk = 0;   /* chunk 0: the full path's buffers not made */
+    double *a = nullptr, *b = nullptr, *t = nullptr, *mu = nullptr, *factor = nullptr, *sigma = nullptr;
+    int *kept = nullptr, *r_max = nullptr, *info = nullptr, *info_host = nullptr;
+    void *work = nullptr;
+    size_t work_bytes = 0, host_bytes = 0;
+    void *host_work = nullptr;
+    cusolverDnParams_t params = nullptr;
+    lac_svt_subspace *sub = nullptr;   /* the subspace path's state (svt_subspace.cu) */
+    void release_full();
+    ~lac_svt_gram_cache();
+};
 void lac_svt_gram_cache_free(lac_svt_gram_cache *cache);
+/* With a cache, v and λ on a warm pass of float32 slices, the subspace path
+ * (svt_subspace.cu) first; the full eigensolve for what it cannot certify. */
 template <typename REAL>
 lac_status lac_svt_gram(lac_ctx_t ctx, const lac_svt_batch<REAL> &b, size_t budget, lac_svt_gram_cache **cache);
+/* The full path alone: every slice's whole eigendecomposition. */
+template <typename REAL>
+lac_status lac_svt_gram_full(lac_ctx_t ctx, const lac_svt_batch<REAL> &b, size_t budget, lac_svt_gram_cache **cache);
+/* What both Gram paths share: the rebuild S_λ = A Q_r diag(f) Q_rᵀ (right,
+ * cols <= rows) or Q_r diag(f) Q_rᵀ A over n packed float64 slices in a
+ * (overwritten by the result), Q_r the r_max columns at qr (leading dimension
+ * p = min(rows, cols), vstride apart), f of column j at factor[k*fp + fp - r_max + j];
+ * t holds max(rows, cols) x r_max a slice. And the store over the previous
+ * estimate with each slice's figures, skipping slices with skip[k] set. */
+lac_status lac_svt_rebuild(lac_ctx_t ctx, int right, int64_t rows, int64_t cols, int64_t n, int r_max, double *a,
+                           double *t, const double *qr, int64_t vstride, const double *factor, int fp);
+/* dst = src in float64 (count values). */
+template <typename REAL> lac_status lac_svt_widen(lac_ctx_t ctx, double *dst, const REAL *src, int64_t count);
+template <typename REAL>
+lac_status lac_svt_store(lac_ctx_t ctx, const double *result, REAL *out, const REAL *truth, int64_t size,
+                         int64_t stride, int64_t n, const int *kept, const double *sigma_max, const int *info,
+                         double *stats, const int *skip);
+
+/* The rank-exploiting path (svt_subspace.cu). on: the knob lets it run for
+ * this precision. seed: the cache's per-slice eigenvalue store for a full
+ * pass whose vectors start the next. The pass answers LAC_INFO_NOT_CONVERGED
+ * (having done nothing) when no full pass has seeded it. */
+template <typename REAL> bool lac_svt_subspace_on(lac_ctx_t ctx);
+lac_status lac_svt_subspace_seed(lac_ctx_t ctx, lac_svt_gram_cache **cache, int64_t count, int64_t p, double **theta);
+template <typename REAL>
+lac_status lac_svt_subspace_pass(lac_ctx_t ctx, const lac_svt_batch<REAL> &b, size_t budget, lac_svt_gram_cache **cache,
+                            lac_svt_subspace **sub);
+void lac_svt_subspace_free(lac_svt_subspace *sub);
 /* The device bytes a slice adds to a Gram chunk (its buffers and the batched
  * eigensolver's workspace) and what a chunk needs whatever its size, for the
  * memory plan. */

@@ -107,7 +107,9 @@ template <typename REAL> struct impute_cuda {
     REAL *x_inc = nullptr, *x_est = nullptr, *x_new = nullptr, *true_hat = nullptr, *true_inc = nullptr;
     unsigned char *obs_inc = nullptr;
     double *lambda = nullptr, *stats = nullptr, *partial = nullptr;
-    double *v = nullptr;   /* Jacobi path: each slice's right singular vectors, the next pass's start */
+    double *v = nullptr;   /* each slice's right singular vectors, the next pass's start (Jacobi, or the Gram
+                              route's subspace pass) */
+    bool keep_vectors = false;
     lac_svt_gram_cache *gram_cache = nullptr;   /* Gram path: its buffers, kept between passes */
     size_t svt_budget = 0;                      /* the plan's bound on the Gram path's chunks */
     int v_valid = 0;
@@ -236,7 +238,7 @@ template <typename REAL> lac_status split_svt(lac_ctx_t ctx, impute_cuda<REAL> *
         LAC_CHECK(device_alloc(ctx, &part.out, n * mn));
         LAC_CHECK(device_alloc(ctx, &part.lambda, n));
         LAC_CHECK(device_alloc(ctx, &part.stats, n * LAC_SVT_STATS));
-        if (s->jacobi) LAC_CHECK(device_alloc(ctx, &part.v, n * p * p));
+        if (s->keep_vectors) LAC_CHECK(device_alloc(ctx, &part.v, n * p * p));
         LAC_CUDA_CHECK(ctx, cudaMemsetAsync(part.out, 0, (size_t)(n * mn) * sizeof(REAL), stream));
         if (s->gft_split) {
             const int64_t ni = s->ni;
@@ -296,7 +298,7 @@ template <typename REAL> lac_status plan_for(lac_ctx_t ctx, const lac_impute_pro
     f.momentum = pr->momentum;
     f.entry_mask = pr->entry_observed != nullptr && ni > 0;
     f.split_tf32 = sizeof(REAL) == sizeof(float) && pr->gemm_tf32 == LAC_GEMM_3XTF32 && ni > 0;
-    f.svt_slice_bytes = jacobi ? (size_t)(p * p) * sizeof(double) : 0;
+    f.svt_slice_bytes = jacobi || lac_svt_subspace_on<REAL>(ctx) ? (size_t)(p * p) * sizeof(double) : 0;
     if (!jacobi) lac_svt_gram_bytes(ctx, pr->n, pr->m, &f.svt_work_slice, &f.svt_work_fixed);
     f.stats_slice = LAC_SVT_STATS * sizeof(double);
     size_t free_bytes = 0, total = 0;
@@ -348,7 +350,8 @@ lac_status setup(lac_ctx_t ctx, const lac_impute_problem *pr, size_t svt_budget,
     s->svt_budget = svt_budget;
     s->warm_start = lac_knob_int(ctx, LAC_KNOB_IMPUTE_CUDA_WARM, 1) != 0;
     s->gemm_mode = sizeof(REAL) == sizeof(float) ? pr->gemm_tf32 : LAC_GEMM_FP32;
-    if (s->jacobi) {
+    s->keep_vectors = s->jacobi || lac_svt_subspace_on<REAL>(ctx);
+    if (s->keep_vectors) {
         const int64_t p = pr->m < pr->n ? pr->m : pr->n;
         LAC_CHECK_GOTO(device_alloc(ctx, &s->v, N * p * p), st, fail);
     }

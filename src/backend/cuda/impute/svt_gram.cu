@@ -63,13 +63,16 @@ __global__ void scale_kept(double *t, const double *factor, int p, int r, int64_
 /* The result over the previous estimate, and each slice's figures. */
 template <typename REAL>
 __global__ void store_result(const double *r, REAL *out, const REAL *truth, int64_t size, int64_t stride,
-                             const int *kept, const double *sigma_max, const int *info, double *stats)
+                             const int *kept, const double *sigma_max, const int *info, double *stats,
+                             const int *skip)
 {
     __shared__ double part[3][32];
     const int64_t k = blockIdx.x;
+    if (skip && skip[k]) return;
     double change = 0, previous = 0, terr = 0;
+    const bool any = r && kept[k] > 0;   /* nothing kept: exactly 0, whatever the buffers hold */
     for (int64_t e = threadIdx.x; e < size; e += blockDim.x) {
-        double v = r ? r[k * size + e] : 0, old = (double)out[k * stride + e];
+        double v = any ? r[k * size + e] : 0, old = (double)out[k * stride + e];
         change += (v - old) * (v - old);
         previous += old * old;
         if (truth) {
@@ -95,13 +98,27 @@ __global__ void store_result(const double *r, REAL *out, const REAL *truth, int6
         for (int w = 0; w < (int)(blockDim.x + 31) / 32; w++)
             for (int q = 0; q < 3; q++) s[q] += part[q][w];
         double *st = stats + k * LAC_SVT_STATS;
-        int ok = info[k] == 0 && sigma_max[k] <= DBL_MAX;
+        int ok = (!info || info[k] == 0) && sigma_max[k] <= DBL_MAX;
         st[LAC_SVT_CHANGE] = ok ? s[0] : NAN;
         st[LAC_SVT_PREVIOUS] = ok ? s[1] : NAN;
         st[LAC_SVT_TRUTH] = ok ? s[2] : NAN;
         st[LAC_SVT_SIGMA_MAX] = ok ? sigma_max[k] : NAN;
         st[LAC_SVT_RANK] = ok ? kept[k] : -1;
         st[LAC_SVT_SWEEPS] = 0;
+    }
+}
+
+/* A chunk's eigenpairs (ascending, p x p vectors a slice) into the kept
+ * vectors (descending) and values of slice slot[k] (first + k without a map). */
+__global__ void keep_pairs(const double *vectors, const double *mu, int64_t p, int64_t n, double *v, double *theta,
+                           const int *slot, int64_t first)
+{
+    const int64_t pp = p * p;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n * pp; i += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t k = i / pp, e = i % pp, row = e % p, col = e / p;
+        const int64_t to = slot ? slot[first + k] : first + k;
+        v[to * pp + row + col * p] = vectors[k * pp + row + (p - 1 - col) * p];
+        if (theta && row == 0) theta[to * p + col] = mu[k * p + p - 1 - col];
     }
 }
 
@@ -113,33 +130,94 @@ unsigned grid_for(int64_t n)
 
 } // namespace
 
-/* The chunk's buffers, kept by the caller between passes over slices of one
- * shape (an iteration would otherwise allocate and free them each time). */
-struct lac_svt_gram_cache {
-    int64_t rows = 0, cols = 0, chunk = 0;
-    double *a = nullptr, *b = nullptr, *t = nullptr, *mu = nullptr, *factor = nullptr, *sigma = nullptr;
-    int *kept = nullptr, *r_max = nullptr, *info = nullptr, *info_host = nullptr;
-    void *work = nullptr;
-    size_t work_bytes = 0, host_bytes = 0;
-    void *host_work = nullptr;
-    cusolverDnParams_t params = nullptr;
-    ~lac_svt_gram_cache()
-    {
-        cudaFree(a);
-        cudaFree(b);
-        cudaFree(t);
-        cudaFree(mu);
-        cudaFree(factor);
-        cudaFree(sigma);
-        cudaFree(kept);
-        cudaFree(r_max);
-        cudaFree(info);
-        cudaFree(work);
-        free(host_work);
-        free(info_host);
-        if (params) cusolverDnDestroyParams(params);
+lac_status lac_svt_rebuild(lac_ctx_t ctx, int right, int64_t rows, int64_t cols, int64_t n, int r_max, double *a,
+                           double *t, const double *qr, int64_t vstride, const double *factor, int fp)
+{
+    if (r_max <= 0) return LAC_SUCCESS;
+    cublasHandle_t blas;
+    LAC_CHECK(lac_cuda_cublas(ctx, &blas));
+    cudaStream_t stream = ctx->cuda->stream;
+    const int64_t size = rows * cols, p = right ? cols : rows;
+    const double one = 1, zero = 0;
+    cublasStatus_t bs;
+    if (right) {   /* T = A Q_r (rows x r), scaled; R = T Q_rᵀ into a */
+        bs = cublasDgemmStridedBatched_64(blas, CUBLAS_OP_N, CUBLAS_OP_N, rows, r_max, cols, &one, a, rows, size, qr, p,
+                                          vstride, &zero, t, rows, rows * r_max, n);
+        if (bs == CUBLAS_STATUS_SUCCESS) {
+            scale_kept<<<grid_for(n * rows * r_max), 256, 0, stream>>>(t, factor, fp, r_max, rows, 1, n);
+            bs = cublasDgemmStridedBatched_64(blas, CUBLAS_OP_N, CUBLAS_OP_T, rows, cols, r_max, &one, t, rows,
+                                              rows * r_max, qr, p, vstride, &zero, a, rows, size, n);
+        }
+    } else {       /* T = Q_rᵀ A (r x cols), scaled; R = Q_r T into a */
+        bs = cublasDgemmStridedBatched_64(blas, CUBLAS_OP_T, CUBLAS_OP_N, r_max, cols, rows, &one, qr, p, vstride, a,
+                                          rows, size, &zero, t, r_max, r_max * cols, n);
+        if (bs == CUBLAS_STATUS_SUCCESS) {
+            scale_kept<<<grid_for(n * cols * r_max), 256, 0, stream>>>(t, factor, fp, r_max, cols, 0, n);
+            bs = cublasDgemmStridedBatched_64(blas, CUBLAS_OP_N, CUBLAS_OP_N, rows, cols, r_max, &one, qr, p, vstride,
+                                              t, r_max, r_max * cols, &zero, a, rows, size, n);
+        }
     }
-};
+    if (bs != CUBLAS_STATUS_SUCCESS) return lac_cublas_fail(ctx, (int)bs, "rebuild of the thresholded slices", __FILE__, __LINE__);
+    LAC_CUDA_CHECK_LAUNCH(ctx);
+    return LAC_SUCCESS;
+}
+
+template <typename REAL>
+lac_status lac_svt_store(lac_ctx_t ctx, const double *result, REAL *out, const REAL *truth, int64_t size,
+                         int64_t stride, int64_t n, const int *kept, const double *sigma_max, const int *info,
+                         double *stats, const int *skip)
+{
+    store_result<REAL><<<(unsigned)n, 256, 0, ctx->cuda->stream>>>(result, out, truth, size, stride, kept, sigma_max,
+                                                                    info, stats, skip);
+    LAC_CUDA_CHECK_LAUNCH(ctx);
+    return LAC_SUCCESS;
+}
+
+template <typename REAL> lac_status lac_svt_widen(lac_ctx_t ctx, double *dst, const REAL *src, int64_t count)
+{
+    widen<REAL><<<grid_for(count), 256, 0, ctx->cuda->stream>>>(dst, src, count);
+    LAC_CUDA_CHECK_LAUNCH(ctx);
+    return LAC_SUCCESS;
+}
+
+template lac_status lac_svt_widen<float>(lac_ctx_t, double *, const float *, int64_t);
+template lac_status lac_svt_widen<double>(lac_ctx_t, double *, const double *, int64_t);
+template lac_status lac_svt_store<float>(lac_ctx_t, const double *, float *, const float *, int64_t, int64_t, int64_t,
+                                         const int *, const double *, const int *, double *, const int *);
+template lac_status lac_svt_store<double>(lac_ctx_t, const double *, double *, const double *, int64_t, int64_t,
+                                          int64_t, const int *, const double *, const int *, double *, const int *);
+
+namespace {
+} // namespace
+
+lac_svt_gram_cache::~lac_svt_gram_cache()
+{
+    release_full();
+    lac_svt_subspace_free(sub);
+}
+
+void lac_svt_gram_cache::release_full()
+{
+    cudaFree(a);
+    cudaFree(b);
+    cudaFree(t);
+    cudaFree(mu);
+    cudaFree(factor);
+    cudaFree(sigma);
+    cudaFree(kept);
+    cudaFree(r_max);
+    cudaFree(info);
+    cudaFree(work);
+    free(host_work);
+    free(info_host);
+    if (params) cusolverDnDestroyParams(params);
+    a = b = t = mu = factor = sigma = nullptr;
+    kept = r_max = info = info_host = nullptr;
+    work = host_work = nullptr;
+    params = nullptr;
+    rows = cols = chunk = 0;
+    work_bytes = host_bytes = 0;
+}
 
 void lac_svt_gram_cache_free(lac_svt_gram_cache *cache)
 {
@@ -244,7 +322,7 @@ void lac_svt_gram_bytes(lac_ctx_t ctx, int64_t rows, int64_t cols, size_t *per_s
 }
 
 template <typename REAL>
-lac_status lac_svt_gram(lac_ctx_t ctx, const lac_svt_batch<REAL> &b, size_t budget, lac_svt_gram_cache **cache)
+lac_status lac_svt_gram_full(lac_ctx_t ctx, const lac_svt_batch<REAL> &b, size_t budget, lac_svt_gram_cache **cache)
 {
     if (b.count == 0) return LAC_SUCCESS;
     cudaStream_t stream = ctx->cuda->stream;
@@ -261,22 +339,27 @@ lac_status lac_svt_gram(lac_ctx_t ctx, const lac_svt_batch<REAL> &b, size_t budg
     if (chunk < 1) chunk = 1;
     if (chunk > b.count) chunk = b.count;
 
-    /* Reuse the caller's buffers when they were made for this shape. */
+    /* Reuse the caller's buffers when they were made for this shape and hold
+     * as many slices as the budget allows (a fallback's few slices may have
+     * made them). */
     gram_buffers *buffers = cache ? *cache : nullptr;
-    if (buffers && (buffers->rows != rows || buffers->cols != cols)) {
+    if (buffers && buffers->chunk && (buffers->rows != rows || buffers->cols != cols || buffers->chunk < chunk)) {
         LAC_CUDA_CHECK(ctx, cudaStreamSynchronize(stream));
-        delete buffers;
-        buffers = *cache = nullptr;
+        buffers->release_full();
     }
+    const bool owned = !cache;
     if (!buffers) {
         buffers = new (std::nothrow) gram_buffers;
         if (!buffers) return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "Gram SVT buffers");
+        if (cache) *cache = buffers;
+    }
+    if (!buffers->chunk) {
         lac_status as = gram_alloc(ctx, solver, *buffers, chunk, rows, cols, p);
         if (as < 0) {
-            delete buffers;
+            if (owned) delete buffers;
+            else buffers->release_full();
             return as;
         }
-        if (cache) *cache = buffers;
     }
     gram_buffers &g = *buffers;
     chunk = g.chunk;
@@ -331,46 +414,51 @@ lac_status lac_svt_gram(lac_ctx_t ctx, const lac_svt_batch<REAL> &b, size_t budg
             st = lac_cuda_fail(ctx, ce, "shrink factors", __FILE__, __LINE__);
             break;
         }
-        const double *result = nullptr;
-        if (r_max > 0) {
-            const double *qr = g.b + (p - r_max) * p;   /* the top r_max eigenvectors, ascending */
-            if (right) {   /* T = A Q_r (rows x r), scaled; R = T Q_rᵀ into a */
-                bs = cublasDgemmStridedBatched_64(blas, CUBLAS_OP_N, CUBLAS_OP_N, rows, r_max, cols, &one, g.a, rows,
-                                                  size, qr, p, p * p, &zero, g.t, rows, rows * r_max, n);
-                if (bs == CUBLAS_STATUS_SUCCESS) {
-                    scale_kept<<<grid_for(n * rows * r_max), 256, 0, stream>>>(g.t, g.factor, (int)p, r_max, rows, 1, n);
-                    bs = cublasDgemmStridedBatched_64(blas, CUBLAS_OP_N, CUBLAS_OP_T, rows, cols, r_max, &one, g.t, rows,
-                                                      rows * r_max, qr, p, p * p, &zero, g.a, rows, size, n);
-                }
-            } else {       /* T = Q_rᵀ A (r x cols), scaled; R = Q_r T into a */
-                bs = cublasDgemmStridedBatched_64(blas, CUBLAS_OP_T, CUBLAS_OP_N, r_max, cols, rows, &one, qr, p, p * p,
-                                                  g.a, rows, size, &zero, g.t, r_max, r_max * cols, n);
-                if (bs == CUBLAS_STATUS_SUCCESS) {
-                    scale_kept<<<grid_for(n * cols * r_max), 256, 0, stream>>>(g.t, g.factor, (int)p, r_max, cols, 0, n);
-                    bs = cublasDgemmStridedBatched_64(blas, CUBLAS_OP_N, CUBLAS_OP_N, rows, cols, r_max, &one, qr, p,
-                                                      p * p, g.t, r_max, r_max * cols, &zero, g.a, rows, size, n);
-                }
-            }
-            if (bs != CUBLAS_STATUS_SUCCESS) {
-                st = lac_cublas_fail(ctx, (int)bs, "rebuild of the thresholded slices", __FILE__, __LINE__);
+        if (b.v) {   /* every eigenpair, descending, for the next pass's subspace */
+            keep_pairs<<<grid_for(n * p * p), 256, 0, stream>>>(g.b, g.mu, p, n, b.v, b.theta, b.slot, first);
+            ce = cudaGetLastError();
+            if (ce != cudaSuccess) {
+                st = lac_cuda_fail(ctx, ce, "keep_pairs", __FILE__, __LINE__);
                 break;
             }
-            result = g.a;
         }
-        store_result<REAL><<<(unsigned)n, 256, 0, stream>>>(result, b.out + first * b.stride,
-                                                             b.truth ? b.truth + first * b.stride : nullptr, size,
-                                                             b.stride, g.kept, g.sigma, g.info,
-                                                             b.stats + first * LAC_SVT_STATS);
-        ce = cudaGetLastError();
-        if (ce != cudaSuccess) st = lac_cuda_fail(ctx, ce, "store_result", __FILE__, __LINE__);
+        /* The top r_max eigenvectors (ascending order: the last columns). */
+        st = lac_svt_rebuild(ctx, right, rows, cols, n, r_max, g.a, g.t, g.b + (p - r_max) * p, p * p, g.factor, p);
+        if (st < 0) break;
+        st = lac_svt_store<REAL>(ctx, r_max > 0 ? g.a : nullptr, b.out + first * b.stride,
+                                 b.truth ? b.truth + first * b.stride : nullptr, size, b.stride, n, g.kept, g.sigma,
+                                 g.info, b.stats + first * LAC_SVT_STATS, nullptr);
+        if (st < 0) break;
     }
     /* The buffers may be freed next (by the caller, or here without a cache):
      * wait until the stream no longer uses them. */
     cudaError_t ce = cudaStreamSynchronize(stream);
     if (st == LAC_SUCCESS && ce != cudaSuccess) st = lac_cuda_fail(ctx, ce, "Gram SVT", __FILE__, __LINE__);
-    if (!cache) delete buffers;
+    if (owned) delete buffers;
     return st;
 }
 
+template <typename REAL>
+lac_status lac_svt_gram(lac_ctx_t ctx, const lac_svt_batch<REAL> &b, size_t budget, lac_svt_gram_cache **cache)
+{
+    if (b.count == 0) return LAC_SUCCESS;
+    if (cache && b.v && b.lambda && b.warm && lac_svt_subspace_on<REAL>(ctx)) {
+        if (!*cache) {   /* the full path's buffers first: the subspace path falls back on them */
+            gram_buffers *g = new (std::nothrow) gram_buffers;
+            if (!g) return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "Gram SVT buffers");
+            *cache = g;
+        }
+        lac_status st = lac_svt_subspace_pass<REAL>(ctx, b, budget, cache, &(*cache)->sub);
+        if (st != LAC_INFO_NOT_CONVERGED) return st;   /* else: no usable subspace yet */
+    }
+    lac_svt_batch<REAL> full = b;
+    if (cache && b.v && !b.theta && lac_svt_subspace_on<REAL>(ctx)) {
+        LAC_CHECK(lac_svt_subspace_seed(ctx, cache, b.count, b.cols <= b.rows ? b.cols : b.rows, &full.theta));
+    }
+    return lac_svt_gram_full<REAL>(ctx, full, budget, cache);
+}
+
+template lac_status lac_svt_gram_full<float>(lac_ctx_t, const lac_svt_batch<float> &, size_t, lac_svt_gram_cache **);
+template lac_status lac_svt_gram_full<double>(lac_ctx_t, const lac_svt_batch<double> &, size_t, lac_svt_gram_cache **);
 template lac_status lac_svt_gram<float>(lac_ctx_t, const lac_svt_batch<float> &, size_t, lac_svt_gram_cache **);
 template lac_status lac_svt_gram<double>(lac_ctx_t, const lac_svt_batch<double> &, size_t, lac_svt_gram_cache **);

@@ -1,0 +1,636 @@
+/* The Gram route's rank-exploiting pass: only the singular triplets above λ
+ * matter to S_λ, so a warm pass refines the previous pass's top right
+ * singular vectors instead of solving every Gram matrix in full.
+ *
+ * Per slice (float64), with B = AᵀA (p x p) and V the previous pass's top q
+ * eigenvectors of B (q: the largest rank the stored eigenvalues give for
+ * this λ, plus oversampling):
+ *   filter   Z = T_d(2B/c - I) V, a Chebyshev polynomial that damps [0, c]
+ *            (c below λ², from the previous pass's q-th eigenvalue), in
+ *            rounds of degree 2, each followed by Cholesky QR (twice at the
+ *            end);
+ *   Ritz     H = QᵀBQ, H = Y diag(θ) Yᵀ (batched eigensolver on q x q),
+ *            X = QY, the kept pairs θ_j > λ² and their residual R = BX - Xθ;
+ *   certify  with P = I - X_r X_rᵀ (the kept vectors only) and
+ *            M = P B P: B differs from X_r θ_r X_rᵀ + M by the coupling R_r,
+ *            and h(μ) = (1 - λ/√μ)₊ is 1/(2λ²)-Lipschitz, so
+ *            ‖A h(B) - A X_r h(θ_r) X_rᵀ‖_F ≤ σmax ‖R_r‖_F / (√2 λ²) once
+ *            λ_max(M) ≤ λ² (h(M) = 0). The residual must keep that below
+ *            2^-21 ‖A‖_F; λ_max(M) ≤ λ² is proved by tr(M) ≤ λ² (cheap,
+ *            for slices with little beyond the kept rank) or by a
+ *            successful Cholesky of (λ²(1 + η) - δ) I - M, δ the rounding
+ *            bound of the factorisation (η keeps the part of M just above
+ *            λ² below the same tolerance). A slice with tr(B) ≤ λ² is 0.
+ * A slice that fails any step (rank reaching q, a residual too large, the
+ * certificate refused, a factorisation failing) goes, with the others that
+ * failed, to the full path (svt_gram.cu) in one compacted batch: the answer
+ * is never a different one, only its cost. */
+#include "backend/cuda/impute/impute_cuda.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <new>
+
+namespace {
+
+/* Tolerances of the certificate (see the banner). */
+#define SUB_TAU 4.76837158203125e-7   /* 2^-21: result error over ‖A‖_F */
+#define SUB_EPS DBL_EPSILON
+
+enum { S_TRACE = 0, S_LAM2, S_CUT, S_SHIFT, S_SIGMA, S_TRACE_OK, S_SCALARS = 8 };
+enum { ST_OPEN = 0, ST_ZERO = 1, ST_FAIL = 2 };
+
+unsigned grid_for(int64_t n)
+{
+    int64_t g = (n + 255) / 256;
+    return (unsigned)(g < 1 ? 1 : g > 8192 ? 8192 : g);
+}
+
+/* The rank each slice's stored eigenvalues give for its λ (the leading run
+ * above λ²), their largest in *r_max. */
+__global__ void stored_rank(const double *theta, int64_t p, int64_t count, const double *lambda, int *r_max)
+{
+    for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < count; k += (int64_t)gridDim.x * blockDim.x) {
+        const double l2 = lambda[k] * lambda[k];
+        int r = 0;
+        while (r < p && theta[k * p + r] > l2) r++;
+        atomicMax(r_max, r);
+    }
+}
+
+/* One block a slice: tr(B), λ², the filter's cut, the starting status. */
+__global__ void slice_scalars(const double *g, int64_t p, int64_t q, const double *lambda, const double *theta,
+                              double *scal, int *status)
+{
+    __shared__ double part[32];
+    const int64_t k = blockIdx.x;
+    double tr = 0;
+    for (int64_t i = threadIdx.x; i < p; i += blockDim.x) tr += g[k * p * p + i * (p + 1)];
+    for (int off = 16; off > 0; off >>= 1) tr += __shfl_xor_sync(0xffffffffu, tr, off);
+    if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = tr;
+    __syncthreads();
+    if (threadIdx.x) return;
+    tr = 0;
+    for (int w = 0; w < (int)(blockDim.x + 31) / 32; w++) tr += part[w];
+    double *s = scal + k * S_SCALARS;
+    const double l2 = lambda[k] * lambda[k];
+    s[S_TRACE] = tr;
+    s[S_LAM2] = l2;
+    double cut = theta[k * p + q - 1];
+    if (!(cut < 0.95 * l2)) cut = 0.95 * l2;
+    if (!(cut > 1e-3 * l2)) cut = 1e-3 * l2;
+    s[S_CUT] = cut;
+    /* Every σ² ≤ tr(B) (rounded relatively by p ε at most): all below λ. */
+    if (!(tr <= DBL_MAX) || !(l2 > 0)) status[k] = ST_FAIL;
+    else status[k] = tr * (1 + 4 * p * SUB_EPS) <= l2 ? ST_ZERO : ST_OPEN;
+}
+
+/* gs = 2B/c - I: [0, c] onto [-1, 1]. */
+__global__ void filter_matrix(const double *g, double *gs, int64_t p, int64_t n, const double *scal)
+{
+    const int64_t pp = p * p;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n * pp; i += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t k = i / pp, e = i % pp;
+        gs[i] = 2 * g[i] / scal[k * S_SCALARS + S_CUT] - (e % p == e / p ? 1.0 : 0.0);
+    }
+}
+
+__global__ void note_info(const int *info, int *status, int64_t n)
+{
+    for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < n; k += (int64_t)gridDim.x * blockDim.x)
+        if (info[k] != 0 && status[k] == ST_OPEN) status[k] = ST_FAIL;
+}
+
+__global__ void fill_pointers(double **out, double *base, int64_t stride, int64_t n)
+{
+    for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < n; k += (int64_t)gridDim.x * blockDim.x)
+        out[k] = base + k * stride;
+}
+
+/* The kept count of each slice (θ ascending: the last ones above λ²), the
+ * chunk's largest in *r_max. */
+__global__ void count_kept(const double *w, int64_t q, int64_t n, const double *scal, const int *status, int *kept,
+                           int *r_max)
+{
+    for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < n; k += (int64_t)gridDim.x * blockDim.x) {
+        const double l2 = scal[k * S_SCALARS + S_LAM2];
+        int r = 0;
+        while (r < q && w[k * q + q - 1 - r] > l2) r++;
+        kept[k] = status[k] == ST_ZERO ? 0 : r;
+        if (status[k] == ST_OPEN) atomicMax(r_max, r);
+    }
+}
+
+/* One block a slice: the kept pairs' residual ‖BX_r - X_r θ_r‖_F (bx = BX),
+ * the shrink factors, σmax, the trace certificate and the shift of the
+ * Cholesky one; and the factors [X_r | W] and [W | X_r] of the rank-2r
+ * correction X_r Wᵀ + W X_rᵀ, W = BX_r - X_r θ_r / 2, that makes
+ * B - (that) = P B P (columns beyond a slice's own rank zero). */
+__global__ void check_pairs(const double *x, const double *bx, const double *w, int64_t p, int64_t q, int64_t xs,
+                            int64_t bs, int rm, const double *lambda, double *scal, int *status, const int *kept, double *factor,
+                            double *ucat, double *vcat, int64_t cs)
+{
+    __shared__ double part[32];
+    const int64_t k = blockIdx.x;
+    const int r = kept[k];
+    const double *xk = x + k * xs, *bk = bx + k * bs, *wk = w + k * q;
+    double res = 0;
+    for (int64_t i = threadIdx.x; i < p * r; i += blockDim.x) {
+        const int64_t j = q - r + i / p, row = i % p;
+        const double d = bk[row + j * p] - wk[j] * xk[row + j * p];
+        res += d * d;
+    }
+    for (int64_t i = threadIdx.x; i < p * rm; i += blockDim.x) {
+        const int64_t c = i / p, row = i % p, j = q - rm + c;
+        const bool on = j >= q - r;
+        const double xv = on ? xk[row + j * p] : 0, wv = on ? bk[row + j * p] - 0.5 * wk[j] * xk[row + j * p] : 0;
+        ucat[k * cs + row + c * p] = xv;
+        ucat[k * cs + row + (rm + c) * p] = wv;
+        vcat[k * cs + row + c * p] = wv;
+        vcat[k * cs + row + (rm + c) * p] = xv;
+    }
+    for (int64_t j = threadIdx.x; j < q; j += blockDim.x) {
+        const bool on = j >= q - r && status[k] != ST_ZERO;
+        factor[k * q + j] = on ? 1 - lambda[k] / sqrt(wk[j]) : 0;
+    }
+    for (int off = 16; off > 0; off >>= 1) res += __shfl_xor_sync(0xffffffffu, res, off);
+    if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = res;
+    __syncthreads();
+    if (threadIdx.x) return;
+    res = 0;
+    for (int v = 0; v < (int)(blockDim.x + 31) / 32; v++) res += part[v];
+    res = sqrt(res);
+    double *s = scal + k * S_SCALARS;
+    const double tr = s[S_TRACE], l2 = s[S_LAM2], top = wk[q - 1];
+    double kept_sum = 0;
+    for (int j = 0; j < r; j++) kept_sum += wk[q - 1 - j];
+    s[S_SIGMA] = top >= 0 && top <= DBL_MAX ? sqrt(top) : sqrt(tr);
+    s[S_TRACE_OK] = 0;
+    if (status[k] != ST_OPEN) return;
+    /* σmax² ≤ θmax + 2‖R‖ once M is certified; ‖A‖_F² = tr(B). */
+    const double sigma_sq = top + 2 * res;
+    const bool finite = res <= DBL_MAX && top <= DBL_MAX && kept_sum <= DBL_MAX;
+    if (!finite || r >= q || res > 1.4142135623730951 * SUB_TAU * l2 * sqrt(tr / sigma_sq)) {
+        status[k] = ST_FAIL;
+        return;
+    }
+    /* η: what M may exceed λ² by, h(λ²(1 + η)) ≈ η/2 on at most p directions
+     * of norm ≤ λ√(1+η), within the same tolerance; δ: Cholesky's backward
+     * error (p+1) p ε ‖K‖ and the rounding of forming K, ‖K‖ ≤ tr(B) + λ². */
+    double eta = 2 * SUB_TAU * sqrt(tr) / (sqrt(l2) * sqrt((double)p));
+    if (eta > 0.01) eta = 0.01;
+    const double delta = 4.0 * (p + 1) * p * SUB_EPS * (tr + l2);
+    const double shift = l2 * (1 + eta) - delta;
+    if (!(shift > l2)) {
+        status[k] = ST_FAIL;
+        return;
+    }
+    s[S_SHIFT] = shift;
+    /* λ_max(M) ≤ tr(M) = tr(B) - Σ θ_r (M is PSD). */
+    s[S_TRACE_OK] = (tr - kept_sum) + 4 * p * SUB_EPS * tr <= shift ? 1 : 0;
+}
+
+/* K = shift·I - M, M in g as (correction) - B by the GEMM before. */
+__global__ void shift_diagonal(double *g, int64_t p, int64_t n, const double *scal)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n * p; i += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t k = i / p, d = i % p;
+        g[k * p * p + d * (p + 1)] += scal[k * S_SCALARS + S_SHIFT];
+    }
+}
+
+/* The verdict: a slice is done (skip[k] = 0) when zero by trace, or open and
+ * certified by trace or Cholesky; its σmax into sigma. */
+__global__ void verdict(int *status, const int *info, const double *scal, int *skip, double *sigma, int64_t n)
+{
+    for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < n; k += (int64_t)gridDim.x * blockDim.x) {
+        const double *s = scal + k * S_SCALARS;
+        if (status[k] == ST_OPEN && !(s[S_TRACE_OK] != 0 || info[k] == 0)) status[k] = ST_FAIL;
+        skip[k] = status[k] == ST_FAIL;
+        sigma[k] = s[S_SIGMA];
+    }
+}
+
+/* The certified slices' Ritz pairs (ascending, q of them) as the kept
+ * vectors (descending, the first q columns of p x p) and values. */
+__global__ void keep_ritz(const double *x, const double *w, int64_t p, int64_t q, int64_t xs, int64_t n,
+                          const int *status, double *v, double *theta, int64_t first)
+{
+    const int64_t pq = p * q;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n * pq; i += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t k = i / pq, e = i % pq, row = e % p, col = e / p;
+        if (status[k] != ST_OPEN) continue;   /* failed: the full path's; zero: the old ones */
+        v[(first + k) * p * p + row + col * p] = x[k * xs + row + (q - 1 - col) * p];
+        if (row == 0) theta[(first + k) * p + col] = w[k * q + q - 1 - col];
+    }
+}
+
+template <typename REAL>
+__global__ void gather_slices(REAL *dst, const REAL *src, const int *slot, int64_t size, int64_t stride, int64_t n)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n * size; i += (int64_t)gridDim.x * blockDim.x)
+        dst[i] = src[slot[i / size] * stride + i % size];
+}
+
+template <typename REAL>
+__global__ void scatter_slices(REAL *dst, const REAL *src, const int *slot, int64_t size, int64_t stride, int64_t n)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n * size; i += (int64_t)gridDim.x * blockDim.x)
+        dst[slot[i / size] * stride + i % size] = src[i];
+}
+
+} // namespace
+
+struct lac_svt_subspace {
+    int64_t count = 0, p = 0;
+    double *theta = nullptr;   /* count x p: each slice's eigenvalues of B, descending */
+    /* A chunk's buffers, made for `chunk` slices of rows x cols and block q. */
+    int64_t rows = 0, cols = 0, chunk = 0, q = 0;
+    double *a = nullptr, *g = nullptr, *gs = nullptr, *z0 = nullptr, *z1 = nullptr, *t = nullptr, *x = nullptr;
+    double *c = nullptr, *h = nullptr, *w = nullptr, *factor = nullptr, *scal = nullptr, *sigma = nullptr;
+    double **pz = nullptr, **pc = nullptr, **pg = nullptr;
+    int *status = nullptr, *info = nullptr, *kept = nullptr, *skip = nullptr, *slot = nullptr;
+    int *r_max = nullptr;   /* made with the state */
+    int *status_host = nullptr, *slot_host = nullptr;
+    void *work = nullptr, *host_work = nullptr;
+    size_t work_bytes = 0, host_bytes = 0;
+    cusolverDnParams_t params = nullptr;
+    /* The fallback's compacted slices (REAL) and their figures. */
+    void *ca = nullptr, *cout = nullptr, *ctruth = nullptr;
+    double *clambda = nullptr, *cstats = nullptr;
+    double *theta_at(int64_t first) { return theta + first * p; }
+    void release_chunk()
+    {
+        double *d[] = {a, g, gs, z0, z1, t, x, c, h, w, factor, scal, sigma, clambda, cstats};
+        for (double *p_ : d) cudaFree(p_);
+        cudaFree(pz);
+        cudaFree(pc);
+        cudaFree(pg);
+        int *i[] = {status, info, kept, skip, slot};
+        for (int *p_ : i) cudaFree(p_);
+        cudaFree(work);
+        cudaFree(ca);
+        cudaFree(cout);
+        cudaFree(ctruth);
+        free(host_work);
+        free(status_host);
+        free(slot_host);
+        if (params) cusolverDnDestroyParams(params);
+        a = g = gs = z0 = z1 = t = x = c = h = w = factor = scal = sigma = clambda = cstats = nullptr;
+        pz = pc = pg = nullptr;
+        status = info = kept = skip = slot = status_host = slot_host = nullptr;
+        work = host_work = ca = cout = ctruth = nullptr;
+        params = nullptr;
+        rows = cols = chunk = q = 0;
+    }
+    ~lac_svt_subspace()
+    {
+        release_chunk();
+        cudaFree(theta);
+        cudaFree(r_max);
+    }
+};
+
+void lac_svt_subspace_free(lac_svt_subspace *sub)
+{
+    delete sub;
+}
+
+template <typename REAL> bool lac_svt_subspace_on(lac_ctx_t ctx)
+{
+    const char *knob = lac_knob_string(ctx, LAC_KNOB_IMPUTE_CUDA_SUBSPACE);
+    if (knob && (strcmp(knob, "0") == 0 || strcmp(knob, "off") == 0)) return false;
+    if (sizeof(REAL) == sizeof(float)) return true;
+    /* float64 asks for float64 rounding, below the certificate's 2^-21: on request only. */
+    return knob && strcmp(knob, "force") == 0;
+}
+
+template bool lac_svt_subspace_on<float>(lac_ctx_t);
+template bool lac_svt_subspace_on<double>(lac_ctx_t);
+
+lac_status lac_svt_subspace_seed(lac_ctx_t ctx, lac_svt_gram_cache **cache, int64_t count, int64_t p, double **theta)
+{
+    if (!*cache) {
+        *cache = new (std::nothrow) lac_svt_gram_cache;
+        if (!*cache) return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "Gram SVT buffers");
+    }
+    lac_svt_subspace *&sub = (*cache)->sub;
+    if (sub && (sub->count != count || sub->p != p)) {
+        LAC_CUDA_CHECK(ctx, cudaStreamSynchronize(ctx->cuda->stream));
+        delete sub;
+        sub = nullptr;
+    }
+    if (!sub) {
+        sub = new (std::nothrow) lac_svt_subspace;
+        if (!sub) return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "subspace SVT state");
+        sub->count = count;
+        sub->p = p;
+        LAC_CUDA_CHECK(ctx, cudaMalloc(&sub->theta, (size_t)(count * p) * sizeof(double)));
+        LAC_CUDA_CHECK(ctx, cudaMalloc(&sub->r_max, sizeof(int)));
+    }
+    *theta = sub->theta;
+    return LAC_SUCCESS;
+}
+
+namespace {
+
+template <typename T> lac_status dev(lac_ctx_t ctx, T **p, int64_t count)
+{
+    LAC_CUDA_CHECK(ctx, cudaMalloc((void **)p, (size_t)(count > 0 ? count : 1) * sizeof(T)));
+    return LAC_SUCCESS;
+}
+
+/* Buffers for chunks of n slices of rows x cols with block q. */
+template <typename REAL>
+lac_status sub_alloc(lac_ctx_t ctx, cusolverDnHandle_t solver, lac_svt_subspace &s, int64_t n, int64_t rows,
+                     int64_t cols, int64_t q)
+{
+    const int64_t p = s.p, side = rows > cols ? rows : cols, size = rows * cols, zs = side * 2 * q;
+    s.rows = rows;
+    s.cols = cols;
+    s.chunk = n;
+    s.q = q;
+    LAC_CHECK(dev(ctx, &s.a, n * size));
+    LAC_CHECK(dev(ctx, &s.g, n * p * p));
+    LAC_CHECK(dev(ctx, &s.gs, n * p * p));
+    LAC_CHECK(dev(ctx, &s.z0, n * zs));
+    LAC_CHECK(dev(ctx, &s.z1, n * zs));
+    LAC_CHECK(dev(ctx, &s.t, n * zs));
+    LAC_CHECK(dev(ctx, &s.x, n * p * q));
+    LAC_CHECK(dev(ctx, &s.c, n * q * q));
+    LAC_CHECK(dev(ctx, &s.h, n * q * q));
+    LAC_CHECK(dev(ctx, &s.w, n * q));
+    LAC_CHECK(dev(ctx, &s.factor, n * q));
+    LAC_CHECK(dev(ctx, &s.scal, n * S_SCALARS));
+    LAC_CHECK(dev(ctx, &s.sigma, n));
+    LAC_CHECK(dev(ctx, &s.pz, n));
+    LAC_CHECK(dev(ctx, &s.pc, n));
+    LAC_CHECK(dev(ctx, &s.pg, n));
+    LAC_CHECK(dev(ctx, &s.status, n));
+    LAC_CHECK(dev(ctx, &s.info, n));
+    LAC_CHECK(dev(ctx, &s.kept, n));
+    LAC_CHECK(dev(ctx, &s.skip, n));
+    LAC_CHECK(dev(ctx, &s.slot, n));
+    LAC_CHECK(dev(ctx, &s.clambda, n));
+    LAC_CHECK(dev(ctx, &s.cstats, n * LAC_SVT_STATS));
+    LAC_CUDA_CHECK(ctx, cudaMalloc(&s.ca, (size_t)(n * size) * sizeof(REAL)));
+    LAC_CUDA_CHECK(ctx, cudaMalloc(&s.cout, (size_t)(n * size) * sizeof(REAL)));
+    LAC_CUDA_CHECK(ctx, cudaMalloc(&s.ctruth, (size_t)(n * size) * sizeof(REAL)));
+    LAC_CUSOLVER_CHECK(ctx, cusolverDnCreateParams(&s.params));
+    LAC_CUSOLVER_CHECK(ctx, cusolverDnXsyevBatched_bufferSize(solver, s.params, CUSOLVER_EIG_MODE_VECTOR,
+                                                              CUBLAS_FILL_MODE_UPPER, q, CUDA_R_64F, s.h, q, CUDA_R_64F,
+                                                              s.w, CUDA_R_64F, &s.work_bytes, &s.host_bytes, n));
+    LAC_CUDA_CHECK(ctx, cudaMalloc(&s.work, s.work_bytes ? s.work_bytes : 1));
+    s.host_work = malloc(s.host_bytes ? s.host_bytes : 1);
+    s.status_host = (int *)malloc((size_t)n * sizeof(int));
+    s.slot_host = (int *)malloc((size_t)n * sizeof(int));
+    if (!s.host_work || !s.status_host || !s.slot_host)
+        return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "host buffers of the subspace SVT");
+    return LAC_SUCCESS;
+}
+
+size_t sub_slice_bytes(int64_t rows, int64_t cols, int64_t q, size_t real)
+{
+    const int64_t p = cols <= rows ? cols : rows, side = rows > cols ? rows : cols, size = rows * cols;
+    return (size_t)(size + 2 * p * p + 3 * side * 2 * q + p * q + 2 * q * q + 2 * q + S_SCALARS + 2 + LAC_SVT_STATS) *
+               sizeof(double) +
+           3 * (size_t)size * real + 3 * sizeof(double *) + 6 * sizeof(int);
+}
+
+#define SUB_BLAS(call, what)                                                                   \
+    do {                                                                                       \
+        cublasStatus_t bs_ = (call);                                                           \
+        if (bs_ != CUBLAS_STATUS_SUCCESS) return lac_cublas_fail(ctx, (int)bs_, what, __FILE__, __LINE__); \
+    } while (0)
+#define SUB_SOLVER(call, what)                                                                 \
+    do {                                                                                       \
+        cusolverStatus_t cs_ = (call);                                                         \
+        if (cs_ != CUSOLVER_STATUS_SUCCESS) return lac_cusolver_fail(ctx, (int)cs_, what, __FILE__, __LINE__); \
+    } while (0)
+
+/* Z (p x q a slice, zs apart, in *z) := Z L⁻ᵀ with ZᵀZ = L Lᵀ; slices whose
+ * factorisation fails are marked. */
+lac_status cholesky_qr(lac_ctx_t ctx, cublasHandle_t blas, cusolverDnHandle_t solver, lac_svt_subspace &s, double *z,
+                       int64_t zs, int64_t p, int64_t q, int64_t n)
+{
+    cudaStream_t stream = ctx->cuda->stream;
+    const double one = 1, zero = 0;
+    SUB_BLAS(cublasDgemmStridedBatched_64(blas, CUBLAS_OP_T, CUBLAS_OP_N, q, q, p, &one, z, p, zs, z, p, zs, &zero, s.c,
+                                          q, q * q, n),
+             "Cholesky QR: ZᵀZ");
+    SUB_SOLVER(cusolverDnDpotrfBatched(solver, CUBLAS_FILL_MODE_LOWER, (int)q, s.pc, (int)q, s.info, (int)n),
+               "Cholesky QR: potrfBatched");
+    note_info<<<grid_for(n), 256, 0, stream>>>(s.info, s.status, n);
+    LAC_CUDA_CHECK_LAUNCH(ctx);
+    fill_pointers<<<grid_for(n), 256, 0, stream>>>(s.pz, z, zs, n);
+    LAC_CUDA_CHECK_LAUNCH(ctx);
+    SUB_BLAS(cublasDtrsmBatched(blas, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T, CUBLAS_DIAG_NON_UNIT,
+                                (int)p, (int)q, &one, s.pc, (int)q, s.pz, (int)p, (int)n),
+             "Cholesky QR: trsmBatched");
+    return LAC_SUCCESS;
+}
+
+/* The subspace steps over slices [first, first + n) of b; statuses in s. */
+template <typename REAL>
+lac_status sub_chunk(lac_ctx_t ctx, cublasHandle_t blas, cusolverDnHandle_t solver, lac_svt_subspace &s,
+                     const lac_svt_batch<REAL> &b, int64_t first, int64_t n, int degree, size_t budget,
+                     lac_svt_gram_cache **cache, int64_t *certified, int64_t *zeros)
+{
+    cudaStream_t stream = ctx->cuda->stream;
+    const int64_t rows = b.rows, cols = b.cols, size = rows * cols, p = s.p, q = s.q;
+    const int right = cols <= rows;
+    const int64_t len = right ? rows : cols, side = rows > cols ? rows : cols, zs = side * 2 * q, pp = p * p;
+    const double one = 1, zero = 0, two = 2, minus = -1;
+    const double *lambda = b.lambda + first;
+
+    LAC_CHECK(lac_svt_widen<REAL>(ctx, s.a, b.a + first * b.stride, n * size));
+    SUB_BLAS(cublasDgemmStridedBatched_64(blas, right ? CUBLAS_OP_T : CUBLAS_OP_N, right ? CUBLAS_OP_N : CUBLAS_OP_T, p,
+                                          p, len, &one, s.a, rows, size, s.a, rows, size, &zero, s.g, p, pp, n),
+             "Gram matrices");
+    slice_scalars<<<(unsigned)n, 256, 0, stream>>>(s.g, p, q, lambda, s.theta_at(first), s.scal, s.status);
+    LAC_CUDA_CHECK_LAUNCH(ctx);
+    filter_matrix<<<grid_for(n * pp), 256, 0, stream>>>(s.g, s.gs, p, n, s.scal);
+    LAC_CUDA_CHECK_LAUNCH(ctx);
+    fill_pointers<<<grid_for(n), 256, 0, stream>>>(s.pc, s.c, q * q, n);
+    LAC_CUDA_CHECK_LAUNCH(ctx);
+
+    /* Z0 = V's first q columns; rounds of T_2 (or T_1 for an odd rest). */
+    LAC_CUDA_CHECK(ctx, cudaMemcpy2DAsync(s.z0, (size_t)zs * sizeof(double), b.v + first * pp, (size_t)pp * sizeof(double),
+                                          (size_t)(p * q) * sizeof(double), (size_t)n, cudaMemcpyDeviceToDevice, stream));
+    for (int left = degree; left > 0; left -= 2) {
+        SUB_BLAS(cublasDgemmStridedBatched_64(blas, CUBLAS_OP_N, CUBLAS_OP_N, p, q, p, &one, s.gs, p, pp, s.z0, p, zs,
+                                              &zero, s.z1, p, zs, n),
+                 "filter step");
+        if (left >= 2)   /* T_2 = 2 x T_1 - T_0, over Z0 */
+            SUB_BLAS(cublasDgemmStridedBatched_64(blas, CUBLAS_OP_N, CUBLAS_OP_N, p, q, p, &two, s.gs, p, pp, s.z1, p,
+                                                  zs, &minus, s.z0, p, zs, n),
+                     "filter step");
+        else
+            LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(s.z0, s.z1, (size_t)(n * zs) * sizeof(double), cudaMemcpyDeviceToDevice,
+                                                stream));
+        LAC_CHECK(cholesky_qr(ctx, blas, solver, s, s.z0, zs, p, q, n));
+    }
+    LAC_CHECK(cholesky_qr(ctx, blas, solver, s, s.z0, zs, p, q, n));   /* twice: orthonormal to rounding */
+
+    /* Rayleigh–Ritz: T = B Q, H = Qᵀ T = Y θ Yᵀ, X = Q Y, BX = T Y. */
+    SUB_BLAS(cublasDgemmStridedBatched_64(blas, CUBLAS_OP_N, CUBLAS_OP_N, p, q, p, &one, s.g, p, pp, s.z0, p, zs, &zero,
+                                          s.t, p, zs, n),
+             "Rayleigh-Ritz: BQ");
+    SUB_BLAS(cublasDgemmStridedBatched_64(blas, CUBLAS_OP_T, CUBLAS_OP_N, q, q, p, &one, s.z0, p, zs, s.t, p, zs, &zero,
+                                          s.h, q, q * q, n),
+             "Rayleigh-Ritz: QᵀBQ");
+    SUB_SOLVER(cusolverDnXsyevBatched(solver, s.params, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_UPPER, q, CUDA_R_64F,
+                                      s.h, q, CUDA_R_64F, s.w, CUDA_R_64F, s.work, s.work_bytes, s.host_work, s.host_bytes,
+                                      s.info, n),
+               "cusolverDnXsyevBatched (Ritz)");
+    note_info<<<grid_for(n), 256, 0, stream>>>(s.info, s.status, n);
+    LAC_CUDA_CHECK_LAUNCH(ctx);
+    SUB_BLAS(cublasDgemmStridedBatched_64(blas, CUBLAS_OP_N, CUBLAS_OP_N, p, q, q, &one, s.z0, p, zs, s.h, q, q * q,
+                                          &zero, s.x, p, p * q, n),
+             "Ritz vectors");
+    SUB_BLAS(cublasDgemmStridedBatched_64(blas, CUBLAS_OP_N, CUBLAS_OP_N, p, q, q, &one, s.t, p, zs, s.h, q, q * q,
+                                          &zero, s.z1, p, zs, n),
+             "Ritz residuals");
+
+    int rm = 0;
+    LAC_CUDA_CHECK(ctx, cudaMemsetAsync(s.r_max, 0, sizeof(int), stream));
+    count_kept<<<grid_for(n), 256, 0, stream>>>(s.w, q, n, s.scal, s.status, s.kept, s.r_max);
+    LAC_CUDA_CHECK_LAUNCH(ctx);
+    LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(&rm, s.r_max, sizeof(int), cudaMemcpyDeviceToHost, stream));
+    LAC_CUDA_CHECK(ctx, cudaStreamSynchronize(stream));
+    check_pairs<<<(unsigned)n, 256, 0, stream>>>(s.x, s.z1, s.w, p, q, p * q, zs, rm, lambda, s.scal, s.status, s.kept,
+                                                 s.factor, s.z0, s.t, zs);
+    LAC_CUDA_CHECK_LAUNCH(ctx);
+    /* K = shift·I - PBP = shift·I - B + [X_r W][W X_r]ᵀ, factorised in place of B. */
+    if (rm > 0)
+        SUB_BLAS(cublasDgemmStridedBatched_64(blas, CUBLAS_OP_N, CUBLAS_OP_T, p, p, 2 * rm, &one, s.z0, p, zs, s.t, p,
+                                              zs, &minus, s.g, p, pp, n),
+                 "certificate: PBP");
+    else
+        SUB_BLAS(cublasDscal_64(blas, n * pp, &minus, s.g, 1), "certificate: -B");
+    shift_diagonal<<<grid_for(n * p), 256, 0, stream>>>(s.g, p, n, s.scal);
+    LAC_CUDA_CHECK_LAUNCH(ctx);
+    fill_pointers<<<grid_for(n), 256, 0, stream>>>(s.pg, s.g, pp, n);
+    LAC_CUDA_CHECK_LAUNCH(ctx);
+    SUB_SOLVER(cusolverDnDpotrfBatched(solver, CUBLAS_FILL_MODE_LOWER, (int)p, s.pg, (int)p, s.info, (int)n),
+               "certificate: potrfBatched");
+    verdict<<<grid_for(n), 256, 0, stream>>>(s.status, s.info, s.scal, s.skip, s.sigma, n);
+    LAC_CUDA_CHECK_LAUNCH(ctx);
+
+    /* The certified slices: rebuilt, stored, their Ritz pairs kept. */
+    LAC_CHECK(lac_svt_rebuild(ctx, right, rows, cols, n, rm, s.a, s.z1, s.x + (q - rm) * p, p * q, s.factor, (int)q));
+    LAC_CHECK(lac_svt_store<REAL>(ctx, rm > 0 ? s.a : nullptr, b.out + first * b.stride,
+                                  b.truth ? b.truth + first * b.stride : nullptr, size, b.stride, n, s.kept, s.sigma,
+                                  nullptr, b.stats + first * LAC_SVT_STATS, s.skip));
+    keep_ritz<<<grid_for(n * p * q), 256, 0, stream>>>(s.x, s.w, p, q, p * q, n, s.status, b.v, s.theta, first);
+    LAC_CUDA_CHECK_LAUNCH(ctx);
+
+    /* The others, compacted, by the full path. */
+    LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(s.status_host, s.status, (size_t)n * sizeof(int), cudaMemcpyDeviceToHost, stream));
+    LAC_CUDA_CHECK(ctx, cudaStreamSynchronize(stream));
+    int64_t failed = 0;
+    for (int64_t k = 0; k < n; k++) {
+        if (s.status_host[k] == ST_FAIL) s.slot_host[failed++] = (int)(first + k);
+        else *zeros += s.status_host[k] == ST_ZERO;
+    }
+    *certified += n - failed;
+    if (failed == 0) return LAC_SUCCESS;
+    LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(s.slot, s.slot_host, (size_t)failed * sizeof(int), cudaMemcpyHostToDevice, stream));
+    REAL *ca = (REAL *)s.ca, *co = (REAL *)s.cout, *ct = b.truth ? (REAL *)s.ctruth : nullptr;
+    gather_slices<REAL><<<grid_for(failed * size), 256, 0, stream>>>(ca, b.a, s.slot, size, b.stride, failed);
+    gather_slices<REAL><<<grid_for(failed * size), 256, 0, stream>>>(co, b.out, s.slot, size, b.stride, failed);
+    if (ct) gather_slices<REAL><<<grid_for(failed * size), 256, 0, stream>>>(ct, b.truth, s.slot, size, b.stride, failed);
+    gather_slices<double><<<grid_for(failed), 256, 0, stream>>>(s.clambda, b.lambda, s.slot, 1, 1, failed);
+    LAC_CUDA_CHECK_LAUNCH(ctx);
+    lac_svt_batch<REAL> fb = b;   /* the failed slices, compacted; vectors to their own places */
+    fb.count = failed;
+    fb.a = ca;
+    fb.out = co;
+    fb.truth = ct;
+    fb.lambda = s.clambda;
+    fb.stats = s.cstats;
+    fb.warm = 0;
+    fb.theta = s.theta;
+    fb.slot = s.slot;
+    LAC_CHECK(lac_svt_gram_full<REAL>(ctx, fb, budget, cache));
+    scatter_slices<REAL><<<grid_for(failed * size), 256, 0, stream>>>(b.out, co, s.slot, size, b.stride, failed);
+    scatter_slices<double><<<grid_for(failed * LAC_SVT_STATS), 256, 0, stream>>>(b.stats, s.cstats, s.slot, LAC_SVT_STATS,
+                                                                                  LAC_SVT_STATS, failed);
+    LAC_CUDA_CHECK_LAUNCH(ctx);
+    return LAC_SUCCESS;
+}
+
+} // namespace
+
+template <typename REAL>
+lac_status lac_svt_subspace_pass(lac_ctx_t ctx, const lac_svt_batch<REAL> &b, size_t budget, lac_svt_gram_cache **cache,
+                            lac_svt_subspace **subp)
+{
+    lac_svt_subspace *sub = *subp;
+    const int64_t rows = b.rows, cols = b.cols, p = cols <= rows ? cols : rows;
+    if (!sub || sub->count != b.count || sub->p != p || b.stride != rows * cols) return LAC_INFO_NOT_CONVERGED;
+    cudaStream_t stream = ctx->cuda->stream;
+    cublasHandle_t blas;
+    cusolverDnHandle_t solver;
+    LAC_CHECK(lac_cuda_cublas(ctx, &blas));
+    LAC_CHECK(lac_cuda_cusolver(ctx, &solver));
+    lac_svt_subspace &s = *sub;
+
+    /* The block: the largest rank the kept eigenvalues give for this λ, plus
+     * a quarter (at least 8) of oversampling, in steps of 8. Near p the
+     * full path costs no more. */
+    int r = 0;
+    LAC_CUDA_CHECK(ctx, cudaMemsetAsync(s.r_max, 0, sizeof(int), stream));
+    stored_rank<<<grid_for(b.count), 256, 0, stream>>>(s.theta, p, b.count, b.lambda, s.r_max);
+    LAC_CUDA_CHECK_LAUNCH(ctx);
+    LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(&r, s.r_max, sizeof(int), cudaMemcpyDeviceToHost, stream));
+    LAC_CUDA_CHECK(ctx, cudaStreamSynchronize(stream));
+    int64_t q = r + (r / 4 > 8 ? r / 4 : 8);
+    q = (q + 7) / 8 * 8;
+    if (q > p) q = p;
+    const int64_t most = lac_knob_int(ctx, LAC_KNOB_IMPUTE_CUDA_SUBSPACE_MAX, 75);   /* percent of p */
+    if (q * 100 > most * p || q >= p) return LAC_INFO_NOT_CONVERGED;
+    const int64_t degree = lac_knob_int(ctx, LAC_KNOB_IMPUTE_CUDA_FILTER, 4);
+
+    /* Chunks that fit the budget; buffers remade when the shape or the block changes. */
+    const size_t per = sub_slice_bytes(rows, cols, q, sizeof(REAL));
+    int64_t chunk = (int64_t)(budget / per);
+    if (chunk < 1) chunk = 1;
+    if (chunk > b.count) chunk = b.count;
+    if (s.chunk && (s.rows != rows || s.cols != cols || s.q != q || s.chunk < chunk)) {
+        LAC_CUDA_CHECK(ctx, cudaStreamSynchronize(stream));
+        s.release_chunk();
+    }
+    if (!s.chunk) {
+        lac_status as = sub_alloc<REAL>(ctx, solver, s, chunk, rows, cols, q);
+        if (as < 0) {
+            s.release_chunk();
+            return as;
+        }
+    }
+    chunk = s.chunk;
+    int64_t certified = 0, zeros = 0;
+    lac_status st = LAC_SUCCESS;
+    for (int64_t first = 0; first < b.count && st >= 0; first += chunk) {
+        const int64_t n = b.count - first < chunk ? b.count - first : chunk;
+        st = sub_chunk<REAL>(ctx, blas, solver, s, b, first, n, (int)(degree < 1 ? 1 : degree), budget, cache,
+                             &certified, &zeros);
+    }
+    cudaError_t ce = cudaStreamSynchronize(stream);
+    if (st >= 0 && ce != cudaSuccess) st = lac_cuda_fail(ctx, ce, "subspace SVT", __FILE__, __LINE__);
+    if (st >= 0)
+        lac_log(ctx, LAC_LOG_DEBUG,
+                "impute (cuda): SVT by subspace, block %lld of %lld, filter degree %lld: %lld of %lld slices "
+                "certified (%lld zero by trace), %lld by the full eigensolve",
+                (long long)q, (long long)p, (long long)degree, (long long)certified, (long long)b.count,
+                (long long)zeros, (long long)(b.count - certified));
+    return st;
+}
+
+template lac_status lac_svt_subspace_pass<float>(lac_ctx_t, const lac_svt_batch<float> &, size_t, lac_svt_gram_cache **,
+                                            lac_svt_subspace **);
+template lac_status lac_svt_subspace_pass<double>(lac_ctx_t, const lac_svt_batch<double> &, size_t, lac_svt_gram_cache **,
+                                             lac_svt_subspace **);
