@@ -72,15 +72,19 @@ check "-np 3 --deterministic is bit-identical run to run" "cmp -s det1.model det
 
 # Checkpoints over ranks: rank 0 writes one file from the gathered state;
 # with --deterministic, N + N resumed epochs are the bytes of 2N straight
-# ones on the same rank count, where every rank's state is the gathered one
-# (the plain model; the neighbourhood model with validation, whose items are
-# gathered every epoch). Smaller data: these are many short runs.
+# ones on the same rank count (every rank starts an epoch from the gathered
+# state of what it reads: the neighbourhood model's item biases, or with
+# validation the item blocks, are gathered after each epoch). Smaller data:
+# these are many short runs (so not every model at every rank count).
 "$tool" mf gen --users 1500 --items 400 --ratings 30000 --clusters 5 --seed 9 ck_all.txt 2>/dev/null
 "$tool" mf split ck_all.txt ck_train.txt ck_valid.txt --seed 4 >/dev/null
 for np in 2 3; do
-    for model in plain neighbourhood; do
-        o="--model $model --no-search --deterministic --threads 1 --quiet -k 8"
-        [ $model = plain ] || o="$o -K 8 --valid ck_valid.txt"
+    models="plain neighbourhood"
+    [ $np = 2 ] && models=neighbourhood-v
+    for model in $models; do
+        o="--model ${model%-v} --no-search --deterministic --threads 1 --quiet -k 8"
+        [ $model = plain ] || o="$o -K 8"
+        [ $model = neighbourhood-v ] && o="$o --valid ck_valid.txt"
         rm -f ck.bin
         mpi $np "$tool" mf train ck_train.txt straight.model $o --epochs 6
         mpi $np "$tool" mf train ck_train.txt half.model $o --epochs 3 --checkpoint ck.bin; rc=$?

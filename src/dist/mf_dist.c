@@ -13,7 +13,10 @@
  * pieces of a user's row are trained close together in time: one turn of
  * whole blocks converged 1-2% worse (docs/scaling.md). The user-side parameters (u_i, b_i) and R^K(i; j) stay
  * with the user's rank. The residuals' baselines bhat_j1 are the item biases
- * as this rank last held them (at most an epoch old).
+ * as this rank last held them (at most an epoch old): the item biases (or,
+ * with validation, the whole item blocks) are allgathered after each epoch,
+ * so that every rank starts an epoch from the same, whole state, which a
+ * checkpoint holds and a resumed training starts from.
  * With validation the item blocks are gathered after each epoch, each rank
  * predicts its own users' entries and the squared errors are summed over the
  * ranks, so every rank sees the same RMSE and stops at the same epoch. */
@@ -99,6 +102,22 @@ static lac_status gather_rows(lac_ctx_t ctx, lac_mf_state *s, const lac_mf_facto
     LAC_CHECK(lac_dist_allgatherv(ctx, NULL, (start[me + 1] - start[me]) * w, sizeof(float), s->buffer, NULL));
     for (int b = 0; b < ctx->ranks; b++)
         if (b != me) unpack(f, items, rows + start[b], start[b + 1] - start[b], s->buffer + start[b] * w);
+    return LAC_SUCCESS;
+}
+
+/* Every rank's item biases of its own block to every rank (the
+ * neighbourhood model's baselines; 4 bytes an item, against the ring's
+ * 4 (k + 1 + 2 K) an item and turn). */
+static lac_status gather_item_biases(lac_ctx_t ctx, lac_mf_state *s)
+{
+    const lac_mf_factors *f = &s->call.factors;
+    const int64_t *start = s->block_item_start;
+    const int32_t *rows = s->block_items;
+    const int me = ctx->rank;
+    for (int64_t r = start[me]; r < start[me + 1]; r++) s->buffer[r] = f->item_bias[rows[r]];
+    LAC_CHECK(lac_dist_allgatherv(ctx, NULL, start[me + 1] - start[me], sizeof(float), s->buffer, NULL));
+    for (int64_t r = 0; r < f->num_items; r++)
+        if (r < start[me] || r >= start[me + 1]) f->item_bias[rows[r]] = s->buffer[r];
     return LAC_SUCCESS;
 }
 
@@ -276,12 +295,14 @@ static lac_status dist_epoch(lac_ctx_t ctx, lac_mf_state *s, float lr, int epoch
     LAC_CHECK(lac_dist_allreduce(ctx, &sse, 1, LAC_FLOAT64, LAC_DIST_SUM));
     *train_sse = sse;
     s->items_whole = 0;
+    double t0 = omp_get_wtime();
     if (s->call.valid) {   /* validation reads every item */
-        double t0 = omp_get_wtime();
         LAC_CHECK(gather_rows(ctx, s, &s->call.factors, 1));
         s->items_whole = 1;
-        s->seconds_pass += omp_get_wtime() - t0;
+    } else if (f->nbr_k) {
+        LAC_CHECK(gather_item_biases(ctx, s));
     }
+    s->seconds_pass += omp_get_wtime() - t0;
     return LAC_SUCCESS;
 }
 
@@ -346,8 +367,7 @@ static lac_status copy_arrays(lac_ctx_t ctx, lac_mf_state *s, int kept, const la
  * kept epoch's, copied into `to` and every rank's blocks gathered there, so
  * that every rank holds the whole state (rank 0 writes it). The training's
  * own arrays are left as they are: a checkpoint does not change the
- * training (each rank's copies of other ranks' item biases, the
- * neighbourhood model's baselines, stay as old as they were). */
+ * training. */
 static lac_status dist_get(lac_ctx_t ctx, lac_mf_state *s, int kept, const lac_mf_factors *to)
 {
     LAC_CHECK(copy_arrays(ctx, s, kept, to, 0));
