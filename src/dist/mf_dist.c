@@ -231,7 +231,10 @@ static lac_status set_up(lac_ctx_t ctx, lac_mf_state *s)
     s->part = lac_calloc(ctx, (size_t)P, sizeof *s->part);
     if (!s->user_block || !s->item_block || !s->part) return LAC_ERR_OUT_OF_MEMORY;
     LAC_CHECK(lac_mf_deal_blocks(ctx, d, P, s->user_block, s->item_block));
-    s->rounds = lac_mf_rounds((d->num_users + P - 1) / P);   /* the same on every rank */
+    /* the same on every rank; one round where the inner table trains whole
+     * parts (the GPU's: the measured 2-GPU rotation of whole blocks is of one
+     * device's quality, docs/scaling.md) */
+    s->rounds = s->inner->part_slices ? lac_mf_rounds((d->num_users + P - 1) / P) : 1;
     if (s->rounds > LAC_MF_DIST_MAX_ROUNDS) {
         /* Each round is a pass of every item block round the ring: bound the
          * first epochs' traffic, with larger user slices. */
@@ -389,7 +392,7 @@ lac_status lac_mf_dist_agree(lac_ctx_t ctx, lac_status status) { return lac_dist
 
 static const lac_mf_backend dist_table = {
     "mpi", 1, dist_begin_alone, dist_epoch, dist_valid_rmse, dist_keep, dist_download, dist_end, dist_get, dist_put,
-    1, NULL, 0,
+    1, NULL, 0, 0,
 };
 
 lac_status lac_mf_dist_begin(lac_ctx_t ctx, const lac_mf_call *call, const lac_mf_backend **table,
@@ -400,8 +403,8 @@ lac_status lac_mf_dist_begin(lac_ctx_t ctx, const lac_mf_call *call, const lac_m
     if (ctx->ranks == 1) return inner->begin(ctx, call, state);
     lac_status st = LAC_SUCCESS;
     if (!inner->parts)
-        st = lac_error(ctx, LAC_ERR_UNSUPPORTED, "mf over %d MPI ranks trains each rank's blocks on the CPU "
-                                                 "(--device cpu or auto)", ctx->ranks);
+        st = lac_error(ctx, LAC_ERR_UNSUPPORTED, "mf over %d MPI ranks: the %s backend cannot train a part of the "
+                                                 "items (--device cpu)", ctx->ranks, inner->name);
     else if (call->implicit)
         st = lac_error(ctx, LAC_ERR_UNSUPPORTED, "implicit feedback trains in one process, not over %d MPI ranks",
                        ctx->ranks);

@@ -218,6 +218,10 @@ typedef struct {
      * host arrays of call.factors between epochs (read and written there by
      * the caller); 0: neither. */
     int parts;
+    /* With parts: 1 when each epoch call trains the next slice of the part's
+     * users (call.rounds); 0 when a call trains the whole part, so that the
+     * caller makes one round an epoch. */
+    int part_slices;
 } lac_mf_backend;
 
 /* Training over the context's MPI ranks (src/dist/mf_dist.c): with more than

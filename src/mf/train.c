@@ -175,7 +175,8 @@ static lac_status find_neighbours(lac_ctx_t ctx, lac_mf_model_t m, const lac_nbr
 static const lac_mf_backend *pick_backend(lac_ctx_t ctx, const lac_mf_params *p, int64_t ratings, lac_status *st)
 {
     if (ctx->backend != LAC_BACKEND_CUDA) return &lac_mf_cpu_backend;
-    /* over MPI ranks each rank's blocks train on the CPU (lac_mf_dist_begin) */
+    /* over MPI ranks the automatic choice trains each rank's blocks on the
+     * CPU; --device cuda on the rank's GPU (the plain model, mf_parts.cu) */
     if (ctx->ranks > 1 && ctx->params.backend == LAC_BACKEND_AUTO) return &lac_mf_cpu_backend;
     if (p->implicit && p->model == LAC_MF_MODEL_NEIGHBOURHOOD) {   /* no CUDA kernel for it yet */
         if (ctx->params.backend == LAC_BACKEND_AUTO) return &lac_mf_cpu_backend;

@@ -96,5 +96,31 @@ mpi 3 -x LACUNA_CACHE_DIR "$tool" $a --device cuda --out impp3.npy --quiet; rc=$
 check "impute, partial vertices and --select-lambda, -np 3 GPU ranks: one GPU process's completion" \
     "[ $rc -eq 0 ] && compare impp3.npy impp1.npy 1e-9"
 
+# mf on GPU ranks: the rotation of src/dist/mf_dist.c with each rank's blocks
+# trained on its GPU (whole blocks a turn). Measured quality: docs/scaling.md.
+TOL=0.03
+"$tool" mf gen --users 20000 --items 2000 --ratings 600000 --clusters 10 --seed 7 all.txt 2>/dev/null
+"$tool" mf split all.txt train.txt valid.txt --seed 3 >/dev/null
+key() { "$py" -c "import json, sys; print(json.loads(open('$2').read())['$1'])"; }
+close() { "$py" -c "import sys; sys.exit(0 if abs($1 - $2) <= $TOL * $2 else 1)"; }
+opts="--valid valid.txt --no-search --epochs 30 -k 32 --json --quiet"
+"$tool" mf train train.txt one.model $opts --device cuda > one.json
+"$tool" mf train train.txt cpu.model $opts --device cpu > cpu.json
+r1=$(key valid_rmse one.json); rc1=$(key valid_rmse cpu.json)
+for np in 2 3; do
+    mpi $np "$tool" mf train train.txt np$np.model $opts --device cuda > np$np.json; rc=$?
+    check "mf -np $np GPU ranks: exit 0, one --json line" "[ $rc -eq 0 ] && [ \$(grep -c valid_rmse np$np.json) -eq 1 ]"
+    rn=$(key valid_rmse np$np.json)
+    echo "mf: validation RMSE one GPU $r1, CPU $rc1, -np $np GPU ranks $rn"
+    check "mf -np $np GPU ranks: validation RMSE $rn within $TOL of one GPU's $r1" "close $rn $r1"
+    "$tool" mf predict np$np.model valid.txt --json > pred$np.json
+    rp=$(key rmse pred$np.json)
+    check "mf -np $np GPU ranks: the written model predicts the reported RMSE ($rp, $rn)" \
+        "\"$py\" -c 'import sys; sys.exit(0 if abs($rp - $rn) <= 1e-5 * $rn else 1)'"
+done
+mpi 2 "$tool" mf train train.txt nbr.model --model neighbourhood --no-search --epochs 2 --device cuda --quiet 2>err.txt; rc=$?
+check "the neighbourhood model over GPU ranks exits 2, says where it trains, writes nothing" \
+    "[ $rc -eq 2 ] && grep -q 'with --device cpu' err.txt && [ ! -e nbr.model ]"
+
 echo "$passes passed, $fails failed"
 [ $fails -eq 0 ]

@@ -42,6 +42,7 @@
 #include "backend/cuda/mf/mf_cuda.h"
 #include "backend/cuda/mf/mf_implicit_cuda.h"
 #include "backend/cuda/mf/mf_multi_cuda.h"
+#include "backend/cuda/mf/mf_parts_cuda.h"
 #include "backend/cuda/mf/mf_nbr_cuda.h"
 
 #include <math.h>
@@ -75,7 +76,14 @@ struct lac_mf_state {
     lac_mf_cuda_nbr *nbr;    /* the neighbourhood model's arrays; NULL for the plain one */
     lac_mf_cuda_implicit *implicit;   /* implicit feedback's; NULL for ratings */
     lac_mf_cuda_multi *multi; /* a training over several devices (mf_multi.cu); then nothing else is set */
+    lac_mf_cuda_part *part;   /* a part of the items over MPI ranks (mf_parts.cu); then nothing else is set */
 };
+
+/* A part's model lives in the rotation's host arrays (mf_parts.cu). */
+static lac_status part_has_no_model(lac_ctx_t ctx)
+{
+    return lac_error(ctx, LAC_ERR_INTERNAL, "mf CUDA: a part of the items keeps no model of its own");
+}
 
 static lac_status replicas(lac_ctx_t ctx, lac_mf_state *s, int spread)
 {
@@ -86,7 +94,7 @@ static lac_status replicas(lac_ctx_t ctx, lac_mf_state *s, int spread)
 static void free_state(lac_mf_state *s)
 {
     if (!s) return;
-    if (s->multi) {
+    if (s->multi || s->part) {
         free(s);
         return;
     }
@@ -318,16 +326,19 @@ lac_mf_cuda_one_arrays lac_mf_cuda_one_get_arrays(const lac_mf_state *s)
 static lac_status cuda_epoch(lac_ctx_t ctx, lac_mf_state *s, float lr, int epoch, double *train_sse)
 {
     if (s->multi) return lac_mf_cuda_multi_epoch(ctx, s->multi, lr, epoch, train_sse);
+    if (s->part) return lac_mf_cuda_part_epoch(ctx, s->part, lr, epoch, train_sse);
     LAC_CHECK(lac_mf_cuda_one_launch(ctx, s, lr, epoch));
     return lac_mf_cuda_one_sse(ctx, s, train_sse);
 }
 
 static lac_status cuda_begin(lac_ctx_t ctx, const lac_mf_call *call, lac_mf_state **out)
 {
-    if (!lac_mf_cuda_multi_wanted(ctx, call)) return lac_mf_cuda_one_begin(ctx, call, out);
+    if (!call->item_part && !lac_mf_cuda_multi_wanted(ctx, call)) return lac_mf_cuda_one_begin(ctx, call, out);
+    LAC_CHECK(lac_cuda_use_device(ctx));
     lac_mf_state *s = (lac_mf_state *)calloc(1, sizeof *s);
     if (!s) return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "out of host memory for the CUDA mf state");
-    lac_status st = lac_mf_cuda_multi_begin(ctx, call, &s->multi);
+    lac_status st = call->item_part ? lac_mf_cuda_part_begin(ctx, call, &s->part)
+                                    : lac_mf_cuda_multi_begin(ctx, call, &s->multi);
     if (st != LAC_SUCCESS) {
         free(s);
         return st;
@@ -338,6 +349,7 @@ static lac_status cuda_begin(lac_ctx_t ctx, const lac_mf_call *call, lac_mf_stat
 
 static lac_status cuda_valid_rmse(lac_ctx_t ctx, lac_mf_state *s, double *rmse)
 {
+    if (s->part) return part_has_no_model(ctx);
     if (s->multi) return lac_mf_cuda_multi_valid_rmse(ctx, s->multi, rmse);
     cudaStream_t stream = ctx->cuda->stream;
     if (s->valid_count == 0) {
@@ -363,6 +375,7 @@ static lac_status cuda_valid_rmse(lac_ctx_t ctx, lac_mf_state *s, double *rmse)
 
 static lac_status cuda_keep(lac_ctx_t ctx, lac_mf_state *s, int restore)
 {
+    if (s->part) return part_has_no_model(ctx);
     if (s->multi) return lac_mf_cuda_multi_keep(ctx, s->multi, restore);
     size_t pu = (size_t)s->num_users * (size_t)s->stride, qi = (size_t)s->num_items * (size_t)s->stride;
     size_t total = pu + qi + (size_t)s->num_users + (size_t)s->num_items * LAC_MF_BIAS_STRIDE;
@@ -431,6 +444,7 @@ static lac_status copy_nbr(lac_ctx_t ctx, lac_mf_state *s, int kept, const lac_m
 
 static lac_status cuda_download(lac_ctx_t ctx, lac_mf_state *s)
 {
+    if (s->part) return part_has_no_model(ctx);
     if (s->multi) return lac_mf_cuda_multi_download(ctx, s->multi);
     LAC_CHECK(copy_factors(ctx, s, s->P, s->Q, s->user_bias, s->item_bias, &s->call.factors, 0));
     return copy_nbr(ctx, s, 0, &s->call.factors, 0);
@@ -438,6 +452,7 @@ static lac_status cuda_download(lac_ctx_t ctx, lac_mf_state *s)
 
 static lac_status cuda_get(lac_ctx_t ctx, lac_mf_state *s, int kept, const lac_mf_factors *to)
 {
+    if (s->part) return part_has_no_model(ctx);
     if (s->multi) return lac_mf_cuda_multi_get(ctx, s->multi, kept, to);
     if (!kept) {
         LAC_CHECK(copy_factors(ctx, s, s->P, s->Q, s->user_bias, s->item_bias, to, 0));
@@ -452,6 +467,7 @@ static lac_status cuda_get(lac_ctx_t ctx, lac_mf_state *s, int kept, const lac_m
 
 static lac_status cuda_put(lac_ctx_t ctx, lac_mf_state *s, int kept, const lac_mf_factors *from)
 {
+    if (s->part) return part_has_no_model(ctx);
     if (s->multi) return lac_mf_cuda_multi_put(ctx, s->multi, kept, from);
     if (!kept) {
         LAC_CHECK(copy_factors(ctx, s, s->P, s->Q, s->user_bias, s->item_bias, from, 1));
@@ -486,11 +502,13 @@ void lac_mf_cuda_one_end(lac_ctx_t ctx, lac_mf_state *s)
 static void cuda_end(lac_ctx_t ctx, lac_mf_state *s)
 {
     if (s && s->multi) lac_mf_cuda_multi_end(ctx, s->multi);
+    if (s && s->part) lac_mf_cuda_part_end(ctx, s->part);
     lac_mf_cuda_one_end(ctx, s);
 }
 
 extern "C" const lac_mf_backend lac_mf_cuda_table = {
     "cuda", 0, cuda_begin, cuda_epoch, cuda_valid_rmse, cuda_keep, cuda_download, cuda_end, cuda_get, cuda_put, 1,
     NULL,   /* fold_in: the CPU table's */
-    0,      /* parts: trains the whole grid (one rank) */
+    1,      /* parts: over MPI ranks, mf_parts.cu */
+    0,      /* part_slices: a whole part a call */
 };

@@ -1,0 +1,176 @@
+/* mf over MPI ranks on the GPU: the CUDA table's `parts` (mf_backend.h), the
+ * inner training that src/dist/mf_dist.c's rotation drives on each rank. A
+ * part is this rank's users x one block of the items (call.item_part ==
+ * call.part): a one-device CUSGD++ training (mf_sgd.cu) of those ratings in
+ * local indices, made once. Between epoch calls the model lives in the
+ * call's host arrays, where the rotation passes item rows round the ring, so
+ * an epoch call copies the part's user and item rows in, runs one epoch of
+ * the part's ratings and copies them back out: rows over PCIe against an
+ * epoch of the block's ratings (mf_multi.cu keeps them on the devices of
+ * one process instead). A call trains the whole part (no user slices), so
+ * the rotation turns its ring once an epoch. Plain model, explicit ratings. */
+#include "backend/cuda/mf/mf_multi_cuda.h"
+#include "backend/cuda/mf/mf_parts_cuda.h"
+#include "mf/schedule.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct lac_mf_cuda_part {
+    lac_mf_call call;           /* the rotation's: host arrays in the model's indices */
+    lac_mf_data sub;            /* the part's ratings in local indices */
+    lac_mf_factors fac;         /* the part's rows, packed on the host */
+    int32_t *users_of, *items_of;   /* model index of each local user / item */
+    lac_mf_state *one;          /* the one-device training of the part */
+};
+
+/* The local users (rows with a rating in the part) and items (the part's),
+ * and the part's ratings in those indices. */
+static lac_status make_sub(lac_ctx_t ctx, lac_mf_cuda_part *q)
+{
+    const lac_mf_data *d = q->call.data;
+    const int32_t *part = q->call.item_part;
+    int32_t *item_local = (int32_t *)lac_malloc(ctx, (size_t)(d->num_items ? d->num_items : 1) * sizeof(int32_t));
+    q->items_of = (int32_t *)lac_malloc(ctx, (size_t)(d->num_items ? d->num_items : 1) * sizeof(int32_t));
+    q->users_of = (int32_t *)lac_malloc(ctx, (size_t)(d->num_users ? d->num_users : 1) * sizeof(int32_t));
+    int64_t *len = (int64_t *)lac_malloc(ctx, (size_t)(d->num_users ? d->num_users : 1) * sizeof(int64_t));
+    lac_mf_data *o = &q->sub;
+    lac_status st = item_local && q->items_of && q->users_of && len ? LAC_SUCCESS : LAC_ERR_OUT_OF_MEMORY;
+    int64_t ni = 0, nu = 0, nnz = 0;
+    for (int64_t j = 0; st == LAC_SUCCESS && j < d->num_items; j++) {
+        item_local[j] = part[j] == q->call.part ? (int32_t)ni : -1;
+        if (part[j] == q->call.part) q->items_of[ni++] = (int32_t)j;
+    }
+    for (int64_t x = 0; st == LAC_SUCCESS && x < d->num_users; x++) {
+        int64_t n = 0;
+        for (int64_t a = d->row_start[x]; a < d->row_start[x + 1]; a++) n += item_local[d->col[a]] >= 0;
+        if (n) {
+            len[nu] = n;
+            q->users_of[nu++] = (int32_t)x;
+            nnz += n;
+        }
+    }
+    memset(o, 0, sizeof *o);
+    o->num_users = nu;
+    o->num_items = ni;
+    o->nnz = nnz;
+    o->mean = d->mean;
+    o->min = d->min;
+    o->max = d->max;
+    if (st == LAC_SUCCESS) {
+        o->row_start = (int64_t *)lac_calloc(ctx, (size_t)nu + 1, sizeof *o->row_start);
+        o->row_order = (int32_t *)lac_malloc(ctx, (size_t)(nu ? nu : 1) * sizeof *o->row_order);
+        o->col = (int32_t *)lac_malloc(ctx, (size_t)(nnz ? nnz : 1) * sizeof *o->col);
+        o->val = (float *)lac_malloc(ctx, (size_t)(nnz ? nnz : 1) * sizeof *o->val);
+        if (!o->row_start || !o->row_order || !o->col || !o->val) st = LAC_ERR_OUT_OF_MEMORY;
+    }
+    for (int64_t u = 0, at = 0; st == LAC_SUCCESS && u < nu; u++) {
+        const int64_t x = q->users_of[u];
+        for (int64_t a = d->row_start[x]; a < d->row_start[x + 1]; a++)
+            if (item_local[d->col[a]] >= 0) {
+                o->col[at] = item_local[d->col[a]];
+                o->val[at++] = d->val[a];
+            }
+        o->row_start[u + 1] = at;
+    }
+    int64_t *order = st == LAC_SUCCESS ? (int64_t *)lac_malloc(ctx, (size_t)(nu ? nu : 1) * sizeof *order) : NULL;
+    if (st == LAC_SUCCESS && !order) st = LAC_ERR_OUT_OF_MEMORY;
+    if (st == LAC_SUCCESS) st = lac_mf_order_by_count(ctx, len, nu, order);
+    for (int64_t r = 0; st == LAC_SUCCESS && r < nu; r++) o->row_order[r] = (int32_t)order[r];
+    free(order);
+    free(len);
+    free(item_local);
+    return st == LAC_SUCCESS ? st
+                             : lac_error(ctx, st, "out of host memory for the ratings of mf part %d", q->call.part);
+}
+
+/* The part's rows of the model's host arrays into its packed rows (in 1), or back. */
+static void exchange(lac_mf_cuda_part *q, int in)
+{
+    const lac_mf_factors *g = &q->call.factors, *f = &q->fac;
+    const size_t row = (size_t)g->stride * sizeof(float);
+    for (int64_t u = 0; u < f->num_users; u++) {
+        float *mine = f->P + u * f->stride, *model = g->P + (int64_t)q->users_of[u] * g->stride;
+        memcpy(in ? mine : model, in ? model : mine, row);
+        if (in) f->user_bias[u] = g->user_bias[q->users_of[u]];
+        else g->user_bias[q->users_of[u]] = f->user_bias[u];
+    }
+    for (int64_t j = 0; j < f->num_items; j++) {
+        float *mine = f->Q + j * f->stride, *model = g->Q + (int64_t)q->items_of[j] * g->stride;
+        memcpy(in ? mine : model, in ? model : mine, row);
+        if (in) f->item_bias[j] = g->item_bias[q->items_of[j]];
+        else g->item_bias[q->items_of[j]] = f->item_bias[j];
+    }
+}
+
+void lac_mf_cuda_part_end(lac_ctx_t ctx, lac_mf_cuda_part *q)
+{
+    if (!q) return;
+    lac_mf_cuda_one_end(ctx, q->one);
+    free(q->sub.row_start);
+    free(q->sub.row_order);
+    free(q->sub.col);
+    free(q->sub.val);
+    free(q->users_of);
+    free(q->items_of);
+    cudaFreeHost(q->fac.P);
+    cudaFreeHost(q->fac.Q);
+    cudaFreeHost(q->fac.user_bias);
+    cudaFreeHost(q->fac.item_bias);
+    free(q);
+}
+
+lac_status lac_mf_cuda_part_begin(lac_ctx_t ctx, const lac_mf_call *call, lac_mf_cuda_part **out)
+{
+    *out = NULL;
+    if (call->factors.nbr_k || call->implicit)
+        return lac_error(ctx, LAC_ERR_UNSUPPORTED, "mf over MPI ranks on the GPU trains the plain model on ratings; "
+                                                   "train %s over ranks with --device cpu",
+                         call->implicit ? "implicit feedback" : "the neighbourhood model");
+    lac_mf_cuda_part *q = (lac_mf_cuda_part *)calloc(1, sizeof *q);
+    if (!q) return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "out of host memory for an mf part");
+    q->call = *call;
+    lac_status st = make_sub(ctx, q);
+    lac_mf_factors *f = &q->fac;
+    *f = call->factors;
+    f->num_users = q->sub.num_users;
+    f->num_items = q->sub.num_items;
+    f->P = f->Q = f->user_bias = f->item_bias = NULL;
+    /* pinned: the rows cross PCIe every epoch call */
+    const size_t pu = (size_t)(f->num_users * f->stride + 1), qi = (size_t)(f->num_items * f->stride + 1);
+    if (st == LAC_SUCCESS && (cudaMallocHost((void **)&f->P, pu * sizeof(float)) != cudaSuccess ||
+                              cudaMallocHost((void **)&f->Q, qi * sizeof(float)) != cudaSuccess ||
+                              cudaMallocHost((void **)&f->user_bias, (size_t)(f->num_users + 1) * sizeof(float)) !=
+                                  cudaSuccess ||
+                              cudaMallocHost((void **)&f->item_bias, (size_t)(f->num_items + 1) * sizeof(float)) !=
+                                  cudaSuccess))
+        st = lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "out of pinned host memory for the rows of mf part %d", call->part);
+    if (st == LAC_SUCCESS) {
+        exchange(q, 1);
+        lac_mf_call c = *call;
+        c.data = &q->sub;
+        c.valid = NULL;   /* the rotation validates over the ranks */
+        c.factors = *f;
+        c.item_part = NULL;
+        c.rounds = 0;
+        st = lac_mf_cuda_one_begin(ctx, &c, &q->one);
+    }
+    if (st != LAC_SUCCESS) {
+        lac_mf_cuda_part_end(ctx, q);
+        return st;
+    }
+    *out = q;
+    return LAC_SUCCESS;
+}
+
+lac_status lac_mf_cuda_part_epoch(lac_ctx_t ctx, lac_mf_cuda_part *q, float lr, int epoch, double *train_sse)
+{
+    *train_sse = 0.0;
+    exchange(q, 1);
+    LAC_CHECK(lac_mf_cuda_one_put(ctx, q->one, 0, &q->fac));
+    LAC_CHECK(lac_mf_cuda_one_launch(ctx, q->one, lr, epoch));
+    LAC_CHECK(lac_mf_cuda_one_sse(ctx, q->one, train_sse));
+    LAC_CHECK(lac_mf_cuda_one_get(ctx, q->one, 0, &q->fac));
+    exchange(q, 0);
+    return LAC_SUCCESS;
+}
