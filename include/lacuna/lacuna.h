@@ -986,7 +986,10 @@ LAC_API lac_status lac_mf_train(lac_ctx_t ctx, const lac_mf_params *params, lac_
  * ids) for training and validation and the same parameters but epochs are
  * required, else LAC_ERR_ARGUMENT naming what differs (a missing file too).
  * On the CPU with deterministic = 1 and the same threads, a resumed training
- * gives the same bits as one without a break. */
+ * gives the same bits as one without a break. Over MPI ranks every rank
+ * calls it, rank 0 writes the file from the ranks' gathered state and every
+ * rank reads it to resume (a path all ranks see); on the same rank count the
+ * same bits, on another the training goes on from the state it holds. */
 typedef struct {
     size_t struct_size;               /* sizeof: set by lac_mf_checkpoint_params_default() */
     const char *path;         /* NULL: no checkpoints */
