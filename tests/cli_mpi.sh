@@ -105,6 +105,9 @@ check "--accumulate over 2 ranks equals one process" "compare accn.npy acc1.npy 
 out=$(mpi 3 "$tool" map --source Sclean.npy --bridge R.npy --targets 997 --json)
 check "one --json line from 3 ranks" "[ \$(grep -c '\"median_ms\"' <<<\"\$out\") -eq 1 ]"
 check "--json names the ranks" "grep -q '\"ranks\":3' <<<\"\$out\""
+out=$(LACUNA_LOG=info mpi 2 -x LACUNA_LOG "$tool" info 2>&1 >/dev/null)
+check "two ranks on one host are its ranks 0 and 1 (each takes that GPU of the host by default)" \
+    "grep -q 'rank 0 of 2 MPI ranks (0 of 2 on this host)' <<<\"\$out\" && grep -q 'rank 1 of 2 MPI ranks (1 of 2 on this host)' <<<\"\$out\""
 out=$(mpi 2 "$tool" info --json)
 check "info --json under mpirun: one line, mpi true, 2 ranks" \
     "[ \$(grep -c '\"mpi\":true' <<<\"\$out\") -eq 1 ] && grep -q '\"ranks\":2' <<<\"\$out\""

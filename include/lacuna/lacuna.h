@@ -105,7 +105,9 @@ typedef void (*lac_log_fn)(lac_log_level level, const char *message, void *user)
 typedef struct {
     size_t struct_size;               /* sizeof: set by lac_ctx_params_default() */
     lac_backend backend;
-    int num_devices;                  /* CUDA devices of the context: 0 (device 0), 1,
+    int num_devices;                  /* CUDA devices of the context: 0 (device 0; under
+                                         mpirun, the host's k-th rank takes device
+                                         k mod the host's devices), 1,
                                          or several: impute splits its SVT across them
                                          in proportion to their speed, map its calls
                                          on host arrays by rows, mf its plain model's

@@ -34,6 +34,7 @@ struct lac_ctx {
     void (*outputs_abort)(lac_ctx_t ctx); /* set by src/io with it: drops it at lac_ctx_destroy */
     struct lac_comm *comm;        /* the ranks this context works with (src/dist), or NULL: one process */
     int rank, ranks;              /* this process's rank and the number of ranks (0 and 1 without MPI) */
+    int host_rank;                /* its rank among the ranks on this host (the GPU it takes by default) */
 };
 
 /* Records "detail" as the last error of ctx (or of the thread when ctx is NULL),

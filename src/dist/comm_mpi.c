@@ -55,7 +55,17 @@ lac_status lac_comm_open(lac_ctx_t ctx)
     MPI_Comm_rank(c->comm, &ctx->rank);
     MPI_Comm_size(c->comm, &ctx->ranks);
     ctx->comm = c;
-    lac_log(ctx, LAC_LOG_INFO, "context: rank %d of %d MPI ranks", ctx->rank, ctx->ranks);
+    /* the ranks that share this host, in rank order */
+    MPI_Comm host;
+    int host_ranks = 1;
+    ctx->host_rank = 0;
+    if (MPI_Comm_split_type(c->comm, MPI_COMM_TYPE_SHARED, ctx->rank, MPI_INFO_NULL, &host) == MPI_SUCCESS) {
+        MPI_Comm_rank(host, &ctx->host_rank);
+        MPI_Comm_size(host, &host_ranks);
+        MPI_Comm_free(&host);
+    }
+    lac_log(ctx, LAC_LOG_INFO, "context: rank %d of %d MPI ranks (%d of %d on this host)", ctx->rank, ctx->ranks,
+            ctx->host_rank, host_ranks);
     return LAC_SUCCESS;
 }
 

@@ -118,6 +118,17 @@ for np in 2 3; do
     check "mf -np $np GPU ranks: the written model predicts the reported RMSE ($rp, $rn)" \
         "\"$py\" -c 'import sys; sys.exit(0 if abs($rp - $rn) <= 1e-5 * $rn else 1)'"
 done
+# checkpoints over GPU ranks: 3 epochs, then resumed to 6 (the rows are in
+# the host arrays after every turn), of the quality of 6 straight ones
+o="--no-search -k 32 --quiet --device cuda"
+mpi 2 "$tool" mf train train.txt straight.model $o --epochs 6; rc=$?
+mpi 2 "$tool" mf train train.txt half.model $o --epochs 3 --checkpoint ck.bin; rc2=$?
+mpi 2 "$tool" mf train train.txt resumed.model $o --epochs 6 --checkpoint ck.bin --resume; rc3=$?
+"$tool" mf predict straight.model valid.txt --json > straight.json
+"$tool" mf predict resumed.model valid.txt --json > resumed.json
+rs=$(key rmse straight.json); rr=$(key rmse resumed.json)
+check "mf -np 2 GPU ranks: 3 + 3 resumed epochs ($rr) within $TOL of 6 straight ones ($rs)" \
+    "[ $rc -eq 0 ] && [ $rc2 -eq 0 ] && [ $rc3 -eq 0 ] && close $rr $rs"
 mpi 2 "$tool" mf train train.txt nbr.model --model neighbourhood --no-search --epochs 2 --device cuda --quiet 2>err.txt; rc=$?
 check "the neighbourhood model over GPU ranks exits 2, says where it trains, writes nothing" \
     "[ $rc -eq 2 ] && grep -q 'with --device cpu' err.txt && [ ! -e nbr.model ]"

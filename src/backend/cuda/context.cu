@@ -112,7 +112,12 @@ lac_status lac_cuda_ctx_init(lac_ctx_t ctx)
     ctx->cuda = s;
     s->share_count = 1;
     s->shares[0] = s;
-    lac_status st = share_init(ctx, s, ctx->params.num_devices > 0 ? ctx->params.device_ids[0] : 0, count);
+    /* No device named: under mpirun each rank of a host takes the next GPU
+     * (ranks beyond the GPUs share them). */
+    const int first = ctx->params.num_devices > 0 ? ctx->params.device_ids[0] : ctx->host_rank % count;
+    if (ctx->params.num_devices == 0 && ctx->ranks > 1)
+        lac_log(ctx, LAC_LOG_INFO, "context: rank %d takes CUDA device %d of this host's %d", ctx->rank, first, count);
+    lac_status st = share_init(ctx, s, first, count);
     for (int i = 1; i < shares && st == LAC_SUCCESS; i++) {
         lac_cuda_state *share = (lac_cuda_state *)calloc(1, sizeof *share);
         if (!share) {
