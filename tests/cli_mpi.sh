@@ -29,14 +29,6 @@ np.save("Sbig.npy", Sbig); np.save("Rbig.npy", rng.integers(0, 997, big).astype(
 np.save("Wbig.npy", rng.random(big).astype(np.float32))
 PY
 
-# compare A B TOL: same shape, NaN where the other has NaN, |A - B| <= TOL * (1 + |B|)
-compare() { "$py" -c "
-import numpy as np, sys
-a, b = np.load('$1'), np.load('$2')
-ok = a.shape == b.shape and a.dtype == b.dtype and np.array_equal(np.isnan(a), np.isnan(b))
-ok = ok and bool(np.all(np.abs(np.nan_to_num(a) - np.nan_to_num(b)) <= $3 * (1 + np.abs(np.nan_to_num(b)))))
-sys.exit(0 if ok else 1)"; }
-
 # name | options | tolerance (0: exact)
 cases=(
   "sum|--source Sclean.npy --bridge R.npy --deterministic|1e-13"

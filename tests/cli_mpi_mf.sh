@@ -36,10 +36,6 @@ bi = means(t[:, 1].astype(int), t[:, 2] - mu, ni)
 bu = means(t[:, 0].astype(int), t[:, 2] - mu - bi[t[:, 1].astype(int)], nu)
 p = np.clip(mu + bu[v[:, 0].astype(int)] + bi[v[:, 1].astype(int)], t[:, 2].min(), t[:, 2].max())
 print(np.sqrt(np.mean((v[:, 2] - p) ** 2)))")
-# key FILE: a number from a --json line
-key() { "$py" -c "import json, sys; print(json.loads(open('$2').read())['$1'])"; }
-# close A B: |A - B| <= TOL * B
-close() { "$py" -c "import sys; sys.exit(0 if abs($1 - $2) <= $TOL * $2 else 1)"; }
 below() { "$py" -c "import sys; sys.exit(0 if $1 < $2 else 1)"; }
 
 for model in plain neighbourhood; do
