@@ -31,6 +31,8 @@ static const struct {
     [LAC_KNOB_MAP_CUDA_PLAN_GRID] = {"LACUNA_MAP_CUDA_PLAN_GRID", "blocks of a plan's execute (tests)"},
     [LAC_KNOB_MAP_CUDA_PART] = {"LACUNA_MAP_CUDA_PART", "1: many targets through the range-partitioned kernel (opt-in); profile: also log its phase times"},
     [LAC_KNOB_MAP_CUDA_PART_TILES] = {"LACUNA_MAP_CUDA_PART_TILES", "8192-row tiles a block partitions per chunk (many targets)"},
+    [LAC_KNOB_MAP_CUDA_FIXED] = {"LACUNA_MAP_CUDA_FIXED", "0: deterministic sums through the sorted plan, not in fixed point; shared|global: force where the fixed-point words live"},
+    [LAC_KNOB_MAP_CUDA_FIXED_GRID] = {"LACUNA_MAP_CUDA_FIXED_GRID", "blocks of the fixed-point deterministic pass (tests)"},
     [LAC_KNOB_MF_CUDA_LANES] = {"LACUNA_MF_CUDA_LANES", "lanes that share a user row (CUSGD++)"},
     [LAC_KNOB_MF_CUDA_AHEAD] = {"LACUNA_MF_CUDA_AHEAD", "item rows loaded ahead (CUSGD++)"},
     [LAC_KNOB_MF_CUDA_GROUPS] = {"LACUNA_MF_CUDA_GROUPS", "user groups in flight (CUSGD++)"},

@@ -31,6 +31,8 @@ typedef enum {
     LAC_KNOB_MAP_CUDA_PLAN_GRID, /* blocks of a plan's execute (tests) */
     LAC_KNOB_MAP_CUDA_PART,      /* 1: the range-partitioned many-target kernel (opt-in) */
     LAC_KNOB_MAP_CUDA_PART_TILES,/* tiles a block partitions per chunk */
+    LAC_KNOB_MAP_CUDA_FIXED,     /* 0: deterministic sums sorted, not in fixed point; shared|global: where its words live */
+    LAC_KNOB_MAP_CUDA_FIXED_GRID,/* blocks of the fixed-point pass (tests) */
     LAC_KNOB_MF_CUDA_LANES,      /* lanes a user group */
     LAC_KNOB_MF_CUDA_AHEAD,      /* v_j rows loaded ahead */
     LAC_KNOB_MF_CUDA_GROUPS,     /* groups in flight */

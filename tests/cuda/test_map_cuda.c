@@ -956,6 +956,21 @@ int main(void)
     RUN(many_targets_partitioned_by_range);
     RUN(stream_ordered_calls_defer_faults_and_replay_in_graphs);
     RUN(plans_without_determinism_match_the_reference);
+    /* Deterministic calls and plans where the exact fixed point is off (or
+     * declines a range too wide for its words): the plans' own fixed-order
+     * executes, chunk-local and sorted (test_map_fixed_cuda.c tests the fixed point). */
+    cp.backend = LAC_BACKEND_CUDA;
+    cp.knobs = "MAP_CUDA_FIXED=0";
+    lac_ctx_t fixed_point = gpu;
+    if (lac_ctx_create(&cp, &gpu) == LAC_SUCCESS) {
+        RUN(deterministic_is_bit_identical_and_equals_the_plan);
+        RUN(few_target_plans_are_bit_identical_across_runs_and_grids);
+        RUN(one_few_target_plan_serves_unweighted_weighted_and_float64_calls);
+        lac_ctx_destroy(&gpu);
+    } else {
+        HARNESS_FAIL("no context with MAP_CUDA_FIXED=0 (%s)", lac_last_error(NULL));
+    }
+    gpu = fixed_point;
     lac_ctx_destroy(&gpu);
     lac_ctx_destroy(&cpu);
     return harness_finish();

@@ -10,6 +10,7 @@
  *   map_part.cu            many-target SUM/COUNT: rows partitioned by target range in L2
  *   map_plan.cu            plan build (radix sort) and the segmented execute
  *   map_plan_local.cu      few-target plans: chunk-local sort, privatised execute
+ *   map_fixed.cu           deterministic SUM/COUNT/MEAN in exact fixed point (no sort)
  *   map_stream.cu          host arrays streamed through the device in chunks
  *   map_multi.cu           host arrays split across the context's devices
  *   map_async.cu           stream-ordered calls: deferred fault reports */
@@ -317,6 +318,13 @@ void lac_map_cuda_plan_release(lac_map_plan_t plan);
 /* Deterministic one-shot map (any memory): a temporary plan, then the
  * segmented fixed-order reduction. */
 lac_status lac_map_cuda_deterministic(lac_ctx_t ctx, const lac_map_call *call);
+/* Deterministic SUM/COUNT/MEAN of device arrays in exact fixed-point words
+ * (map_fixed.cu): *taken = 0 (T untouched) for calls it does not serve, or
+ * when the values span more bits than its words hold; the caller then takes
+ * the sorted path. A checked call's bridge may be a plan's (bridge_checked). */
+lac_status lac_map_fixed_try(lac_ctx_t ctx, const lac_map_call *call, int *taken);
+/* Whether lac_map_fixed_try would try the call (op, memory, size, knob). */
+int lac_map_fixed_serves(lac_ctx_t ctx, const lac_map_call *call);
 /* Checks a device bridge: fault = smallest row outside [0, n). */
 lac_status lac_map_check_bridge_launch(lac_ctx_t ctx, const void *bridge, lac_dtype index_dtype, int64_t m, int64_t n,
                                    unsigned long long *fault);

@@ -2,7 +2,8 @@
  * (cub radix sort, stable, so each target's sources stay in ascending row
  * order), then every execute is a contention-free, fixed-order segmented
  * reduction in float64, rounded once into T. Also serves deterministic one-shot
- * calls through a temporary plan.
+ * calls through a temporary plan where the exact fixed-point path
+ * (map_fixed.cu, tried first) declines.
  *
  * Long segments (a skewed bridge's hot targets) would serialise on one group
  * of threads, so each target's run of sorted positions is cut into pieces of at
@@ -32,7 +33,7 @@ typedef struct {
     int64_t pieces;
     int64_t m, n;
     int device;
-    int32_t *narrow;          /* the checked bridge as int32 (m), for non-deterministic executes */
+    int32_t *narrow;          /* the checked bridge as int32 (m): one-shot and fixed-point executes */
 } cuda_plan;
 
 /* ------------------------------------------------------------------------ */
@@ -565,13 +566,22 @@ static lac_status deterministic_device(lac_ctx_t ctx, const lac_map_call *call)
     return st;
 }
 
+/* Deterministic device call: exact fixed point where the values' range
+ * allows (map_fixed.cu), else the temporary sorted plan. */
+static lac_status deterministic_any(lac_ctx_t ctx, const lac_map_call *call)
+{
+    int taken = 0;
+    LAC_CHECK(lac_map_fixed_try(ctx, call, &taken));
+    return taken ? LAC_SUCCESS : deterministic_device(ctx, call);
+}
+
 extern "C" lac_status lac_map_cuda_deterministic(lac_ctx_t ctx, const lac_map_call *call)
 {
-    if (call->memory == LAC_MEM_DEVICE) return deterministic_device(ctx, call);
+    if (call->memory == LAC_MEM_DEVICE) return deterministic_any(ctx, call);
     device_copies d;
     lac_map_call dcall;
     LAC_CHECK(copies_make(ctx, call, &d, &dcall));
-    lac_status st = deterministic_device(ctx, &dcall);
+    lac_status st = deterministic_any(ctx, &dcall);
     if (st >= 0) st = copies_return(ctx, call, &d);
     copies_free(&d);
     return st;
@@ -623,6 +633,24 @@ done:
     return s;
 }
 
+/* A plan's deterministic execute of device arrays: the deterministic
+ * one-shot call's path over the plan's checked int32 bridge (exact fixed
+ * point, no range check), else the plan's own fixed-order reduction; both
+ * give the deterministic one-shot call's bits. */
+static lac_status execute_deterministic(lac_ctx_t ctx, const cuda_plan *p, const lac_map_call *call)
+{
+    if (p->narrow) {
+        lac_map_call c = *call;
+        c.bridge = p->narrow;
+        c.index_dtype = LAC_INT32;
+        c.bridge_checked = 1;
+        int taken = 0;
+        LAC_CHECK(lac_map_fixed_try(ctx, &c, &taken));
+        if (taken) return LAC_SUCCESS;
+    }
+    return execute_device(ctx, p, call);
+}
+
 lac_status lac_map_cuda_plan_execute(lac_ctx_t ctx, lac_map_plan_t plan, const lac_map_call *call)
 {
     LAC_CHECK(lac_cuda_use_device(ctx));
@@ -646,14 +674,11 @@ lac_status lac_map_cuda_plan_execute(lac_ctx_t ctx, lac_map_plan_t plan, const l
         copies_free(&d);
         return st;
     }
-    if (call->memory == LAC_MEM_DEVICE) {
-        LAC_CHECK(execute_device(ctx, p, call));
-        return LAC_SUCCESS;
-    }
+    if (call->memory == LAC_MEM_DEVICE) return execute_deterministic(ctx, p, call);
     device_copies d;
     lac_map_call dcall;
     LAC_CHECK(copies_make(ctx, call, &d, &dcall));
-    lac_status st = execute_device(ctx, p, &dcall);
+    lac_status st = execute_deterministic(ctx, p, &dcall);
     if (st >= 0) st = copies_return(ctx, call, &d);
     copies_free(&d);
     return st;

@@ -1,0 +1,819 @@
+/* Deterministic SUM, COUNT and MEAN on the CUDA backend without a sort:
+ * every w_i * S_i is added as an exact fixed-point integer, split into up to
+ * three 64-bit words, with integer atomics (shared memory for few targets,
+ * L2 beyond). Integer addition is associative, so the words, and hence T,
+ * are the same whatever the grid, the timing or the order of the atomics;
+ * and the sum is exact, so T is the exact sum rounded once (SUM) or two
+ * exact sums divided in float64 (MEAN).
+ *
+ * The scale of a call comes from a pass over S (and w): the largest exponent
+ * of a finite nonzero w_i * S_i and the lowest set bit of any of them. With
+ * B = 62 - bits(m) bits a word (so that m additions cannot overflow one),
+ * K = ceil(span / B) words cover every bit exactly; the words are aligned to
+ * the top, so a value near the largest touches the top word only. When
+ * K > 3 (a range of more than 3B bits, e.g. 1e-30 beside 1e+10) the call
+ * declines and the caller takes the sorted float64 path: never less accurate
+ * than that path, never an inexact fixed point. NaN and infinities are kept
+ * apart as flags per target and give what float arithmetic gives (NaN, or
+ * the infinity; +inf and -inf together NaN). See docs/map-cuda.md. */
+#include "backend/cuda/map/map_cuda.cuh"
+#include "backend/cuda/map/map_device.cuh"
+
+#include <string.h>
+
+#define FIXED_WORDS 3          /* most words a value is split into */
+#define FIXED_EXP_BIAS 2048    /* exponents stored biased, 0 = no value seen */
+#define FIXED_DECLINED (MAP_NO_FAULT - 1)   /* report word: the range needs more words */
+
+/* Per-call header in the workspace: fault flag and the range of the values. */
+typedef struct {
+    unsigned long long fault;
+    int x_top, x_low;          /* w*S (or w, or S): max top exponent + BIAS, BIAS - min lowest bit */
+    int w_top, w_low;          /* w alone (weighted MEAN's denominator) */
+} fixed_header;
+
+/* The word layout of one accumulator, from the range its values span. */
+typedef struct {
+    int ok;                    /* 0: K would exceed FIXED_WORDS, or the scale is out of range */
+    int K, bits;
+    int shift;                 /* value * 2^shift is an integer < 2^(K bits) */
+} fixed_scale;
+
+/* Bits a word holds: m additions of |c| < 2^bits stay below 2^62. */
+static __host__ __device__ int fixed_bits(int64_t m)
+{
+    int h = 0;
+    while (h < 62 && ((int64_t)1 << h) <= m) h++;
+    int bits = 62 - h;
+    return bits < 1 ? 1 : bits;
+}
+
+static __host__ __device__ fixed_scale fixed_scale_of(int top_enc, int low_enc, int64_t m)
+{
+    fixed_scale s;
+    s.bits = fixed_bits(m);
+    if (top_enc == 0) {   /* no finite nonzero value: any words stay 0 */
+        s.ok = 1, s.K = 1, s.shift = 0;
+        return s;
+    }
+    const int top = top_enc - FIXED_EXP_BIAS, low = FIXED_EXP_BIAS - low_enc;
+    const int span = top - low + 1;
+    s.K = (span + s.bits - 1) / s.bits;
+    if (s.K < 1) s.K = 1;
+    s.shift = s.K * s.bits - 1 - top;
+    s.ok = s.K <= FIXED_WORDS && s.shift >= -1100 && s.shift <= 1100;
+    return s;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The range pass                                                           */
+/* ------------------------------------------------------------------------ */
+/* Top exponent and lowest set bit of a finite nonzero double. */
+__device__ __forceinline__ void exponent_range(double x, int &top, int &low)
+{
+    unsigned long long u = (unsigned long long)__double_as_longlong(x) & 0x7FFFFFFFFFFFFFFFull;
+    int e = (int)(u >> 52);
+    unsigned long long mant = u & 0xFFFFFFFFFFFFFull;
+    if (e == 0) {
+        top = -1074 + 63 - __clzll((long long)mant);
+        low = -1074 + __ffsll((long long)mant) - 1;
+    } else {
+        mant |= 1ull << 52;
+        top = e - 1023;
+        low = e - 1075 + __ffsll((long long)mant) - 1;
+    }
+}
+
+struct range_acc {
+    int top, low;   /* INT_MIN / INT_MAX when nothing seen */
+    __device__ range_acc() : top(-0x7FFFFFFF), low(0x7FFFFFFF) {}
+    __device__ void see(double x)
+    {
+        if (x == 0.0 || !isfinite(x)) return;
+        int t, l;
+        exponent_range(x, t, l);
+        top = max(top, t);
+        low = min(low, l);
+    }
+    /* One atomic per warp. */
+    __device__ void publish(int *top_enc, int *low_enc)
+    {
+        int t = __reduce_max_sync(0xFFFFFFFFu, top), l = __reduce_min_sync(0xFFFFFFFFu, low);
+        if ((threadIdx.x & 31) == 0 && t > -0x7FFFFFFF) {
+            atomicMax(top_enc, t + FIXED_EXP_BIAS);
+            atomicMax(low_enc, FIXED_EXP_BIAS - l);
+        }
+    }
+};
+
+typedef enum { RANGE_S = 0, RANGE_WS = 1, RANGE_W = 2 } range_mode;
+
+/* The values a call adds: S (RANGE_S, any column layout, read flat and 16
+ * bytes at a time when aligned), w * S, or w; and w alone for weighted MEAN. */
+template <class V>
+__global__ void __launch_bounds__(256) map_fixed_range_kernel(const V *S, const V *W, int64_t m, int64_t b, int mode,
+                                                              int mean_weighted, fixed_header *h)
+{
+    range_acc x, w;
+    const int64_t tid = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, stride = (int64_t)gridDim.x * blockDim.x;
+    if (mode == RANGE_S) {
+        const int64_t count = m * b;
+        const bool vec = ((uintptr_t)S & 15u) == 0;
+        const int64_t quads = vec ? count / 4 : 0;
+        for (int64_t q = tid; q < quads; q += stride) {
+            V v[4];
+            load4(S + 4 * q, v);
+            x.see((double)v[0]), x.see((double)v[1]), x.see((double)v[2]), x.see((double)v[3]);
+        }
+        for (int64_t i = 4 * quads + tid; i < count; i += stride) x.see((double)S[i]);
+    } else {
+        for (int64_t e = tid; e < m * b; e += stride) {
+            const int64_t i = e / b;
+            const double wi = (double)W[i];
+            x.see(mode == RANGE_W ? wi : __dmul_rn(wi, (double)S[e]));
+            if (mean_weighted && e - i * b == 0) w.see(wi);
+        }
+    }
+    x.publish(&h->x_top, &h->x_low);
+    if (mean_weighted) w.publish(&h->w_top, &h->w_low);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The accumulation pass                                                    */
+/* ------------------------------------------------------------------------ */
+typedef struct {
+    const void *source, *bridge, *weights;
+    int64_t m, n, b, slots;
+    lac_map_op op;
+    lac_nan_policy nan_policy;
+    int checked;              /* bridge known to be in [0, n) */
+    int unit;                 /* unweighted COUNT: every value is 1 */
+    int read_source;
+    int mean_weighted;        /* a second accumulator for the weights */
+    int count;                /* an integer count per target (hits, or MEAN's denominator) */
+    fixed_header *h;
+    unsigned long long *xw;   /* FIXED_WORDS x slots: the value's words (word-major) */
+    unsigned long long *ww;   /* FIXED_WORDS x slots: the weight's words */
+    unsigned long long *hits; /* slots */
+    unsigned int *flags;      /* slots: NaN / +inf / -inf seen (bits 0-2 value, 3-5 weight) */
+    unsigned long long *partials; /* shared path: fields x blocks x slots */
+    int vec;                  /* one column, 16-byte aligned S, R (and w): 4 rows a load */
+    int hot;                  /* one column, at least HOT_SAMPLE rows, a hot area in shared memory */
+} fixed_args;
+
+/* Adds x to the words of one target: the top word at `top` (shared or L2),
+ * the lower ones in L2 (words[k * slots + slot]); non-finite x sets a flag.
+ * |x| 2^shift = mant 2^sh is an integer below 2^(K bits) (the range pass saw
+ * x): word k holds its bits [k bits, (k+1) bits), the top word the rest, all
+ * with x's sign. Integer shifts only; a zero word is not added. */
+__device__ __forceinline__ void fixed_add(double x, const fixed_scale &sc, unsigned long long *top,
+                                          unsigned long long *words, int64_t slots, int64_t slot, unsigned int *flags,
+                                          int flag_shift)
+{
+    if (x == 0.0) return;
+    const unsigned long long u = (unsigned long long)__double_as_longlong(x);
+    int e = (int)((u >> 52) & 0x7FF);
+    if (e == 0x7FF) {
+        unsigned int bit = (u & 0xFFFFFFFFFFFFFull) ? 1u : (u >> 63) ? 4u : 2u;
+        atomicOr(flags + slot, bit << flag_shift);
+        return;
+    }
+    unsigned long long mant = u & 0xFFFFFFFFFFFFFull;
+    if (e) mant |= 1ull << 52;
+    else e = 1;
+    const bool neg = (u >> 63) != 0;
+    const int sh = e - 1075 + sc.shift;
+    const unsigned long long mask = (1ull << sc.bits) - 1;
+#pragma unroll
+    for (int k = 0; k < FIXED_WORDS; k++) {
+        if (k >= sc.K) break;
+        const int s = sh - k * sc.bits;
+        unsigned long long w = s >= 0 ? (s < 64 ? mant << s : 0ull) : (s > -64 ? mant >> -s : 0ull);
+        if (k + 1 < sc.K) w &= mask;
+        if (w) atomicAdd(k + 1 == sc.K ? top : words + (int64_t)k * slots + slot, neg ? 0ull - w : w);
+    }
+}
+
+/* Hot targets of a skewed bridge, found in a sample of each block's rows
+ * (one column only). Their atomics would serialise on one address: on the
+ * shared path the lanes of a warp meet there, on the L2 path every update
+ * of one address waits for the last (~2 ns each). Shared path: up to
+ * HOT_THREAD targets with a share of 1/16 or more, in thread-private
+ * columns. L2 path: up to HOT_WARP targets with a share of 1/512 or more,
+ * in per-warp shared copies found through the sample's hash table. Integer
+ * sums: where a value is added does not change T. */
+#define HOT_THREAD 4
+#define HOT_WARP 128
+#define HOT_SAMPLE 2048
+#define HOT_TABLE 4096
+#define HOT_EMPTY (-1)
+
+typedef struct {
+    int *key;                 /* HOT_TABLE sampled targets (HOT_EMPTY) */
+    int *val;                 /* HOT_TABLE: sample counts, then the hot index or -1 */
+    int *slot;                /* hot index -> target */
+    int *count;               /* number of hot targets */
+    unsigned long long *x, *w;  /* hot top words: [h][thread] (shared path) or [warp][h] (L2 path) */
+    unsigned int *hits;
+} hot_area;
+
+__device__ __forceinline__ unsigned int hot_hash(int r) { return ((unsigned int)r * 2654435761u) >> (32 - 12); }
+
+/* Bytes of the hot area for a block of `block` threads (0: no hot targets). */
+static __host__ __device__ size_t hot_bytes(bool shared_path, int block, int count, int mean_weighted)
+{
+    const size_t per = 8 + (count ? 4 : 0) + (mean_weighted ? 8 : 0);
+    const size_t cols = shared_path ? (size_t)HOT_THREAD * block * per : (size_t)(block / 32) * HOT_WARP * per;
+    const size_t table = (size_t)HOT_TABLE * 8;
+    /* The shared path's columns take the table's place once the sample is counted. */
+    return (size_t)HOT_WARP * 4 + 16 + (shared_path ? (table > cols ? table : cols) : table + cols);
+}
+
+/* Where one element's top words and count go: a hot target's private copy,
+ * else the block's shared copy (SHARED) or L2. */
+template <bool SHARED>
+__device__ __forceinline__ void fixed_element(const fixed_args &a, const fixed_scale &xs, const fixed_scale &ws,
+                                              unsigned long long *s_x, unsigned long long *s_w, unsigned int *s_hits,
+                                              const hot_area &hot, int nhot, int64_t i, int64_t c, int64_t r, double s,
+                                              double w)
+{
+    if (isnan(s) || isnan(w)) {
+        if (a.nan_policy == LAC_NAN_SKIP) return;
+        if (a.nan_policy == LAC_NAN_ERROR) {
+            flag_fault(&a.h->fault, (unsigned long long)i);
+            return;
+        }
+    }
+    const int64_t slot = r * a.b + c;
+    int h = -1;
+    if (nhot) {
+        if (SHARED) {
+            for (int k = 0; k < HOT_THREAD && k < nhot; k++)
+                if (hot.slot[k] == (int)slot) h = k;
+        } else {
+            for (unsigned int t = hot_hash((int)slot);; t = (t + 1) & (HOT_TABLE - 1)) {
+                const int key = hot.key[t];
+                if (key == (int)slot) {
+                    h = hot.val[t];
+                    break;
+                }
+                if (key == HOT_EMPTY) break;
+            }
+        }
+    }
+    /* Index of this thread's (or warp's) copy of hot target h. */
+    const int64_t hi = h < 0 ? 0 : SHARED ? (int64_t)h * blockDim.x + threadIdx.x : (int64_t)(threadIdx.x >> 5) * HOT_WARP + h;
+    const double x = a.unit ? 1.0 : a.op == LAC_MAP_COUNT ? w : __dmul_rn(w, s);
+    unsigned long long *xtop = h >= 0 ? hot.x + hi : SHARED ? s_x + slot : a.xw + (int64_t)(xs.K - 1) * a.slots + slot;
+    fixed_add(x, xs, xtop, a.xw, a.slots, slot, a.flags, 0);
+    if (a.mean_weighted) {
+        unsigned long long *wtop = h >= 0 ? hot.w + hi : SHARED ? s_w + slot : a.ww + (int64_t)(ws.K - 1) * a.slots + slot;
+        fixed_add(w, ws, wtop, a.ww, a.slots, slot, a.flags, 3);
+    }
+    if (a.count) {
+        if (h >= 0) atomicAdd(hot.hits + hi, 1u);
+        else if (SHARED) atomicAdd(s_hits + slot, 1u);
+        else atomicAdd(a.hits + slot, 1ull);
+    }
+}
+
+template <class V, bool SHARED>
+__device__ __forceinline__ void fixed_row(const fixed_args &a, const fixed_scale &xs, const fixed_scale &ws,
+                                          unsigned long long *s_x, unsigned long long *s_w, unsigned int *s_hits,
+                                          const hot_area &hot, int nhot, int64_t i, int64_t r, double w)
+{
+    if (!a.checked && (r < 0 || r >= a.n)) {
+        flag_fault(&a.h->fault, (unsigned long long)i);
+        return;
+    }
+    const V *S = (const V *)a.source;
+    for (int64_t c = 0; c < a.b; c++) {
+        double s = a.read_source ? (double)S[i * a.b + c] : 0.0;
+        fixed_element<SHARED>(a, xs, ws, s_x, s_w, s_hits, hot, nhot, i, c, r, s, w);
+    }
+}
+
+/* The hot targets of this block: a sample of HOT_SAMPLE bridge entries from
+ * the block's first rows counted in a hash table. Returns their number. */
+template <class I, bool SHARED> __device__ int hot_find(const fixed_args &a, const hot_area &hot)
+{
+    for (int t = threadIdx.x; t < HOT_TABLE; t += blockDim.x) hot.key[t] = HOT_EMPTY, hot.val[t] = 0;
+    if (threadIdx.x == 0) *hot.count = 0;
+    __syncthreads();
+    const I *R = (const I *)a.bridge;
+    const int64_t first = ((int64_t)4 * blockIdx.x * blockDim.x) % a.m;
+    for (int t = threadIdx.x; t < HOT_SAMPLE; t += blockDim.x) {
+        const int64_t r = (int64_t)R[(first + t) % a.m];
+        if (r < 0 || r >= a.n) continue;
+        for (unsigned int k = hot_hash((int)r);; k = (k + 1) & (HOT_TABLE - 1)) {
+            const int prev = atomicCAS(hot.key + k, HOT_EMPTY, (int)r);
+            if (prev == HOT_EMPTY || prev == (int)r) {
+                atomicAdd(hot.val + k, 1);
+                break;
+            }
+        }
+    }
+    __syncthreads();
+    const int least = SHARED ? HOT_SAMPLE / 16 : HOT_SAMPLE / 512, most = SHARED ? HOT_THREAD : HOT_WARP;
+    for (int t = threadIdx.x; t < HOT_TABLE; t += blockDim.x) {
+        int idx = -1;
+        if (hot.key[t] != HOT_EMPTY && hot.val[t] >= least) {
+            idx = atomicAdd(hot.count, 1);
+            if (idx < most) hot.slot[idx] = hot.key[t];
+            else idx = -1;
+        }
+        hot.val[t] = idx;
+    }
+    __syncthreads();
+    const int nhot = min(*hot.count, most);
+    /* The thread columns share their memory with the table: zero them now. */
+    const int64_t words = SHARED ? (int64_t)nhot * blockDim.x : (int64_t)(blockDim.x / 32) * HOT_WARP;
+    if (nhot) {
+        if (SHARED) __syncthreads();   /* every thread has read the table */
+        for (int64_t k = threadIdx.x; k < words; k += blockDim.x) {
+            hot.x[k] = 0;
+            if (a.mean_weighted) hot.w[k] = 0;
+            if (a.count) hot.hits[k] = 0;
+        }
+    }
+    __syncthreads();
+    return nhot;
+}
+
+/* The hot copies folded into the block's shared copy (SHARED) or L2, once. */
+template <bool SHARED>
+__device__ void hot_fold(const fixed_args &a, const fixed_scale &xs, const fixed_scale &ws, unsigned long long *s_x,
+                         unsigned long long *s_w, unsigned int *s_hits, const hot_area &hot, int nhot)
+{
+    if (SHARED) {
+        /* Warp h sums hot target h's thread column. */
+        const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+        if (warp < nhot) {
+            unsigned long long x = 0, w = 0;
+            unsigned int c = 0;
+            for (int t = lane; t < (int)blockDim.x; t += 32) {
+                x += hot.x[(int64_t)warp * blockDim.x + t];
+                if (a.mean_weighted) w += hot.w[(int64_t)warp * blockDim.x + t];
+                if (a.count) c += hot.hits[(int64_t)warp * blockDim.x + t];
+            }
+            for (int off = 16; off > 0; off >>= 1) {
+                x += __shfl_xor_sync(0xFFFFFFFFu, x, off);
+                w += __shfl_xor_sync(0xFFFFFFFFu, w, off);
+                c += __shfl_xor_sync(0xFFFFFFFFu, c, off);
+            }
+            if (lane == 0) {
+                const int slot = hot.slot[warp];
+                atomicAdd(s_x + slot, x);
+                if (a.mean_weighted) atomicAdd(s_w + slot, w);
+                if (a.count) atomicAdd(s_hits + slot, c);
+            }
+        }
+    } else {
+        for (int h = threadIdx.x; h < nhot; h += blockDim.x) {
+            unsigned long long x = 0, w = 0, c = 0;
+            for (int k = 0; k < (int)blockDim.x / 32; k++) {
+                x += hot.x[(int64_t)k * HOT_WARP + h];
+                if (a.mean_weighted) w += hot.w[(int64_t)k * HOT_WARP + h];
+                if (a.count) c += hot.hits[(int64_t)k * HOT_WARP + h];
+            }
+            const int64_t slot = hot.slot[h];
+            if (x) atomicAdd(a.xw + (int64_t)(xs.K - 1) * a.slots + slot, x);
+            if (w) atomicAdd(a.ww + (int64_t)(ws.K - 1) * a.slots + slot, w);
+            if (c) atomicAdd(a.hits + slot, c);
+        }
+    }
+}
+
+/* SHARED: the top words (and counts) of every target in the block's shared
+ * memory, written as the block's partials row at the end; else all in L2.
+ * Hot targets (a.hot, one column) first go to copies of their own. */
+template <class V, class I, bool SHARED> __global__ void __launch_bounds__(SHARED ? 1024 : 256, SHARED ? 1 : 4) map_fixed_kernel(fixed_args a)
+{
+    extern __shared__ unsigned long long fixed_smem[];
+    const fixed_header *h = a.h;
+    const fixed_scale xs = a.unit ? fixed_scale_of(FIXED_EXP_BIAS, FIXED_EXP_BIAS, a.m)
+                                  : fixed_scale_of(h->x_top, h->x_low, a.m);
+    const fixed_scale ws = fixed_scale_of(h->w_top, h->w_low, a.m);
+    if (!xs.ok || (a.mean_weighted && !ws.ok)) return;   /* declined: the caller takes the sorted path */
+
+    unsigned long long *s_x = NULL, *s_w = NULL;
+    unsigned int *s_hits = NULL;
+    int64_t used = 0;   /* 8-byte words of shared memory taken */
+    if (SHARED) {
+        s_x = fixed_smem;
+        s_w = s_x + (a.mean_weighted ? a.slots : 0);
+        s_hits = (unsigned int *)(s_w + a.slots);
+        used = a.slots * (1 + a.mean_weighted) + (a.count ? (a.slots + 1) / 2 : 0);
+        for (int64_t k = threadIdx.x; k < used; k += blockDim.x) fixed_smem[k] = 0;
+    }
+    hot_area hot;
+    memset(&hot, 0, sizeof hot);
+    int nhot = 0;
+    if (a.hot) {
+        /* [slot HOT_WARP][count 4][table: key, val] then the copies (over the table). */
+        int *base = (int *)(fixed_smem + used);
+        hot.slot = base;
+        hot.count = base + HOT_WARP;
+        hot.key = base + HOT_WARP + 4;
+        hot.val = hot.key + HOT_TABLE;
+        const int64_t per = SHARED ? (int64_t)HOT_THREAD * blockDim.x : (int64_t)(blockDim.x / 32) * HOT_WARP;
+        hot.x = (unsigned long long *)(hot.key);
+        hot.w = hot.x + per;
+        hot.hits = (unsigned int *)(hot.w + (a.mean_weighted ? per : 0));
+        if (!SHARED) {   /* the L2 path keeps the table for its lookups: copies after it */
+            hot.x = (unsigned long long *)(hot.val + HOT_TABLE);
+            hot.w = hot.x + per;
+            hot.hits = (unsigned int *)(hot.w + (a.mean_weighted ? per : 0));
+        }
+        nhot = hot_find<I, SHARED>(a, hot);
+    } else if (SHARED) {
+        __syncthreads();
+    }
+
+    const I *R = (const I *)a.bridge;
+    const V *W = (const V *)a.weights;
+    const int64_t tid = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, stride = (int64_t)gridDim.x * blockDim.x;
+    if (a.vec) {
+        const V *S = (const V *)a.source;
+        const int64_t quads = a.m / 4;
+        /* The next step's loads are issued before this step's atomics. */
+        I nr[4] = {0, 0, 0, 0};
+        V ns[4] = {0, 0, 0, 0}, nw[4] = {1, 1, 1, 1};
+        if (tid < quads) {
+            load4(R + 4 * tid, nr);
+            if (a.read_source) load4(S + 4 * tid, ns);
+            if (W) load4(W + 4 * tid, nw);
+        }
+        for (int64_t q = tid; q < quads; q += stride) {
+            I r[4];
+            V s[4], w[4];
+#pragma unroll
+            for (int j = 0; j < 4; j++) r[j] = nr[j], s[j] = ns[j], w[j] = nw[j];
+            if (q + stride < quads) {
+                load4(R + 4 * (q + stride), nr);
+                if (a.read_source) load4(S + 4 * (q + stride), ns);
+                if (W) load4(W + 4 * (q + stride), nw);
+            }
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                const int64_t i = 4 * q + j, rj = (int64_t)r[j];
+                if (!a.checked && (rj < 0 || rj >= a.n)) {
+                    flag_fault(&a.h->fault, (unsigned long long)i);
+                    continue;
+                }
+                fixed_element<SHARED>(a, xs, ws, s_x, s_w, s_hits, hot, nhot, i, 0, rj, (double)s[j], (double)w[j]);
+            }
+        }
+        for (int64_t i = 4 * quads + tid; i < a.m; i += stride)
+            fixed_row<V, SHARED>(a, xs, ws, s_x, s_w, s_hits, hot, nhot, i, (int64_t)R[i], W ? (double)W[i] : 1.0);
+    } else {
+        for (int64_t i = tid; i < a.m; i += stride)
+            fixed_row<V, SHARED>(a, xs, ws, s_x, s_w, s_hits, hot, nhot, i, (int64_t)R[i], W ? (double)W[i] : 1.0);
+    }
+    if (nhot) {
+        __syncthreads();
+        hot_fold<SHARED>(a, xs, ws, s_x, s_w, s_hits, hot, nhot);
+    }
+    if (SHARED) {
+        __syncthreads();
+        const int64_t G = gridDim.x, blk = blockIdx.x;
+        for (int64_t k = threadIdx.x; k < a.slots; k += blockDim.x) {
+            a.partials[blk * a.slots + k] = s_x[k];
+            if (a.mean_weighted) a.partials[(G + blk) * a.slots + k] = s_w[k];
+            if (a.count) a.partials[(2 * G + blk) * a.slots + k] = s_hits[k];
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Finalise                                                                 */
+/* ------------------------------------------------------------------------ */
+/* Adds v << at into the 192-bit magnitude u. */
+__device__ __forceinline__ void add_at(unsigned long long u[3], unsigned long long v, int at)
+{
+    const int limb = at >> 6, off = at & 63;
+    unsigned long long lo = v << off, hi = off ? v >> (64 - off) : 0ull;
+    unsigned long long carry = 0;
+    for (int k = limb; k < 3; k++) {
+        unsigned long long add = k == limb ? lo : k == limb + 1 ? hi : 0ull;
+        unsigned long long s = u[k] + add;
+        unsigned long long c1 = s < add;
+        unsigned long long s2 = s + carry;
+        carry = c1 + (s2 < s);
+        u[k] = s2;
+    }
+}
+
+/* The words' exact value times 2^-shift, rounded once to V (round to nearest
+ * even; a result in V's subnormal range may be rounded twice). */
+template <class V> __device__ V fixed_value(long long w[FIXED_WORDS], const fixed_scale &sc)
+{
+    const int K = sc.K, B = sc.bits;
+    /* Carries up: lower words into [0, 2^B). */
+    for (int k = 0; k + 1 < K; k++) {
+        long long carry = w[k] >> B;
+        w[k] -= carry * ((long long)1 << B);
+        w[k + 1] += carry;
+    }
+    const bool neg = w[K - 1] < 0;
+    if (neg) {
+        for (int k = 0; k < K; k++) w[k] = -w[k];
+        for (int k = 0; k + 1 < K; k++)
+            if (w[k] < 0) w[k] += (long long)1 << B, w[k + 1] -= 1;
+    }
+    unsigned long long u[3] = {0, 0, 0};
+    for (int k = 0; k < K; k++) add_at(u, (unsigned long long)w[k], k * B);
+    int limb = u[2] ? 2 : u[1] ? 1 : u[0] ? 0 : -1;
+    if (limb < 0) return (V)0;
+    const int msb = limb * 64 + 63 - __clzll((long long)u[limb]);
+    /* The 64 bits from the leading one down, the rest folded into a sticky bit. */
+    unsigned long long window;
+    int low = msb - 63;
+    if (low <= 0) {
+        window = u[0];
+        low = 0;
+    } else {
+        const int l = low >> 6, off = low & 63;
+        window = off ? (u[l] >> off) | (l + 1 < 3 ? u[l + 1] << (64 - off) : 0ull) : u[l];
+        bool sticky = off ? (u[l] & ((1ull << off) - 1)) != 0 : false;
+        for (int k = 0; k < l; k++) sticky |= u[k] != 0;
+        window |= sticky ? 1ull : 0ull;
+    }
+    const int e = low - sc.shift;
+    double r;
+    if (sizeof(V) == 4) r = (double)__ull2float_rn(window);
+    else r = __ull2double_rn(window);
+    r = ldexp(r, e);
+    return (V)(neg ? -r : r);
+}
+
+/* NaN / inf flags (3 bits) of one accumulator: the float result they force,
+ * or 0 when none is set. */
+__device__ __forceinline__ int flags_force(unsigned int f, double *out)
+{
+    if (!f) return 0;
+    if ((f & 1u) || (f & 6u) == 6u) *out = NAN;
+    else *out = (f & 2u) ? INFINITY : -INFINITY;
+    return 1;
+}
+
+typedef struct {
+    fixed_args a;
+    int shared;               /* partials hold the top words and counts */
+    int blocks;
+    int accumulate, track_hits;
+    double empty_value;
+    void *target;
+    unsigned long long *report;   /* mapped host word, or NULL */
+} fixed_finish_args;
+
+/* The words of target k of one accumulator (field 0 the value, 1 the
+ * weight): the top word summed over the blocks' partials on the shared path. */
+__device__ __forceinline__ void fixed_gather(const fixed_finish_args &f, const fixed_scale &sc,
+                                             const unsigned long long *words, int field, int64_t k,
+                                             long long w[FIXED_WORDS])
+{
+    w[0] = w[1] = w[2] = 0;
+    for (int j = 0; j + 1 < sc.K; j++) w[j] = (long long)words[(int64_t)j * f.a.slots + k];
+    if (f.shared) {
+        unsigned long long top = 0;
+        for (int blk = 0; blk < f.blocks; blk++) top += f.a.partials[((int64_t)field * f.blocks + blk) * f.a.slots + k];
+        w[sc.K - 1] = (long long)top;
+    } else {
+        w[sc.K - 1] = (long long)words[(int64_t)(sc.K - 1) * f.a.slots + k];
+    }
+}
+
+__device__ __forceinline__ double fixed_sum(const fixed_finish_args &f, const fixed_scale &sc,
+                                            const unsigned long long *words, int field, int64_t k)
+{
+    long long w[FIXED_WORDS];
+    fixed_gather(f, sc, words, field, k, w);
+    return fixed_value<double>(w, sc);
+}
+
+/* T from the words, by the rules of the sorted path's seg_finish (and the CPU
+ * backend's lac_map_finalize): only when no row was flagged and the range fit. */
+template <class V> __global__ void map_fixed_finish_kernel(fixed_finish_args f)
+{
+    const fixed_args &a = f.a;
+    const unsigned long long fault = *(volatile unsigned long long *)&a.h->fault;
+    const fixed_scale xs = a.unit ? fixed_scale_of(FIXED_EXP_BIAS, FIXED_EXP_BIAS, a.m)
+                                  : fixed_scale_of(a.h->x_top, a.h->x_low, a.m);
+    const fixed_scale ws = fixed_scale_of(a.h->w_top, a.h->w_low, a.m);
+    const bool declined = !xs.ok || (a.mean_weighted && !ws.ok);
+    if (blockIdx.x == 0 && threadIdx.x == 0 && f.report)
+        *(volatile unsigned long long *)f.report = declined ? FIXED_DECLINED : fault;
+    if (declined || fault != MAP_NO_FAULT) return;
+    V *T = (V *)f.target;
+    for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k < a.slots; k += (int64_t)gridDim.x * blockDim.x) {
+        const unsigned int fl = a.flags[k];
+        unsigned long long hits = 0;
+        if (a.count) {
+            if (f.shared)
+                for (int blk = 0; blk < f.blocks; blk++) hits += f.a.partials[((int64_t)2 * f.blocks + blk) * a.slots + k];
+            else hits = a.hits[k];
+        }
+        double acc;
+        const bool exact_sum = !flags_force(fl & 7u, &acc);
+        const bool plain = a.op != LAC_MAP_MEAN && !f.accumulate;
+        if (plain && exact_sum) {
+            /* SUM / COUNT: the exact sum rounded once into T. */
+            int touched = f.track_hits ? hits > 0 : 1;
+            long long w[FIXED_WORDS];
+            fixed_gather(f, xs, a.xw, 0, k, w);
+            V v = fixed_value<V>(w, xs);
+            if (!f.track_hits && a.op == LAC_MAP_COUNT) touched = v != (V)0;
+            T[k] = touched ? v : (V)f.empty_value;
+            continue;
+        }
+        if (exact_sum) acc = fixed_sum(f, xs, a.xw, 0, k);
+        if (f.accumulate) {
+            T[k] = (V)__dadd_rn((double)T[k], acc);
+            continue;
+        }
+        int touched;
+        double wsum = 0.0;
+        if (a.op == LAC_MAP_MEAN) {
+            if (a.mean_weighted) {
+                if (!flags_force((fl >> 3) & 7u, &wsum)) wsum = fixed_sum(f, ws, a.ww, 1, k);
+            } else {
+                wsum = (double)hits;
+            }
+        }
+        if (f.track_hits) touched = hits > 0;
+        else if (a.op == LAC_MAP_MEAN) touched = wsum != 0.0;
+        else if (a.op == LAC_MAP_COUNT) touched = acc != 0.0;
+        else touched = 1;
+        const double v = !touched ? f.empty_value : a.op == LAC_MAP_MEAN ? __ddiv_rn(acc, wsum) : acc;
+        T[k] = (V)v;
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Host                                                                     */
+/* ------------------------------------------------------------------------ */
+template <class V, class I> static const void *fixed_kernel(bool shared)
+{
+    return shared ? (const void *)map_fixed_kernel<V, I, true> : (const void *)map_fixed_kernel<V, I, false>;
+}
+
+static const void *pick_kernel(lac_dtype v, lac_dtype i, bool shared)
+{
+    if (v == LAC_FLOAT32) return i == LAC_INT32 ? fixed_kernel<float, int32_t>(shared) : fixed_kernel<float, int64_t>(shared);
+    return i == LAC_INT32 ? fixed_kernel<double, int32_t>(shared) : fixed_kernel<double, int64_t>(shared);
+}
+
+extern "C" int lac_map_fixed_serves(lac_ctx_t ctx, const lac_map_call *call)
+{
+    const char *knob = lac_knob_string(ctx, LAC_KNOB_MAP_CUDA_FIXED);
+    if (knob && strcmp(knob, "0") == 0) return 0;
+    lac_map_op op = call->params.op;
+    return call->memory == LAC_MEM_DEVICE && (op == LAC_MAP_SUM || op == LAC_MAP_COUNT || op == LAC_MAP_MEAN) &&
+           call->n * call->b > 0 && call->n * call->b <= INT32_MAX;
+}
+
+extern "C" lac_status lac_map_fixed_try(lac_ctx_t ctx, const lac_map_call *call, int *taken)
+{
+    *taken = 0;
+    if (!lac_map_fixed_serves(ctx, call)) return LAC_SUCCESS;
+    cudaStream_t st = ctx->cuda->stream;
+    const lac_map_op op = call->params.op;
+    const int64_t slots = call->n * call->b;
+    const bool weighted = call->weights != NULL;
+    map_layout L = lac_map_layout_for(call);
+
+    fixed_args a;
+    memset(&a, 0, sizeof a);
+    a.source = call->source, a.bridge = call->bridge, a.weights = call->weights;
+    a.m = call->m, a.n = call->n, a.b = call->b, a.slots = slots;
+    a.op = op;
+    a.nan_policy = call->params.nan_policy;
+    a.checked = call->bridge_checked;
+    a.unit = op == LAC_MAP_COUNT && !weighted;
+    a.read_source = !(op == LAC_MAP_COUNT && call->params.nan_policy == LAC_NAN_PROPAGATE);
+    a.mean_weighted = op == LAC_MAP_MEAN && weighted;
+    a.count = L.track_hits || op == LAC_MAP_MEAN;
+    a.vec = call->b == 1 && lac_map_aligned16(call->source) && lac_map_aligned16(call->bridge) &&
+            (!weighted || lac_map_aligned16(call->weights));
+
+    /* Where the top words live: one block's shared memory when every target's
+     * fits (few targets), else L2. LACUNA_MAP_CUDA_FIXED=global|shared forces.
+     * A hot area beside them where it fits (one column, enough rows to sample). */
+    const char *knob = lac_knob_string(ctx, LAC_KNOB_MAP_CUDA_FIXED);
+    const bool may_hot = call->b == 1 && call->m >= HOT_SAMPLE;
+    const int block_shared = 1024, block_global = 256;
+    size_t smem = (size_t)slots * 8 * (1 + a.mean_weighted) + (a.count ? (size_t)slots * 4 + 8 : 0);
+    size_t smem_max = 0;
+    int per_sm = 0;
+    bool shared = false;
+    if (!(knob && strcmp(knob, "global") == 0) && call->m > 0 && call->m < ((int64_t)1 << 32)) {
+        const void *k = pick_kernel(call->value_dtype, call->index_dtype, true);
+        LAC_CHECK(lac_map_coop_limits(ctx, k, MAP_FACT_FEW, block_shared, 0, &smem_max, &per_sm));
+        const size_t with_hot = smem + hot_bytes(true, block_shared, a.count, a.mean_weighted);
+        if (may_hot && with_hot <= smem_max) smem = with_hot, a.hot = 1;
+        if (smem <= smem_max) {
+            LAC_CHECK(lac_map_coop_limits(ctx, k, MAP_FACT_FEW, block_shared, smem, &smem_max, &per_sm));
+            shared = per_sm > 0;
+        }
+    }
+    if (knob && strcmp(knob, "shared") == 0 && !shared && call->m > 0)
+        return lac_error(ctx, LAC_ERR_UNSUPPORTED, "LACUNA_MAP_CUDA_FIXED=shared: %lld targets do not fit shared memory",
+                         (long long)slots);
+    if (!shared) {
+        a.hot = may_hot;
+        smem = a.hot ? hot_bytes(false, block_global, a.count, a.mean_weighted) : 0;
+        if (call->m > 0) {
+            const void *k = pick_kernel(call->value_dtype, call->index_dtype, false);
+            LAC_CHECK(lac_map_coop_limits(ctx, k, MAP_FACT_FEW, block_global, 0, &smem_max, &per_sm));
+            if (smem > smem_max) a.hot = 0, smem = 0;
+            per_sm = 8;
+            if (smem > 0) LAC_CHECK(lac_map_coop_limits(ctx, k, MAP_FACT_FEW, block_global, smem, &smem_max, &per_sm));
+            if (per_sm < 1) per_sm = 1;
+        }
+    }
+    const int sms = ctx->cuda->prop.multiProcessorCount;
+    int64_t grid = (int64_t)sms * (per_sm > 0 ? per_sm : 1);
+    int64_t rows_per_thread = 8;   /* small calls: fewer blocks */
+    int64_t want = (call->m + (int64_t)(shared ? block_shared : block_global) * rows_per_thread - 1) /
+                   ((int64_t)(shared ? block_shared : block_global) * rows_per_thread);
+    if (want < grid) grid = want > 0 ? want : 1;
+    grid = lac_knob_int(ctx, LAC_KNOB_MAP_CUDA_FIXED_GRID, grid);
+    if (grid < 1) grid = 1;
+
+    /* Workspace: header, the words, counts, flags (zeroed together), partials. */
+    const size_t words_bytes = (size_t)FIXED_WORDS * slots * 8;
+    const size_t off_xw = 256, off_ww = off_xw + words_bytes,
+                 off_hits = off_ww + (a.mean_weighted ? words_bytes : 0),
+                 off_flags = off_hits + (a.count && !shared ? (size_t)slots * 8 : 0),
+                 off_part = lac_map_align256(off_flags + (size_t)slots * 4),
+                 part_bytes = shared ? (size_t)3 * grid * slots * 8 : 0;
+    void *ws = NULL;
+    LAC_CHECK(lac_cuda_workspace(ctx, off_part + part_bytes, &ws));
+    unsigned char *base = (unsigned char *)ws;
+    a.h = (fixed_header *)base;
+    a.xw = (unsigned long long *)(base + off_xw);
+    a.ww = (unsigned long long *)(base + off_ww);
+    a.hits = (unsigned long long *)(base + off_hits);
+    a.flags = (unsigned int *)(base + off_flags);
+    a.partials = (unsigned long long *)(base + off_part);
+    LAC_CUDA_CHECK(ctx, cudaMemsetAsync(base, 0, off_part, st));
+    LAC_CUDA_CHECK(ctx, cudaMemsetAsync(&a.h->fault, 0xFF, sizeof a.h->fault, st));
+
+    /* The range of the values (none for an unweighted COUNT: all 1). */
+    if (!a.unit && call->m > 0) {
+        int mode = op == LAC_MAP_COUNT ? RANGE_W : weighted ? RANGE_WS : RANGE_S;
+        unsigned int g = (unsigned int)((int64_t)sms * 8);
+        int64_t want_r = (call->m * call->b + 256 * 16 - 1) / (256 * 16);
+        if (want_r < (int64_t)g) g = (unsigned int)(want_r > 0 ? want_r : 1);
+        if (call->value_dtype == LAC_FLOAT32)
+            map_fixed_range_kernel<float><<<g, 256, 0, st>>>((const float *)call->source, (const float *)call->weights,
+                                                             call->m, call->b, mode, a.mean_weighted, a.h);
+        else
+            map_fixed_range_kernel<double><<<g, 256, 0, st>>>((const double *)call->source, (const double *)call->weights,
+                                                              call->m, call->b, mode, a.mean_weighted, a.h);
+        LAC_CUDA_CHECK_LAUNCH(ctx);
+    }
+    if (call->m > 0) {
+        const void *k = pick_kernel(call->value_dtype, call->index_dtype, shared);
+        void *params[] = {&a};
+        LAC_CUDA_CHECK(ctx, cudaLaunchKernel(k, dim3((unsigned int)grid), dim3(shared ? block_shared : block_global),
+                                             params, smem, st));
+        LAC_CUDA_CHECK_LAUNCH(ctx);
+    }
+    fixed_finish_args f;
+    memset(&f, 0, sizeof f);
+    f.a = a;
+    f.shared = shared;
+    f.blocks = (int)grid;
+    f.accumulate = call->params.accumulate;
+    f.track_hits = L.track_hits;
+    f.empty_value = call->params.empty_value;
+    f.target = call->target;
+    f.report = lac_map_fault_report_word(ctx);
+    unsigned int g2 = (unsigned int)((slots + 255) / 256);
+    if (g2 > (unsigned int)sms * 8) g2 = (unsigned int)sms * 8;
+    if (call->value_dtype == LAC_FLOAT32) map_fixed_finish_kernel<float><<<g2, 256, 0, st>>>(f);
+    else map_fixed_finish_kernel<double><<<g2, 256, 0, st>>>(f);
+    LAC_CUDA_CHECK_LAUNCH(ctx);
+
+    unsigned long long word = MAP_NO_FAULT;
+    if (f.report) {
+        LAC_CUDA_CHECK(ctx, cudaStreamSynchronize(st));
+        word = *(volatile unsigned long long *)f.report;
+    } else {
+        fixed_header hh;
+        LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(&hh, a.h, sizeof hh, cudaMemcpyDeviceToHost, st));
+        LAC_CUDA_CHECK(ctx, cudaStreamSynchronize(st));
+        fixed_scale xs = a.unit ? fixed_scale_of(FIXED_EXP_BIAS, FIXED_EXP_BIAS, a.m) : fixed_scale_of(hh.x_top, hh.x_low, a.m);
+        fixed_scale wsc = fixed_scale_of(hh.w_top, hh.w_low, a.m);
+        word = (!xs.ok || (a.mean_weighted && !wsc.ok)) ? FIXED_DECLINED : hh.fault;
+    }
+    if (word == FIXED_DECLINED) {
+        lac_log(ctx, LAC_LOG_DEBUG, "map: the values span more than %d fixed-point words; the sorted path sums them",
+                FIXED_WORDS);
+        return LAC_SUCCESS;   /* not taken: T untouched */
+    }
+    *taken = 1;
+    return lac_map_describe_row(ctx, call, word);
+}
