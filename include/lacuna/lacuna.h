@@ -940,6 +940,12 @@ typedef struct {
     int loss;                         /* lac_mf_loss; default LAC_MF_LOSS_XENT */
     int negatives;                    /* per interaction (cross-entropy); default 4 */
     int weighted;                     /* default 0: every interaction weighs 1 */
+    /* The neighbourhood model, explicit ratings: before its epochs, up to
+     * warm_epochs epochs of the plain model (alpha, beta, lambda) train its
+     * P, Q and biases with W = C = 0 (the plain model's fast epochs; with
+     * validation they stop when an epoch gains less than 0.1% and the best
+     * is kept). 0 (default): none. */
+    int warm_epochs;
 } lac_mf_params;
 
 typedef enum { LAC_MF_LOSS_XENT = 0, LAC_MF_LOSS_BPR = 1 } lac_mf_loss;
@@ -966,6 +972,8 @@ typedef struct {
     double train_rmse;        /* of the kept model on the training ratings */
     double valid_rmse;        /* of the kept model; NaN without validation */
     int64_t duplicates;       /* (user, item) pairs given more than once: the last rating kept */
+    int warm_epochs;          /* plain epochs before the neighbourhood model's (warm_epochs above) */
+    double warm_seconds;      /* their time (epochs and validation; in `seconds`, as is their set-up) */
 } lac_mf_report;
 
 /* valid may be NULL (no early stopping); its ids are mapped through train's.

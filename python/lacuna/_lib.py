@@ -327,6 +327,7 @@ class lac_mf_params(Structure):
         ("loss", c_int),
         ("negatives", c_int),
         ("weighted", c_int),
+        ("warm_epochs", c_int),
     ]
 
 
@@ -350,6 +351,8 @@ class lac_mf_report(Structure):
         ("train_rmse", c_double),
         ("valid_rmse", c_double),
         ("duplicates", c_int64),
+        ("warm_epochs", c_int),
+        ("warm_seconds", c_double),
     ]
 
 

@@ -54,6 +54,7 @@ const char *lac_mf_params_check(const lac_mf_params *given)
     if (p->implicit != 0 && p->implicit != 1) return "implicit must be 0 or 1";
     if (p->loss != LAC_MF_LOSS_XENT && p->loss != LAC_MF_LOSS_BPR) return "loss must be xent or bpr";
     if (p->negatives < 1 || p->negatives > 1000) return "negatives must be in [1, 1000]";
+    if (p->warm_epochs < 0 || p->warm_epochs > 1000000) return "warm_epochs must be in [0, 1000000]";
     if (p->weighted != 0 && p->weighted != 1) return "weighted must be 0 or 1";
     if (p->model == LAC_MF_MODEL_NEIGHBOURHOOD) {
         const char *why = lac_mf_nbr_params_check(&p->neighbours);

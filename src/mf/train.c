@@ -203,6 +203,62 @@ static const lac_mf_backend *pick_backend(lac_ctx_t ctx, const lac_mf_params *p,
     return cuda;
 }
 
+/* The neighbourhood model's warm start (lac_mf_params.warm_epochs): the
+ * plain model's epochs on the model's own P, Q and biases, W and C left at
+ * 0 so that the model is the plain one meanwhile. A plain epoch costs a
+ * fraction of a neighbourhood one (K weights and their neighbours' ratings
+ * a rating), so the neighbourhood epochs start near the plain optimum and
+ * have only their terms to learn. With validation it stops when an epoch
+ * gains less than WARM_MIN_GAIN, its best epoch kept. */
+#define WARM_MIN_GAIN 1e-3
+static lac_status warm_start(lac_ctx_t ctx, const lac_mf_params *params, const lac_mf_backend *be, lac_mf_model_t m,
+                             const lac_mf_data *data, const lac_mf_eval *valid, int *epochs, double *seconds)
+{
+    lac_mf_params plain = *params;
+    plain.model = LAC_MF_MODEL_PLAIN;
+    lac_mf_call call = lac_mf_model_call(m, data, valid);
+    call.factors.kind = LAC_MF_MODEL_PLAIN;
+    call.factors.nbr_k = 0;
+    call.factors.nbr = NULL;
+    call.factors.W = call.factors.C = NULL;
+    lac_mf_state *state = NULL;
+    double best = INFINITY;
+    int e = 0, best_epoch = 0;
+    lac_status st = be->begin(ctx, &call, &state);
+    double e0 = omp_get_wtime();
+    *seconds = 0.0;
+    for (; st == LAC_SUCCESS && e < params->warm_epochs; e++) {
+        double sse = 0.0, vr = NAN;
+        st = be->epoch(ctx, state, (float)lac_mf_learning_rate(&plain, e), e, &sse);
+        if (st == LAC_SUCCESS && valid) st = be->valid_rmse(ctx, state, &vr);
+        if (st != LAC_SUCCESS) break;
+        if (!isfinite(sse)) {
+            st = lac_error(ctx, LAC_ERR_VALUE, "the warm start diverged at epoch %d: lower alpha (%g)", e + 1,
+                           params->alpha);
+            break;
+        }
+        if (!valid) continue;
+        int gained = vr < best * (1.0 - WARM_MIN_GAIN);
+        if (vr < best) {
+            best = vr;
+            best_epoch = e + 1;
+            st = be->keep(ctx, state, 0);
+        }
+        if (!gained) {
+            e++;
+            break;
+        }
+    }
+    if (st == LAC_SUCCESS && valid && best_epoch && best_epoch != e) st = be->keep(ctx, state, 1);
+    *seconds = omp_get_wtime() - e0;
+    if (st == LAC_SUCCESS) st = be->download(ctx, state);
+    be->end(ctx, state);
+    *epochs = e;
+    if (st == LAC_SUCCESS)
+        lac_log(ctx, LAC_LOG_INFO, "mf: warm start, %d plain epochs (best %d, validation RMSE %g)", e, best_epoch, best);
+    return st;
+}
+
 static lac_mf_checkpoint_params checkpoint_defaults(void)
 {
     lac_mf_checkpoint_params p;
@@ -271,6 +327,8 @@ lac_status lac_mf_train_checkpointed(lac_ctx_t ctx, const lac_mf_params *params,
     lac_nbr_data both;
     memset(&both, 0, sizeof both);
     double unit = 1.0;   /* lac_mf_rating_unit */
+    int warm_epochs = 0;
+    double warm_seconds = 0.0;
 
     LAC_CHECK(lac_mf_data_build(ctx, train, &data));
     if (data.duplicates)
@@ -299,6 +357,14 @@ lac_status lac_mf_train_checkpointed(lac_ctx_t ctx, const lac_mf_params *params,
         t0 -= pr.seconds;
     }
 
+    if (params->model == LAC_MF_MODEL_NEIGHBOURHOOD && params->warm_epochs > 0 && !params->implicit) {
+        if (checkpoint->resume || ctx->ranks > 1) {
+            lac_log(ctx, LAC_LOG_INFO, "mf: no warm start %s", checkpoint->resume ? "when resuming" : "over MPI ranks");
+        } else {
+            LAC_CHECK_GOTO(warm_start(ctx, params, be, m, &data, valid ? &veval : NULL, &warm_epochs, &warm_seconds),
+                           st, done);
+        }
+    }
     call = lac_mf_model_call(m, &data, valid ? &veval : NULL);
     LAC_CHECK_GOTO(lac_mf_dist_begin(ctx, &call, &be, &state), st, done);   /* over MPI ranks: the rotation */
     if (checkpoint->resume) LAC_CHECK_GOTO(lac_mf_checkpoint_apply(ctx, &ck, be, state), st, done);
@@ -351,6 +417,8 @@ lac_status lac_mf_train_checkpointed(lac_ctx_t ctx, const lac_mf_params *params,
     rep.valid_rmse = valid ? last_valid * unit : NAN;
     lac_mf_model_scale(m, unit, 1);
     rep.duplicates = data.duplicates;
+    rep.warm_epochs = warm_epochs;
+    rep.warm_seconds = warm_seconds;
     rep.seconds = omp_get_wtime() - t0;
     if (report) *report = rep;
     *out = m;

@@ -131,6 +131,9 @@ int cmd_mf_train(int argc, char **argv)
          .show_default = 1},
         {"-q", NULL, CLI_INT, &p.neighbours.q, "Q", .help = "LSH bucket keys per item", CLI_IN(1, 100000),
          .show_default = 1},
+        {"--warm-epochs", NULL, CLI_INT, &p.warm_epochs, "N",
+         .help = "neighbourhood model: up to N plain epochs first (W = C = 0; stop when one gains < 0.1% on --valid)",
+         CLI_IN(0, 1000000), .show_default = 1},
         {"--implicit", NULL, CLI_FLAG, &p.implicit, NULL,
          .help = "implicit feedback: every rating is an interaction (seen), unseen items are sampled negatives; "
                  "r_hat is a logit (CPU)"},
@@ -188,6 +191,8 @@ int cmd_mf_train(int argc, char **argv)
         files[1] = default_model;
     }
     if (ck.resume && !ck.path) return cli_usage_error(cmd, "--resume needs --checkpoint FILE");
+    if (p.warm_epochs && kind != LAC_MF_MODEL_NEIGHBOURHOOD)
+        return cli_usage_error(cmd, "--warm-epochs is for --model neighbourhood");
     if (p.implicit && valid_path)
         return cli_usage_error(cmd, "--implicit takes no --valid (hold interactions out and rank them instead)");
     if (!p.implicit && (cli_find(&command, "--loss")->seen || cli_find(&command, "--negatives")->seen ||
@@ -271,6 +276,8 @@ int cmd_mf_train(int argc, char **argv)
         if (kind == LAC_MF_MODEL_NEIGHBOURHOOD) {
             cli_json_string(&j, "neighbours", methods[method]);
             cli_json_int(&j, "K", p.neighbours.k);
+            cli_json_int(&j, "warm_epochs", rep.warm_epochs);
+            cli_json_real(&j, "warm_seconds", rep.warm_seconds, "%.6g");
         }
         if (p.implicit) {
             cli_json_string(&j, "loss", losses[p.loss]);
