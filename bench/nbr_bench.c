@@ -22,7 +22,8 @@
  *   nbr_bench [--shape ml10m|small] [--ratings-file F] [--scale F] [-K 32] [-p 3] [-q 100]
  *             [-k 32] [--methods simlsh,rpcos,minhash,random,simlsh-centred] [--no-gsm]
  *             [--train-methods gsm,simlsh] [--epochs 40] [--threads N] [--seed S]
- *             [--clusters C] [--device cpu|cuda] [--warm-epochs N] [--json] [--figures FILE]
+ *             [--clusters C] [--device cpu|cuda] [--warm-epochs N] [--trace] [--json] [--figures FILE]
+ * --trace: each training's validation RMSE and seconds by epoch.
  * --warm-epochs: the neighbourhood model's warm start (lac_mf_params), whose
  * plain epochs (and their validation) count in the epochs' time to 1%; their
  * set-up (the plain training's uploads) counts as set-up, as the model's own. */
@@ -86,11 +87,13 @@ int main(int argc, char **argv)
     const char *shape = "ml10m", *file = NULL, *figures_path = NULL, *device = "cpu";
     char methods_arg[256] = "simlsh,simlsh-centred,rpcos,minhash,random", train_arg[256] = "gsm,simlsh";
     int K = 32, p = 3, q = 100, F = 32, epochs = 40, threads = 0, json = 0, gsm = 1, clusters = 0, warm = 0;
+    int trace_epochs = 0;
     double scale = 1.0;
     long long seed = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--json")) json = 1;
+        else if (!strcmp(a, "--trace")) trace_epochs = 1;
         else if (!strcmp(a, "--no-gsm")) gsm = 0;
         else if (!v) {
             fprintf(stderr, "nbr_bench: %s needs a value (see the comment at the top of bench/nbr_bench.c)\n", a);
@@ -264,6 +267,9 @@ int main(int argc, char **argv)
         }
         double best = INFINITY;
         for (int e = 1; e <= tr->epochs; e++) best = tr->rmse[e] < best ? tr->rmse[e] : best;
+        if (rep.valid_rmse < best) best = rep.valid_rmse;   /* a warm start's model kept */
+        for (int e = 1; trace_epochs && e <= tr->epochs; e++)
+            printf("  epoch %3d  valid RMSE %.5f  %.4f s\n", e, tr->rmse[e], tr->seconds[e]);
         int hit = 0;
         for (int e = 1; e <= tr->epochs && !hit; e++)
             if (tr->rmse[e] <= 1.01 * best) hit = e;

@@ -212,7 +212,8 @@ static const lac_mf_backend *pick_backend(lac_ctx_t ctx, const lac_mf_params *p,
  * gains less than WARM_MIN_GAIN, its best epoch kept. */
 #define WARM_MIN_GAIN 1e-3
 static lac_status warm_start(lac_ctx_t ctx, const lac_mf_params *params, const lac_mf_backend *be, lac_mf_model_t m,
-                             const lac_mf_data *data, const lac_mf_eval *valid, int *epochs, double *seconds)
+                             const lac_mf_data *data, const lac_mf_eval *valid, int *epochs, double *seconds,
+                             double *best_rmse)
 {
     lac_mf_params plain = *params;
     plain.model = LAC_MF_MODEL_PLAIN;
@@ -251,6 +252,7 @@ static lac_status warm_start(lac_ctx_t ctx, const lac_mf_params *params, const l
     }
     if (st == LAC_SUCCESS && valid && best_epoch && best_epoch != e) st = be->keep(ctx, state, 1);
     *seconds = omp_get_wtime() - e0;
+    *best_rmse = best;
     if (st == LAC_SUCCESS) st = be->download(ctx, state);
     be->end(ctx, state);
     *epochs = e;
@@ -328,7 +330,9 @@ lac_status lac_mf_train_checkpointed(lac_ctx_t ctx, const lac_mf_params *params,
     memset(&both, 0, sizeof both);
     double unit = 1.0;   /* lac_mf_rating_unit */
     int warm_epochs = 0;
-    double warm_seconds = 0.0;
+    double warm_seconds = 0.0, warm_best = INFINITY;
+    lac_mf_factors warm_factors;
+    float *warm_kept[6] = {NULL};
 
     LAC_CHECK(lac_mf_data_build(ctx, train, &data));
     if (data.duplicates)
@@ -361,8 +365,15 @@ lac_status lac_mf_train_checkpointed(lac_ctx_t ctx, const lac_mf_params *params,
         if (checkpoint->resume || ctx->ranks > 1) {
             lac_log(ctx, LAC_LOG_INFO, "mf: no warm start %s", checkpoint->resume ? "when resuming" : "over MPI ranks");
         } else {
-            LAC_CHECK_GOTO(warm_start(ctx, params, be, m, &data, valid ? &veval : NULL, &warm_epochs, &warm_seconds),
+            LAC_CHECK_GOTO(warm_start(ctx, params, be, m, &data, valid ? &veval : NULL, &warm_epochs, &warm_seconds,
+                                      &warm_best),
                            st, done);
+            /* kept in case the neighbourhood epochs never beat it (measured
+             * on planted neighbourhoods: they can end above plain MF) */
+            warm_factors = lac_mf_model_factors(m);
+            warm_factors.nbr_k = 0;
+            if (valid) LAC_CHECK_GOTO(lac_mf_kept_alloc(ctx, &warm_factors, warm_kept), st, done);
+            if (valid) lac_mf_kept_copy(&warm_factors, warm_kept, 0);
         }
     }
     call = lac_mf_model_call(m, &data, valid ? &veval : NULL);
@@ -408,6 +419,16 @@ lac_status lac_mf_train_checkpointed(lac_ctx_t ctx, const lac_mf_params *params,
         last_valid = pr.best;
     }
     LAC_CHECK_GOTO(be->download(ctx, state), st, done);
+    if (warm_kept[0] && warm_best < last_valid) {   /* the warm start's model, W = C = 0 */
+        lac_log(ctx, LAC_LOG_INFO, "mf: the warm start's model kept (validation RMSE %g against %g)", warm_best,
+                last_valid);
+        lac_mf_kept_copy(&warm_factors, warm_kept, 1);
+        size_t nk = (size_t)m->num_items * (size_t)m->nbr_k;
+        memset(m->W, 0, nk * sizeof *m->W);
+        memset(m->C, 0, nk * sizeof *m->C);
+        last_valid = warm_best;
+        best_epoch = 0;
+    }
     m->epochs = best_epoch;
     lac_mf_report rep;
     memset(&rep, 0, sizeof rep);
@@ -424,6 +445,7 @@ lac_status lac_mf_train_checkpointed(lac_ctx_t ctx, const lac_mf_params *params,
     *out = m;
     m = NULL;
 done:
+    for (int i = 0; i < 6; i++) free(warm_kept[i]);
     be->end(ctx, state);
     lac_mf_checkpoint_free(&ck);
     lac_mf_checkpoint_scratch_free(&ck_scratch);
