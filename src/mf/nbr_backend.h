@@ -50,6 +50,13 @@ typedef struct {
     int64_t cap;
 } lac_nbr_index;
 
+/* A key and its item, ordered by key then item (qsort's comparator). */
+typedef struct {
+    uint64_t key;
+    int32_t item;
+} lac_nbr_keyed;
+int lac_nbr_cmp_keyed(const void *a, const void *b);
+
 /* src/mf/nbr_index.c. init: an empty index of `tables` tables of `stride`
  * lists. add_keys: tables [ix->filled, ix->filled + n) from their keys
  * (keys[(t - filled) * ni + j], every item's), each sorted by key (ties by

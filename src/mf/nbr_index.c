@@ -10,14 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct {
-    uint64_t key;
-    int32_t item;
-} keyed;
-
-static int cmp_keyed(const void *a, const void *b)
+int lac_nbr_cmp_keyed(const void *a, const void *b)
 {
-    const keyed *x = a, *y = b;
+    const lac_nbr_keyed *x = a, *y = b;
     if (x->key != y->key) return x->key < y->key ? -1 : 1;
     return (x->item > y->item) - (x->item < y->item);
 }
@@ -61,7 +56,7 @@ lac_status lac_nbr_index_add_keys(lac_ctx_t ctx, lac_nbr_index *ix, const uint64
     /* a table per thread at a time, its members appended in table order */
     int64_t batch = threads < 1 ? 1 : threads;
     size_t nz = (size_t)(ni ? ni : 1);
-    keyed *tmp = lac_malloc(ctx, (size_t)batch * nz * sizeof *tmp);
+    lac_nbr_keyed *tmp = lac_malloc(ctx, (size_t)batch * nz * sizeof *tmp);
     int32_t *mem = lac_malloc(ctx, (size_t)batch * nz * sizeof *mem);
     int64_t *len = lac_malloc(ctx, (size_t)batch * sizeof *len);
     lac_status st = tmp && mem && len ? LAC_SUCCESS : LAC_ERR_OUT_OF_MEMORY;
@@ -70,12 +65,12 @@ lac_status lac_nbr_index_add_keys(lac_ctx_t ctx, lac_nbr_index *ix, const uint64
         int64_t nb = n - t0 < batch ? n - t0 : batch;
 #pragma omp parallel for num_threads((int)nb) schedule(static, 1)
         for (int64_t b = 0; b < nb; b++) {
-            keyed *kt = tmp + (size_t)b * nz;
+            lac_nbr_keyed *kt = tmp + (size_t)b * nz;
             int32_t *mt = mem + (size_t)b * nz;
             int32_t *lo = ix->lo + (first + t0 + b) * ix->stride;
             const uint64_t *key = keys + (t0 + b) * ni;
-            for (int64_t j = 0; j < ni; j++) kt[j] = (keyed){key[j], (int32_t)j};
-            qsort(kt, (size_t)ni, sizeof *kt, cmp_keyed);
+            for (int64_t j = 0; j < ni; j++) kt[j] = (lac_nbr_keyed){key[j], (int32_t)j};
+            qsort(kt, (size_t)ni, sizeof *kt, lac_nbr_cmp_keyed);
             int64_t m = 0;
             for (int64_t a = 0; a < ni;) {
                 int64_t e = a + 1;

@@ -184,17 +184,6 @@ static lac_status cpu_gsm_topk(lac_ctx_t ctx, lac_nbr_call *call, int32_t *out)
 /* ------------------------------------------------------------------------ */
 /* Buckets                                                                    */
 /* ------------------------------------------------------------------------ */
-typedef struct {
-    uint64_t key;
-    int32_t item;
-} keyed;
-
-static int cmp_keyed(const void *a, const void *b)
-{
-    const keyed *x = a, *y = b;
-    if (x->key != y->key) return x->key < y->key ? -1 : 1;
-    return (x->item > y->item) - (x->item < y->item);
-}
 
 typedef struct {
     int32_t count, item;
@@ -297,7 +286,7 @@ static lac_status count_lists(const lac_nbr_call *call, const lac_nbr_index *ix,
 static lac_status key_rows(lac_ctx_t ctx, const lac_nbr_call *call, lac_nbr_index *ix)
 {
     int64_t ni = call->data->num_items, T = call->tables, R = call->num_rows;
-    keyed *rk = lac_malloc(ctx, (size_t)(R ? R : 1) * sizeof *rk);   /* the rows' keys, sorted; item: the row */
+    lac_nbr_keyed *rk = lac_malloc(ctx, (size_t)(R ? R : 1) * sizeof *rk);   /* the rows' keys, sorted; item: the row */
     int32_t *group = lac_malloc(ctx, (size_t)(ni ? ni : 1) * sizeof *group);
     int32_t *fill = lac_malloc(ctx, (size_t)(R + 1) * sizeof *fill);
     int32_t *mem = lac_malloc(ctx, (size_t)(ni ? ni : 1) * sizeof *mem);
@@ -309,8 +298,8 @@ static lac_status key_rows(lac_ctx_t ctx, const lac_nbr_call *call, lac_nbr_inde
     for (int64_t t = 0; t < T && st == LAC_SUCCESS; t++) {
         const uint64_t *key = call->keys + t * ni;
         int32_t *lo = ix->lo + t * R;
-        for (int64_t r = 0; r < R; r++) rk[r] = (keyed){key[call->rows[r]], (int32_t)r};
-        qsort(rk, (size_t)R, sizeof *rk, cmp_keyed);
+        for (int64_t r = 0; r < R; r++) rk[r] = (lac_nbr_keyed){key[call->rows[r]], (int32_t)r};
+        qsort(rk, (size_t)R, sizeof *rk, lac_nbr_cmp_keyed);
         memset(fill, 0, (size_t)(R + 1) * sizeof *fill);
         memset(slot, 0xFF, (size_t)(mask + 1) * sizeof *slot);
         for (int64_t g = 0; g < R; g++) {   /* each distinct key: its first sorted slot */
@@ -364,7 +353,7 @@ static lac_status cpu_bucket_topk(lac_ctx_t ctx, lac_nbr_call *call, int32_t *ou
         LAC_CHECK(lac_nbr_index_init(ctx, &own, call->tables, by_row ? call->num_rows : ni));
         st = by_row ? key_rows(ctx, call, &own)
                     : lac_nbr_index_add_keys(ctx, &own, call->keys, call->tables, ni, call->max_bucket, threads);
-        build = by_row ? (int64_t)ni * 8 + call->num_rows * 16 : (int64_t)threads * ni * (int64_t)(sizeof(keyed) + 4);
+        build = by_row ? (int64_t)ni * 8 + call->num_rows * 16 : (int64_t)threads * ni * (int64_t)(sizeof(lac_nbr_keyed) + 4);
         ix = &own;
     }
     if (st == LAC_SUCCESS) st = count_lists(call, ix, by_row, threads, out);
