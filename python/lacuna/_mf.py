@@ -211,16 +211,22 @@ class MF(_core.Closeable):
     Implicit feedback (docs/mf.md): implicit=True reads every rating as an
     interaction (weighted=True: its weight), loss 'xent' (cross-entropy with
     `negatives` sampled negatives each) or 'bpr'; no validation set.
+    warm_epochs (neighbourhood model): up to that many plain epochs first on
+    its factors with W = C = 0 (lac_mf_params.warm_epochs; report_ gives
+    warm_epochs and warm_seconds).
     """
 
     def __init__(self, k=None, model="plain", threads=0, deterministic=False, seed=None, device="auto", *,
                  epochs=None, lambda_=None, lambda_bias=None, alpha=None, beta=None, use_bias=None, patience=None,
                  min_gain=None, callback=None, neighbours=None, K=None, p=None, q=None, rates=None, lambdas=None,
-                 beta_groups=None, search=False, implicit=False, loss="xent", negatives=None, weighted=False):
+                 beta_groups=None, search=False, implicit=False, loss="xent", negatives=None, weighted=False,
+                 warm_epochs=None):
         if model not in _MODELS:
             raise input_error("model must be 'plain' or 'neighbourhood', not %r" % (model,))
-        if model == "plain" and any(v is not None for v in (neighbours, K, p, q, rates, lambdas, beta_groups)):
-            raise input_error("neighbours, K, p, q, rates, lambdas and beta_groups are the neighbourhood model's")
+        if model == "plain" and any(v is not None for v in (neighbours, K, p, q, rates, lambdas, beta_groups,
+                                                            warm_epochs)):
+            raise input_error("neighbours, K, p, q, rates, lambdas, beta_groups and warm_epochs are the "
+                              "neighbourhood model's")
         _core.parse_device(device)
         self.model = model
         self.device = device
@@ -256,6 +262,11 @@ class MF(_core.Closeable):
             setattr(self._params, name, value)
         if model != "plain":
             self._set_neighbourhood(neighbours, K, p, q, rates, lambdas, beta_groups)
+        if warm_epochs is not None:
+            if isinstance(warm_epochs, bool) or not isinstance(warm_epochs, (int, np.integer)) or \
+                    not 0 <= warm_epochs < (1 << 31):
+                raise input_error("warm_epochs must be an integer >= 0, not %r" % (warm_epochs,))
+            self._params.warm_epochs = int(warm_epochs)
         self._set_implicit(implicit, loss, negatives, weighted, beta is None, rates is None, beta_groups is None)
         why = lib.lac_mf_params_check(ctypes.byref(self._params))
         if why:

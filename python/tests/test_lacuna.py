@@ -998,6 +998,14 @@ class TestMF(unittest.TestCase):
             lacuna.MF(model="plain", K=8)
         with self.assertRaises(lacuna.LacunaInputError):
             lacuna.MF(model="neighbourhood", rates={"x": 1.0})
+        w = lacuna.MF(k=8, model="neighbourhood", neighbours="gsm", K=8, seed=3, threads=2, epochs=6,
+                      warm_epochs=20).fit(u, i, r, valid=valid)
+        self.assertTrue(1 <= w.report_["warm_epochs"] <= 20)
+        self.assertGreater(w.report_["warm_seconds"], 0.0)
+        with self.assertRaises(lacuna.LacunaInputError):
+            lacuna.MF(model="plain", warm_epochs=3)
+        with self.assertRaises(lacuna.LacunaInputError):
+            lacuna.MF(model="neighbourhood", warm_epochs=-1)
 
     def test_errors(self):
         with self.assertRaises(lacuna.LacunaInputError):
