@@ -520,6 +520,119 @@ TEST(plan_keeps_a_narrow_copy_of_the_bridge)
         }
 }
 
+/* A skewed bridge (most rows onto a few hundred scattered targets, past
+ * 2^18 targets, 90% of the rows onto 1000): the CPU plan renumbers the targets by descending row count
+ * (map_cpu.h: order). Checked: order is a permutation sorted by count, each
+ * copy entry is the slot of its row's target, and every execute equals the
+ * deterministic one-shot call bit for bit (sum, weighted sum, mean, max into
+ * T, 3 columns, float64, nan policy "error" naming the one-shot call's
+ * position, 1 and 2 threads), also when the shape sends a deterministic call
+ * to the streaming pass (m < 1.5 n); with determinism off it matches the
+ * reference. A spread bridge of as many targets keeps target ids in 4 bytes. */
+static void skew_bridge(map_data *d, uint64_t seed)
+{
+    unsigned long long st = seed;
+    for (int64_t i = 0; i < d->m; i++) {
+        double u = harness_rand_uniform(&st);
+        int64_t r = u < 0.9 ? ((int64_t)(u / 0.9 * 1000.0) * 7919) % d->n : (int64_t)(harness_rand_uniform(&st) * (double)d->n);
+        set_bridge(d, i, r);
+    }
+}
+
+TEST(plan_renumbers_targets_of_a_skewed_bridge)
+{
+    static const struct {
+        int64_t m, n, b;
+        lac_dtype vt;
+        bool weighted, skewed;
+    } cases[] = {{800000, 400000, 1, LAC_FLOAT32, false, true}, {800000, 400000, 1, LAC_FLOAT64, true, true},
+                 {800000, 400000, 3, LAC_FLOAT32, false, true}, {560000, 400000, 1, LAC_FLOAT32, false, true},
+                 {800000, 400000, 1, LAC_FLOAT32, false, false}};
+    static const lac_map_op ops[] = {LAC_MAP_SUM, LAC_MAP_MEAN, LAC_MAP_MAX};
+    lac_ctx_t cs[2] = {ctx_one, ctx};
+    for (size_t ic = 0; ic < sizeof cases / sizeof cases[0]; ic++) {
+        map_data d = data_make(cases[ic].m, cases[ic].n, cases[ic].b, cases[ic].vt, LAC_INT32, cases[ic].weighted,
+                               808 + (uint64_t)ic);
+        if (cases[ic].skewed) skew_bridge(&d, 909 + (uint64_t)ic);
+        lac_array S = source_array(&d), R = lac_array_vector(d.R, d.it, d.m);
+        lac_array W = lac_array_vector(d.w, d.vt, d.m);
+        const lac_array *Wp = d.weighted ? &W : NULL;
+        for (int t = 0; t < 2; t++) {
+            lac_map_plan_t plan = NULL;
+            CHECK_OK(cs[t], lac_map_plan_create(cs[t], &R, d.n, &plan));
+            if (!plan) continue;
+            const lac_map_cpu_plan *kept = plan->state;
+            CHECK(cases[ic].skewed == (kept->order != NULL));
+            if (!kept->order) CHECK_INT((int)kept->bridge_dtype, (int)LAC_INT32);
+            if (kept->order) {
+                int64_t *count = calloc((size_t)d.n, sizeof *count);
+                char *seen = calloc((size_t)d.n, 1);
+                for (int64_t i = 0; i < d.m; i++) count[d.Rd[i]]++;
+                int bad = 0;
+                for (int64_t s = 0; s < d.n && bad < 3; s++) {
+                    int32_t r = kept->order[s];
+                    if (r < 0 || r >= d.n || seen[r]) {
+                        bad++;
+                        HARNESS_FAIL("order[%lld] = %d repeats or is out of range", (long long)s, r);
+                        continue;
+                    }
+                    seen[r] = 1;
+                    if (s > 0 && count[kept->order[s - 1]] < count[r]) {
+                        bad++;
+                        HARNESS_FAIL("order[%lld] has %lld rows, more than the slot before", (long long)s, (long long)count[r]);
+                    }
+                }
+                for (int64_t i = 0; i < d.m && bad < 3; i++)
+                    if (kept->order[kept_entry(kept, i)] != d.Rd[i]) {
+                        bad++;
+                        HARNESS_FAIL("copy[%lld] names slot %lld, not the slot of target %lld", (long long)i,
+                                     (long long)kept_entry(kept, i), (long long)d.Rd[i]);
+                    }
+                free(count), free(seen);
+            }
+            size_t bytes = (size_t)(d.n * d.b) * lac_dtype_size(d.vt);
+            for (size_t io = 0; io < sizeof ops / sizeof ops[0]; io++)
+                for (int policy = LAC_NAN_PROPAGATE; policy <= LAC_NAN_ERROR; policy += LAC_NAN_ERROR) {
+                    lac_map_params p = lac_map_params_default();
+                    p.op = ops[io];
+                    p.deterministic = 1;
+                    p.accumulate = ops[io] == LAC_MAP_MAX;
+                    p.nan_policy = (lac_nan_policy)policy;
+                    void *T = target_filled(&d, 3), *TP = target_filled(&d, 3);
+                    lac_array TA = target_array(&d, T), TPA = target_array(&d, TP);
+                    CHECK_OK(cs[t], lac_map(cs[t], &p, &S, &R, Wp, &TA));
+                    CHECK_OK(cs[t], lac_map_plan_execute(cs[t], plan, &p, &S, Wp, &TPA));
+                    if (memcmp(T, TP, bytes) != 0)
+                        HARNESS_FAIL("case %zu, op %s, threads %d, nan policy %d: plan differs from one-shot deterministic",
+                                     ic, lac_map_op_name(ops[io]), t + 1, policy);
+                    free(T), free(TP);
+                }
+            /* Without determinism: the reference. */
+            lac_map_plan_set_deterministic(plan, 0);
+            lac_map_params p = lac_map_params_default();
+            void *T = target_filled(&d, 0);
+            double *ref = malloc((size_t)(d.n * d.b) * sizeof *ref), *scale = malloc((size_t)(d.n * d.b) * sizeof *scale);
+            lac_array TA = target_array(&d, T);
+            CHECK_OK(cs[t], lac_map_plan_execute(cs[t], plan, &p, &S, Wp, &TA));
+            reference_map(&d, &p, T, ref, scale);
+            compare(&d, &p, T, ref, scale, "plan without determinism");
+            /* A NaN: the same error and position as the one-shot call. */
+            p.deterministic = 1;
+            p.nan_policy = LAC_NAN_ERROR;
+            set_source(&d, 123457 * d.b, NAN);
+            char want[256];
+            lac_status st = lac_map(cs[t], &p, &S, &R, Wp, &TA);
+            snprintf(want, sizeof want, "%s", lac_last_error(cs[t]));
+            CHECK_STATUS(cs[t], lac_map_plan_execute(cs[t], plan, &p, &S, Wp, &TA), st);
+            CHECK(strcmp(want, lac_last_error(cs[t])) == 0);
+            set_source(&d, 123457 * d.b, 1.0);
+            free(T), free(ref), free(scale);
+            lac_map_plan_destroy(&plan);
+        }
+        data_free(&d);
+    }
+}
+
 TEST(plan_matches_one_shot_and_is_reusable)
 {
     map_data d = data_make(70000, 2000, 1, LAC_FLOAT32, LAC_INT32, false, 99);
@@ -782,6 +895,7 @@ int main(void)
     RUN(deterministic_is_bit_identical_across_threads_and_equals_plans);
     RUN(deterministic_with_few_targets);
     RUN(plan_keeps_a_narrow_copy_of_the_bridge);
+    RUN(plan_renumbers_targets_of_a_skewed_bridge);
     RUN(plan_matches_one_shot_and_is_reusable);
     RUN(bad_index_names_first_position_and_leaves_target);
     RUN(nan_error_names_first_position_and_leaves_target);

@@ -327,9 +327,11 @@ static bool accumulators_alloc(accumulators *a, int copies, int64_t nt, bool acc
     return true;
 }
 
-/* T[k] = the sum of the copies' element k, in copy order, rounded once. */
-static void merge_sums(const lac_map_call *c, const accumulators *all, int copies, int64_t nt, int threads)
+/* T[k] = the sum of the copies' element k, in copy order, rounded once;
+ * with an order, slot k holds target order[k]'s sum. */
+static void merge_sums(const lac_map_call *c, const accumulators *all, int copies, const int32_t *order, int threads)
 {
+    const int64_t nt = c->n * c->b;
 #pragma omp parallel num_threads(threads)
     {
         int t = omp_get_thread_num(), nth = omp_get_num_threads();
@@ -349,10 +351,37 @@ static void merge_sums(const lac_map_call *c, const accumulators *all, int copie
                     else for (int64_t j = 0; j < len; j++) sum[j] += part[j];
                 }
             }
-            if (c->value_dtype == LAC_FLOAT32)
+            if (order && c->b == 1) {
+                if (c->value_dtype == LAC_FLOAT32)
+                    for (int64_t j = 0; j < len; j++) ((float *)c->target)[order[k0 + j]] = (float)sum[j];
+                else for (int64_t j = 0; j < len; j++) ((double *)c->target)[order[k0 + j]] = sum[j];
+            } else if (order)
+                for (int64_t j = 0, k = k0; j < len; j++, k++)
+                    lac_map_store(c->target, c->value_dtype, (int64_t)order[k / c->b] * c->b + k % c->b, sum[j]);
+            else if (c->value_dtype == LAC_FLOAT32)
                 for (int64_t j = 0; j < len; j++) ((float *)c->target)[k0 + j] = (float)sum[j];
             else memcpy((double *)c->target + k0, sum, (size_t)len * sizeof *sum);
         }
+    }
+}
+
+/* Every target from its slots (target order[s] from slot s, or s itself). */
+static void finalize_all(const lac_map_call *c, const accumulators *all, int copies, const int32_t *order, int threads)
+{
+    const int64_t nt = c->n * c->b, b = c->b;
+    const lac_map_op op = c->params.op;
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t k = 0; k < nt; k++) {
+        double acc = 0.0, wsum = 0.0;
+        int touched = all->touched ? 0 : -1;
+        for (int copy = 0; copy < copies; copy++) {
+            int64_t slot = (int64_t)copy * nt + k;
+            double part = all->acc32 ? (double)all->acc32[slot] : all->acc[slot * all->stride];
+            acc = copy == 0 ? part : lac_map_combine(op, acc, part);
+            if (all->wsum) wsum += all->wsum[slot * all->stride];
+            if (all->touched) touched |= all->touched[slot];
+        }
+        lac_map_finalize(c, order ? (int64_t)order[k / b] * b + k % b : k, acc, wsum, touched);
     }
 }
 
@@ -370,7 +399,44 @@ static int64_t map_range(const lac_map_call *c, int64_t lo, int64_t hi, const ac
     return bad;
 }
 
-lac_status lac_map_cpu(lac_ctx_t ctx, const lac_map_call *c)
+/* The path a call takes, from its shape and parameters only (never its
+ * bridge's values), so that a plan's execute and a one-shot call agree. */
+typedef struct {
+    bool mean, flags, fast, acc32;
+    double per_copy;   /* bytes of one copy of the accumulators */
+    int blocks;        /* deterministic row blocks, 0 when not deterministic */
+} pass_shape;
+
+static pass_shape shape_of(const lac_map_call *c)
+{
+    const lac_map_params *p = &c->params;
+    const int64_t nt = c->n * c->b;
+    pass_shape sh;
+    sh.mean = p->op == LAC_MAP_MEAN;
+    sh.flags = lac_map_needs_flags(c);
+    sh.fast = p->op == LAC_MAP_SUM && c->b == 1 && !c->weights && p->nan_policy == LAC_NAN_PROPAGATE && !sh.flags;
+    sh.acc32 = sh.fast && c->value_dtype == LAC_FLOAT32 && (double)nt * sizeof(double) > FLOAT64_ACC_MAX_BYTES;
+    sh.per_copy = (double)nt * ((sh.acc32 ? sizeof(float) : sizeof(double)) + (sh.mean ? sizeof(double) : 0) + (sh.flags ? 1 : 0));
+    sh.blocks = p->deterministic ? lac_map_cpu_det_blocks(c->m, c->b) : 0;
+    return sh;
+}
+
+/* copies private copies of the accumulators are worth it and fit. */
+static bool privates_fit(const lac_map_call *c, const pass_shape *sh, int copies)
+{
+    return (double)copies * sh->per_copy <= PRIVATE_BUDGET_BYTES &&
+           (double)copies * (double)c->n * (double)c->b <= PRIVATE_MAX_TARGETS_PER_SOURCE * (double)c->m * (double)c->b;
+}
+
+bool lac_map_cpu_det_streams(const lac_map_call *c)
+{
+    const pass_shape sh = shape_of(c);
+    return sh.blocks > 1 && !privates_fit(c, &sh, sh.blocks);
+}
+
+lac_status lac_map_cpu(lac_ctx_t ctx, const lac_map_call *c) { return lac_map_cpu_slots(ctx, c, NULL); }
+
+lac_status lac_map_cpu_slots(lac_ctx_t ctx, const lac_map_call *c, const int32_t *order)
 {
     const lac_map_params *p = &c->params;
     if (p->deterministic && p->nan_policy == LAC_NAN_ERROR) {
@@ -380,41 +446,39 @@ lac_status lac_map_cpu(lac_ctx_t ctx, const lac_map_call *c)
         LAC_CHECK(lac_map_cpu_report_first_nan(ctx, c));
         lac_map_call clean = *c;
         clean.params.nan_policy = LAC_NAN_PROPAGATE;
-        return lac_map_cpu(ctx, &clean);
+        return lac_map_cpu_slots(ctx, &clean, order);
     }
     const int64_t m = c->m, nt = c->n * c->b;
-    const bool mean = p->op == LAC_MAP_MEAN, flags = lac_map_needs_flags(c);
-    const bool fast = p->op == LAC_MAP_SUM && c->b == 1 && !c->weights && p->nan_policy == LAC_NAN_PROPAGATE && !flags;
-    const bool acc32 = fast && c->value_dtype == LAC_FLOAT32 && (double)nt * sizeof(double) > FLOAT64_ACC_MAX_BYTES;
+    const pass_shape sh = shape_of(c);
+    const bool fast = sh.fast;
     int threads = lac_threads(ctx);
     if ((double)m * (double)c->b < LAC_MAP_CPU_SERIAL_BELOW) threads = 1;
 
     /* Private accumulators per thread (deterministic: per fixed row block),
      * or one shared scratch with atomics. */
-    double per_copy = (double)nt * ((acc32 ? sizeof(float) : sizeof(double)) + (mean ? sizeof(double) : 0) + (flags ? 1 : 0));
-    const int blocks = p->deterministic ? lac_map_cpu_det_blocks(m, c->b) : 0;
-    if (blocks > 1 && !((double)blocks * per_copy <= PRIVATE_BUDGET_BYTES &&
-                        (double)blocks * (double)nt <= PRIVATE_MAX_TARGETS_PER_SOURCE * (double)m * (double)c->b))
+    const int blocks = sh.blocks;
+    if (blocks > 1 && !privates_fit(c, &sh, blocks)) {
+        if (order) return lac_error(ctx, LAC_ERR_INTERNAL, "map: a plan's slot order reached the streaming pass");
         return lac_map_cpu_deterministic(ctx, c);
-    bool privates = blocks > 0 || threads == 1 ||
-                    ((double)threads * per_copy <= PRIVATE_BUDGET_BYTES &&
-                     (double)threads * (double)nt <= PRIVATE_MAX_TARGETS_PER_SOURCE * (double)m * (double)c->b);
+    }
+    bool privates = blocks > 0 || threads == 1 || privates_fit(c, &sh, threads);
     accumulators all;
-    if (!accumulators_alloc(&all, blocks > 0 ? blocks : privates ? threads : 1, nt, acc32, mean, flags)) {
+    if (!accumulators_alloc(&all, blocks > 0 ? blocks : privates ? threads : 1, nt, sh.acc32, sh.mean, sh.flags)) {
         /* Not the streaming pass: its bits differ, and a deterministic T must
          * not depend on the memory free at the time. */
         if (blocks > 0)
             return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "map: cannot allocate %d x %.1f MB of deterministic accumulators",
-                             blocks, per_copy / 1e6);
-        if (!privates || threads == 1 || !accumulators_alloc(&all, 1, nt, acc32, mean, flags))
-            return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "map: cannot allocate %.1f MB of accumulators", per_copy / 1e6);
+                             blocks, sh.per_copy / 1e6);
+        if (!privates || threads == 1 || !accumulators_alloc(&all, 1, nt, sh.acc32, sh.mean, sh.flags))
+            return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "map: cannot allocate %.1f MB of accumulators", sh.per_copy / 1e6);
         lac_log(ctx, LAC_LOG_DEBUG, "map: private accumulators did not fit, using shared atomics");
         privates = false;
     }
     const bool atomic = !privates && threads > 1;
-    lac_log(ctx, LAC_LOG_DEBUG, "map cpu: m %lld, n %lld, b %lld, %d thread(s), %s", (long long)m, (long long)c->n,
-            (long long)c->b, threads,
-            blocks > 0 ? "fixed row blocks" : atomic ? "shared atomics" : "private accumulators");
+    lac_log(ctx, LAC_LOG_DEBUG, "map cpu: m %lld, n %lld, b %lld, %d thread(s), %s%s", (long long)m,
+            (long long)c->n, (long long)c->b, threads,
+            blocks > 0 ? "fixed row blocks" : atomic ? "shared atomics" : "private accumulators",
+            order ? ", targets in the plan's order" : "");
 
     int64_t first_bad = -1;
     int stop = 0, team = 1;
@@ -429,8 +493,8 @@ lac_status lac_map_cpu(lac_ctx_t ctx, const lac_map_call *c)
             for (int j = (int)lac_range_start(blocks, t, nth); j < lac_range_start(blocks, t + 1, nth) && bad < 0; j++) {
                 accumulators mine = accumulators_of(&all, j, nt);
                 accumulators_init(c, &mine, 0, nt);
-                bad = map_range(c, lac_range_start(m, j, blocks), lac_range_start(m, j + 1, blocks), &mine, false, fast,
-                                &stop);
+                bad = map_range(c, lac_range_start(m, j, blocks), lac_range_start(m, j + 1, blocks), &mine, false,
+                                fast, &stop);
             }
         } else {
             /* Each private copy is initialised by its own thread (first touch). */
@@ -438,7 +502,8 @@ lac_status lac_map_cpu(lac_ctx_t ctx, const lac_map_call *c)
             if (privates) accumulators_init(c, &mine, 0, nt);
             else accumulators_init(c, &mine, lac_range_start(nt, t, nth), lac_range_start(nt, t + 1, nth));
 #pragma omp barrier
-            bad = map_range(c, lac_range_start(m, t, nth), lac_range_start(m, t + 1, nth), &mine, atomic, fast, &stop);
+            bad = map_range(c, lac_range_start(m, t, nth), lac_range_start(m, t + 1, nth), &mine, atomic, fast,
+                            &stop);
         }
         if (bad >= 0) {
             __atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
@@ -456,26 +521,11 @@ lac_status lac_map_cpu(lac_ctx_t ctx, const lac_map_call *c)
 
     /* Merge the copies in thread (block) order and write T. */
     const int copies = blocks > 0 ? blocks : privates ? team : 1;
-    if (p->op == LAC_MAP_SUM && !p->accumulate && !all.touched) {
-        /* Plain sums: a loop the compiler vectorises (the general one below
+    if (p->op == LAC_MAP_SUM && !p->accumulate && !all.touched)
+        /* Plain sums: a loop the compiler vectorises (the general one
          * costs as much as the copies it reads). */
-        merge_sums(c, &all, copies, nt, threads);
-        accumulators_free(&all);
-        return LAC_SUCCESS;
-    }
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int64_t k = 0; k < nt; k++) {
-        double acc = 0.0, wsum = 0.0;
-        int touched = all.touched ? 0 : -1;
-        for (int copy = 0; copy < copies; copy++) {
-            int64_t slot = (int64_t)copy * nt + k;
-            double part = all.acc32 ? (double)all.acc32[slot] : all.acc[slot * all.stride];
-            acc = copy == 0 ? part : lac_map_combine(p->op, acc, part);
-            if (all.wsum) wsum += all.wsum[slot * all.stride];
-            if (all.touched) touched |= all.touched[slot];
-        }
-        lac_map_finalize(c, k, acc, wsum, touched);
-    }
+        merge_sums(c, &all, copies, order, threads);
+    else finalize_all(c, &all, copies, order, threads);
     accumulators_free(&all);
     return LAC_SUCCESS;
 }

@@ -48,12 +48,26 @@ lac_status lac_map_cpu_deterministic(lac_ctx_t ctx, const lac_map_call *c);
 /* The CPU backend's plan (plan->state): the bridge checked once and copied in
  * the narrowest encoding that holds every target (map_backend.h: uint16 up to
  * 65536 targets, packed 24-bit up to 2^24, then int32, int64), every entry
- * known to be in [0, n). An execute is a one-shot call over that copy without
- * range checks (map_plan_cpu.c). */
+ * known to be in [0, n). When the build finds a few targets taking most rows
+ * (Zipf), the copy names accumulator slots instead, numbered by descending
+ * row count (slot s holds target order[s]): the hot targets then share a few
+ * cache lines. An execute is a one-shot pass over that copy without range
+ * checks (map_plan_cpu.c). */
 typedef struct {
     void *bridge;             /* m entries of bridge_dtype */
     lac_dtype bridge_dtype;   /* LAC_MAP_INDEX_U16, LAC_MAP_INDEX_U24, LAC_INT32 or LAC_INT64 */
+    int32_t *order;           /* n targets by slot, or NULL (entries are targets) */
 } lac_map_cpu_plan;
+
+/* The one-shot pass (lac_map_cpu) over a call whose bridge holds slots
+ * (a plan's copy, bridge_checked), slot s accumulating target order[s]
+ * (NULL: slots are targets): each target's rows fold in the same
+ * order into the same precision, so T has the bits of lac_map_cpu over the
+ * bridge of targets. */
+lac_status lac_map_cpu_slots(lac_ctx_t ctx, const lac_map_call *call, const int32_t *order);
+/* Whether a deterministic call takes the streaming pass of map_det_cpu.c
+ * (whose owned ranges are targets, not slots). */
+bool lac_map_cpu_det_streams(const lac_map_call *call);
 
 /* The table's entries (map_cpu.c, map_plan_cpu.c). */
 lac_status lac_map_cpu(lac_ctx_t ctx, const lac_map_call *call);
