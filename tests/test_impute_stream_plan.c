@@ -35,6 +35,14 @@ TEST(resident_need_is_the_sum_of_setups_buffers)
     lac_impute_plan_make(&f, (size_t)1 << 40, &p);
     want += 4 * (48 + 18) + 4 * 2 * 18 + 18 + 8 * 200 + 8 * 6;
     CHECK_INT((long long)p.resident_bytes, (long long)want);
+    /* The Gram route's vectors (the subspace pass) are the resident plan's
+     * alone: one slab and the fixed part stay as they were. */
+    lac_impute_plan before = p;
+    f.svt_resident_slice_bytes = 128;
+    lac_impute_plan_make(&f, (size_t)1 << 40, &p);
+    CHECK_INT((long long)p.resident_bytes, (long long)(want + 8 * 128));
+    CHECK_INT((long long)p.min_bytes, (long long)before.min_bytes);
+    CHECK_INT((long long)p.fixed_bytes, (long long)before.fixed_bytes);
 }
 
 static void check_boundaries(lac_impute_footprint f)

@@ -18,7 +18,8 @@ static size_t resident_base(const lac_impute_footprint *f)
     if (f->truth) b += r * (mn * N + mn * ni);
     if (f->split_tf32) b += r * 2 * (ni * N + mn * N);
     if (f->entry_mask) b += mn * ni;
-    b += N * (sizeof(double) + f->stats_slice + f->svt_slice_bytes) + PARTIAL_BYTES + ni * sizeof(int64_t);
+    b += N * (sizeof(double) + f->stats_slice + f->svt_slice_bytes + f->svt_resident_slice_bytes) + PARTIAL_BYTES +
+         ni * sizeof(int64_t);
     size_t chunk = STAGING_BYTES / (mn * f->tensor_size + 1);
     if (chunk < 1) chunk = 1;
     if (chunk > N) chunk = N;

@@ -22,6 +22,8 @@ typedef struct {
     size_t svt_work_slice;      /* SVT workspace per slice of a chunk (Gram path), 0 for none */
     size_t svt_work_fixed;      /* and what a chunk of any size needs besides */
     size_t stats_slice;         /* per-slice figures (LAC_SVT_STATS doubles) */
+    size_t svt_resident_slice_bytes; /* kept per slice by the resident plan only (the Gram route's
+                                        vectors for its subspace pass; the streamed plan has none) */
 } lac_impute_footprint;
 
 enum { LAC_IMPUTE_RESIDENT = 0, LAC_IMPUTE_STREAMED = 1, LAC_IMPUTE_TOO_SMALL = -1 };

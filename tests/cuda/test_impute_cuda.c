@@ -109,6 +109,28 @@ static int gpu_svt(int64_t N, int64_t m, int64_t n, const float *slices, const d
     return rc;
 }
 
+/* The worst of the slices' ‖S_λ - LAPACK's‖ / ‖A‖ (rows = n, cols = m). */
+static double worst_against_lapack(int64_t N, int64_t m, int64_t n, const float *a, const double *lambda,
+                                   const float *out)
+{
+    const int64_t size = m * n, p = m < n ? m : n;
+    double *ref = malloc(sizeof(double) * (size_t)size), *sv = malloc(sizeof(double) * (size_t)p), worst = 0;
+    for (int64_t k = 0; k < N; k++) {
+        reference_svt((int)n, (int)m, a + k * size, lambda[k], sv, ref);
+        double num = 0, den = 0;
+        for (int64_t e = 0; e < size; e++) {
+            double d = (double)out[k * size + e] - ref[e];
+            num += d * d;
+            den += (double)a[k * size + e] * (double)a[k * size + e];
+        }
+        double rel = den > 0 ? sqrt(num / den) : sqrt(num);
+        if (rel > worst) worst = rel;
+    }
+    free(ref);
+    free(sv);
+    return worst;
+}
+
 enum { RANDOM, ILL_CONDITIONED, RANK_THREE, ZERO, TINY, HUGE_VALUES, KINDS };
 static const char *kind_name[KINDS] = {"random", "ill-conditioned", "rank 3", "zero", "tiny", "huge"};
 
@@ -151,7 +173,7 @@ static void check_shape(int64_t m, int64_t n, int64_t N, int kind)
     if (quick && strcmp(quick, "1") == 0 && N > 4) N = 4;   /* the sanitizers' runs */
     const int64_t size = m * n, p = m < n ? m : n;
     float *a = calloc((size_t)(N * size), sizeof(float)), *out = malloc(sizeof(float) * (size_t)(N * size));
-    double *lambda = calloc((size_t)N, sizeof(double)), *ref = malloc(sizeof(double) * (size_t)size);
+    double *lambda = calloc((size_t)N, sizeof(double));
     double *sv = malloc(sizeof(double) * (size_t)p), *sigma = malloc(sizeof(double) * (size_t)N);
     int *want_rank = malloc(sizeof(int) * (size_t)N);
     unsigned long long seed = 1000 + (unsigned long long)(m * 7919 + n * 31 + kind);
@@ -172,18 +194,7 @@ static void check_shape(int64_t m, int64_t n, int64_t N, int kind)
     lac_impute_svt_stats stats;
     for (int warm = 0; warm <= 1; warm++) {
     if (gpu_svt(N, m, n, a, lambda, out, NULL, &stats, warm) == 0) {
-        double worst = 0;
-        for (int64_t k = 0; k < N; k++) {
-            reference_svt((int)n, (int)m, a + k * size, lambda[k], sv, ref);
-            double num = 0, den = 0;
-            for (int64_t e = 0; e < size; e++) {
-                double d = (double)out[k * size + e] - ref[e];
-                num += d * d;
-                den += (double)a[k * size + e] * (double)a[k * size + e];
-            }
-            double rel = den > 0 ? sqrt(num / den) : sqrt(num);
-            if (rel > worst) worst = rel;
-        }
+        double worst = worst_against_lapack(N, m, n, a, lambda, out);
         /* Float32 rounding of a p-term rebuild, relative to ‖A‖. */
         double tol = 2e-6 * sqrt((double)(m > n ? m : n));
         if (worst > tol)
@@ -210,7 +221,6 @@ static void check_shape(int64_t m, int64_t n, int64_t N, int kind)
     free(a);
     free(out);
     free(lambda);
-    free(ref);
     free(sv);
     free(sigma);
     free(want_rank);
@@ -512,28 +522,6 @@ static void slice_with_spectrum(int rows, int cols, const double *sv, unsigned l
     free(u);
     free(vt);
     free(s);
-}
-
-/* The worst of the slices' ‖S_λ - LAPACK's‖ / ‖A‖ (rows = n, cols = m). */
-static double worst_against_lapack(int64_t N, int64_t m, int64_t n, const float *a, const double *lambda,
-                                   const float *out)
-{
-    const int64_t size = m * n, p = m < n ? m : n;
-    double *ref = malloc(sizeof(double) * (size_t)size), *sv = malloc(sizeof(double) * (size_t)p), worst = 0;
-    for (int64_t k = 0; k < N; k++) {
-        reference_svt((int)n, (int)m, a + k * size, lambda[k], sv, ref);
-        double num = 0, den = 0;
-        for (int64_t e = 0; e < size; e++) {
-            double d = (double)out[k * size + e] - ref[e];
-            num += d * d;
-            den += (double)a[k * size + e] * (double)a[k * size + e];
-        }
-        double rel = den > 0 ? sqrt(num / den) : sqrt(num);
-        if (rel > worst) worst = rel;
-    }
-    free(ref);
-    free(sv);
-    return worst;
 }
 
 /* Through the backend table on the Gram route, passes on one state: the

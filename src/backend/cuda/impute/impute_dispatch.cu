@@ -298,7 +298,8 @@ template <typename REAL> lac_status plan_for(lac_ctx_t ctx, const lac_impute_pro
     f.momentum = pr->momentum;
     f.entry_mask = pr->entry_observed != nullptr && ni > 0;
     f.split_tf32 = sizeof(REAL) == sizeof(float) && pr->gemm_tf32 == LAC_GEMM_3XTF32 && ni > 0;
-    f.svt_slice_bytes = jacobi || lac_svt_subspace_on<REAL>(ctx) ? (size_t)(p * p) * sizeof(double) : 0;
+    f.svt_slice_bytes = jacobi ? (size_t)(p * p) * sizeof(double) : 0;
+    f.svt_resident_slice_bytes = !jacobi && lac_svt_subspace_on<REAL>(ctx) ? (size_t)(p * p) * sizeof(double) : 0;
     if (!jacobi) lac_svt_gram_bytes(ctx, pr->n, pr->m, &f.svt_work_slice, &f.svt_work_fixed);
     f.stats_slice = LAC_SVT_STATS * sizeof(double);
     size_t free_bytes = 0, total = 0;
