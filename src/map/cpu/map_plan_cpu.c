@@ -61,6 +61,7 @@ lac_status lac_map_cpu_report_first_nan(lac_ctx_t ctx, const lac_map_call *c)
  * lines would otherwise crowd the cache. Uniform bridges have no such
  * targets and keep target ids. */
 #define ORDER_MIN_TARGETS (1 << 18)
+#define ORDER_MAX_TARGETS (1 << 24)   /* a thread's counts: 64 MB at most */
 #define HOT_TARGETS (1 << 16)
 #define HOT_MIN_SHARE 0.5
 #define HOT_OVER_UNIFORM 4.0
@@ -154,7 +155,7 @@ lac_status lac_map_cpu_plan_build(lac_ctx_t ctx, lac_map_plan_t plan, const lac_
     /* Count the rows of each target when renumbering might pay (each thread its
      * own counts, summed into the first). */
     uint32_t *counts = NULL;
-    if (n >= ORDER_MIN_TARGETS && n <= INT32_MAX && m >= n && m <= UINT32_MAX)
+    if (n >= ORDER_MIN_TARGETS && n <= ORDER_MAX_TARGETS && m >= n && m <= UINT32_MAX)
         counts = calloc((size_t)threads * (size_t)n, sizeof *counts);
     size_t entry;
     lac_dtype kept_dtype = narrowest(n, &entry);
