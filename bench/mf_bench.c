@@ -186,7 +186,7 @@ int main(int argc, char **argv)
     const char *shape = "ml10m", *device = "cpu", *figures_path = NULL;
     double scale = 1.0;
     int ks[MAX_K] = {32, 128}, nk = 2, epochs = 100, threads = 0, peer_epochs = 2, json = 0, deterministic = 0;
-    int implicit = 0;
+    int implicit = 0, nas = 0, as_neg[MAX_K], as_share[MAX_K];
     uint64_t seed = 1;
     int64_t users = 0, items = 0, ratings = 0;   /* 0: the shape's */
     for (int i = 1; i < argc; i++) {
@@ -199,7 +199,7 @@ int main(int argc, char **argv)
                             "                [--device cpu|cuda|cuda:0,1] [--threads N] [--peer-epochs N]\n"
                             "                [--deterministic]\n"
                             "                [--users N --items N --ratings N] [--seed S] [--json] [--figures FILE]\n"
-                            "                [--implicit]\n");
+                            "                [--implicit] [--implicit-as NEG:SHARE,...]\n");
             return strcmp(a, "--help") ? 2 : 0;
         }
         i++;
@@ -211,6 +211,15 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--threads")) threads = atoi(v);
         else if (!strcmp(a, "--peer-epochs")) peer_epochs = atoi(v);
         else if (!strcmp(a, "--seed")) seed = (uint64_t)atoll(v);
+        else if (!strcmp(a, "--implicit-as")) {   /* NEG:SHARE,... cross-entropy settings timed */
+            implicit = 1;
+            for (nas = 0; nas < MAX_K && v && *v; nas++) {
+                char *end;
+                as_neg[nas] = (int)strtol(v, &end, 10);
+                as_share[nas] = *end == ':' ? (int)strtol(end + 1, &end, 10) : 1;
+                v = *end == ',' ? end + 1 : NULL;
+            }
+        }
         else if (!strcmp(a, "--users")) users = atoll(v);
         else if (!strcmp(a, "--items")) items = atoll(v);
         else if (!strcmp(a, "--ratings")) ratings = atoll(v);
@@ -409,23 +418,26 @@ int main(int argc, char **argv)
         bench_figure(&figures, "mf", name, sgd_s * 1e3, "ms per epoch", floor_s * 1e3,
                      !on_cuda ? "serial loop" : "lacuna on the CPU", peer_s * 1e3);
         if (hit) bench_figure(&figures, "mf", name, to_target, "s to within 1% of the best RMSE", NAN, NULL, NAN);
-        for (int loss = LAC_MF_LOSS_XENT; implicit && loss <= LAC_MF_LOSS_BPR; loss++) {
+        /* the default cross-entropy (or each --implicit-as setting), then BPR */
+        for (int x = 0, runs = (nas ? nas : 1) + 1; implicit && x < runs; x++) {
+            const int loss = x + 1 < runs ? LAC_MF_LOSS_XENT : LAC_MF_LOSS_BPR;
             lac_mf_params q = p;
             q.implicit = 1;
             q.loss = loss;
+            if (nas && x < nas) q.negatives = as_neg[x], q.negative_share = as_share[x];
             q.beta = 0.1;   /* the tool's for implicit feedback */
-            int negs = loss == LAC_MF_LOSS_BPR ? 1 : q.negatives;
+            int negs = loss == LAC_MF_LOSS_BPR ? 1 : (q.negatives + q.negative_share - 1) / q.negative_share;   /* a cell */
             double imp_s = implicit_epoch_s(ctx, &q, train, 6), imp_peer = NAN;
-            if (peer_epochs > 0 && on_cuda && loss == LAC_MF_LOSS_XENT)
+            if (peer_epochs > 0 && on_cuda && loss == LAC_MF_LOSS_XENT && x == 0)
                 imp_peer = implicit_epoch_s(host, &q, train, peer_epochs + 1);
             double imp_bytes = (8.0 + 8.0 * negs) * (double)n + 8.0 * ks[c] * (double)(nu + ni);
-            printf("# implicit k=%d %s: %d negative(s), epoch %.3f ms, explicit %.3f ms, ratio %.2f (target <= 2), "
+            printf("# implicit k=%d %s share %d: %d negative(s) a cell, epoch %.3f ms, explicit %.3f ms, ratio %.2f (target <= 2), "
                    "floor %.3f ms (floor/t %.3f), %s %.1f ms\n",
-                   ks[c], loss == LAC_MF_LOSS_BPR ? "bpr" : "xent", negs, imp_s * 1e3, sgd_s * 1e3, imp_s / sgd_s,
+                   ks[c], loss == LAC_MF_LOSS_BPR ? "bpr" : "xent", q.negative_share, negs, imp_s * 1e3, sgd_s * 1e3, imp_s / sgd_s,
                    imp_bytes / bw * 1e3, imp_bytes / bw / imp_s, on_cuda ? "cpu" : "-", imp_peer * 1e3);
             fflush(stdout);
-            snprintf(name, sizeof name, "%s %s k=%d implicit %s, %lld interactions", device, shape, ks[c],
-                     loss == LAC_MF_LOSS_BPR ? "bpr" : "xent", (long long)n);
+            snprintf(name, sizeof name, "%s %s k=%d implicit %s %d:%d, %lld interactions", device, shape, ks[c],
+                     loss == LAC_MF_LOSS_BPR ? "bpr" : "xent", q.negatives, q.negative_share, (long long)n);
             bench_figure(&figures, "mf", name, imp_s * 1e3, "ms per epoch", imp_bytes / bw * 1e3,
                          isnan(imp_peer) ? NULL : "lacuna on the CPU", imp_peer * 1e3);
         }

@@ -6,7 +6,8 @@
 # package's algorithm and defaults; the package itself is not installable
 # here). Interactions: ratings >= 4; one per user held out at random.
 #   bash bench/mf_implicit_als.sh [build/lacuna]   (SEEDS="1 2", KS="16 32 64",
-#   GEN="--clusters 20": extra `mf gen` options, e.g. planted item clusters)
+#   GEN="--clusters 20": extra `mf gen` options, e.g. planted item clusters;
+#   LAC_OPTS: extra `mf train` options, e.g. "--negatives 2 --negative-share 4")
 set -u -o pipefail
 tool=${1:-build/lacuna}
 py=${PYTHON:-/usr/bin/python3}
@@ -19,7 +20,7 @@ for seed in ${SEEDS:-1 2}; do
     "$tool" mf gen --users 943 --items 1682 --ratings 100000 --stars whole --seed "$seed" ${GEN:-} "$dir/all.txt" 2>/dev/null || exit 1
     "$py" "$here/als_implicit_peer.py" split "$dir/all.txt" "$dir/train.txt" "$dir/test.txt" --seed "$seed" || exit 1
     for k in ${KS:-16 32 64}; do
-        "$tool" mf train --implicit -k "$k" --seed "$seed" --quiet "$dir/train.txt" "$dir/m.model" || exit 1
+        "$tool" mf train --implicit -k "$k" --seed "$seed" ${LAC_OPTS:-} --quiet "$dir/train.txt" "$dir/m.model" || exit 1
         lac=$("$tool" mf evaluate "$dir/m.model" "$dir/test.txt" -n 10 --negatives 0 --json) || exit 1
         als=$("$py" "$here/als_implicit_peer.py" als "$dir/train.txt" "$dir/test.txt" -k "$k" --seed "$seed") || exit 1
         "$py" -c 'import json,sys; a=json.loads(sys.argv[3]); b=json.loads(sys.argv[4]); print("%4s %4s %9.4f %9.4f %9.4f %9.4f %9.4f %9.4f" % (sys.argv[1], sys.argv[2], a["hr"], a["ndcg"], b["hr"], b["ndcg"], b["pop_hr"], b["pop_ndcg"]))' \

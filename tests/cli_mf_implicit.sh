@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # lacuna mf train --implicit end to end: both losses and both models train,
 # --json has the implicit keys, recommend works on the model; the refusals
-# (--valid, --loss without --implicit, the neighbourhood model on CUDA, a weight that is not > 0) exit 2
+# (--valid, --loss or --negative-share without --implicit, BPR with the neighbourhood model on CUDA, a
+# weight that is not > 0) exit 2
 # and write no model.
 set -u
 tool=$1
@@ -28,8 +29,14 @@ check "--weighted takes the ratings as weights" "[ $rc -eq 0 ]"
 check "--implicit --valid exits 2" "[ $rc -eq 2 ] && [ ! -e no1.model ]"
 "$tool" mf train --loss bpr -t 2 seen.txt no2.model >/dev/null 2>&1; rc=$?
 check "--loss without --implicit exits 2" "[ $rc -eq 2 ] && [ ! -e no2.model ]"
-err=$("$tool" mf train --implicit --model neighbourhood --device cuda -t 2 seen.txt no3.model 2>&1); rc=$?
-check "--implicit --model neighbourhood --device cuda exits 2, says so" "[ $rc -eq 2 ] && grep -q 'not supported on CUDA' <<<\"\$err\" && [ ! -e no3.model ]"
+err=$("$tool" mf train --implicit --loss bpr --model neighbourhood --device cuda -t 2 seen.txt no3.model 2>&1); rc=$?
+check "--implicit --loss bpr --model neighbourhood --device cuda exits 2, says so" "[ $rc -eq 2 ] && grep -q 'CPU only' <<<\"\$err\" && [ ! -e no3.model ]"
+"$tool" mf train --negative-share 4 -t 2 seen.txt no5.model >/dev/null 2>&1; rc=$?
+check "--negative-share without --implicit exits 2" "[ $rc -eq 2 ] && [ ! -e no5.model ]"
+"$tool" mf train --implicit --negative-share 65 -t 2 seen.txt no6.model >/dev/null 2>&1; rc=$?
+check "--negative-share 65 exits 2" "[ $rc -eq 2 ] && [ ! -e no6.model ]"
+out=$("$tool" mf train --implicit --negatives 4 --negative-share 4 -k 4 -t 2 --json seen.txt shared.model 2>/dev/null); rc=$?
+check "--negative-share trains, --json says it" "[ $rc -eq 0 ] && grep -q '\"negative_share\":4' <<<\"\$out\""
 printf '1 1 1\n1 2 0\n2 1 3\n' > zero.txt
 "$tool" mf train --implicit --weighted -k 2 -t 2 zero.txt no4.model >/dev/null 2>&1; rc=$?
 check "a weight of 0 exits 2" "[ $rc -eq 2 ] && [ ! -e no4.model ]"

@@ -66,16 +66,18 @@ TEST(implicit_beats_most_popular)
     printf("  most-popular HR@10 %.3f over %lld interactions\n", pop, (long long)d.train.n);
     struct {
         const char *name;
-        int model, loss;
-    } cases[] = {{"plain xent", LAC_MF_MODEL_PLAIN, LAC_MF_LOSS_XENT},
-                 {"plain bpr", LAC_MF_MODEL_PLAIN, LAC_MF_LOSS_BPR},
-                 {"neighbourhood xent", LAC_MF_MODEL_NEIGHBOURHOOD, LAC_MF_LOSS_XENT},
-                 {"neighbourhood bpr", LAC_MF_MODEL_NEIGHBOURHOOD, LAC_MF_LOSS_BPR}};
-    for (int c = 0; c < 4; c++) {
+        int model, loss, share;
+    } cases[] = {{"plain xent", LAC_MF_MODEL_PLAIN, LAC_MF_LOSS_XENT, 1},
+                 {"plain bpr", LAC_MF_MODEL_PLAIN, LAC_MF_LOSS_BPR, 1},
+                 {"neighbourhood xent", LAC_MF_MODEL_NEIGHBOURHOOD, LAC_MF_LOSS_XENT, 1},
+                 {"neighbourhood bpr", LAC_MF_MODEL_NEIGHBOURHOOD, LAC_MF_LOSS_BPR, 1},
+                 {"plain xent, negatives shared by 4", LAC_MF_MODEL_PLAIN, LAC_MF_LOSS_XENT, 4}};
+    for (int c = 0; c < 5; c++) {
         lac_mf_params p = lac_mf_params_default();
         p.implicit = 1;
         p.model = cases[c].model;
         p.loss = cases[c].loss;
+        p.negative_share = cases[c].share;
         p.k = 16;
         p.epochs = 20;
         p.neighbours.k = 16;
@@ -83,7 +85,7 @@ TEST(implicit_beats_most_popular)
         lac_mf_model_t m = train(&p, &d.train);
         double hr = hr_model(m, &d);
         printf("  %s HR@10 %.3f\n", cases[c].name, hr);
-        CHECK(hr > 2.0 * pop);   /* measured: 2.1-2.5 x */
+        CHECK(hr > 2.0 * pop);   /* measured: 2.1-2.5 x (shared by 4: 2.4 x) */
         lac_mf_model_destroy(&m);
     }
     harness_triples_free(&d.train);
@@ -189,10 +191,114 @@ static void one_epoch(int loss)
     lac_ctx_destroy(&one);
 }
 
+/* Shared negatives (negative_share): one user with 5 interactions of 12
+ * items in read order 7, 2, 9, 0, 4, chunks of `share` of its items
+ * ascending; each chunk's `negatives` drawn by the counter-based rule with
+ * the chunk's index as key, negative t stepped after the chunk's interaction
+ * of rank t mod size, with weight size. Against float64, steps in order. */
+static void shared_epoch(int negatives, int share)
+{
+    lac_ctx_params cp = lac_ctx_params_default();
+    cp.backend = LAC_BACKEND_CPU;
+    cp.threads = 1;
+    lac_ctx_t one;
+    CHECK_OK(NULL, lac_ctx_create(&cp, &one));
+    const int n = 5, ni = 12, k = 3, sorted[5] = {0, 2, 4, 7, 9};
+    int32_t items[5] = {7, 2, 9, 0, 4}, order[1] = {0};
+    float w[5] = {1, 1, 1, 1, 1};
+    int64_t start[2] = {0, 5};
+    lac_mf_data d;
+    memset(&d, 0, sizeof d);
+    d.num_users = 1;
+    d.num_items = ni;
+    d.nnz = n;
+    d.row_start = start;
+    d.col = items;
+    d.val = w;
+    d.row_order = order;
+    lac_mf_params p = lac_mf_params_default();
+    p.implicit = 1;
+    p.negatives = negatives;
+    p.negative_share = share;
+    p.deterministic = 1;
+    p.k = k;
+    CHECK_OK(one, lac_mf_implicit_data(one, &p, &d));
+    lac_mf_model_t m = NULL;
+    CHECK_OK(one, lac_mf_model_alloc(one, 1, ni, k, &m));
+    m->params = p;
+    double P[3], Q[12][3], bu, bi[12];
+    unsigned long long s = 9;
+    bu = m->user_bias[0] = (float)(0.2 * harness_rand_uniform(&s) - 0.1);
+    for (int f = 0; f < k; f++) P[f] = m->P[f] = (float)(harness_rand_uniform(&s) - 0.5);
+    for (int j = 0; j < ni; j++) {
+        bi[j] = m->item_bias[j] = (float)(0.2 * harness_rand_uniform(&s) - 0.1);
+        for (int f = 0; f < k; f++) Q[j][f] = m->Q[j * m->stride + f] = (float)(harness_rand_uniform(&s) - 0.5);
+    }
+    lac_mf_call call = lac_mf_model_call(m, &d, NULL);
+    lac_mf_state *st = NULL;
+    CHECK_OK(one, lac_mf_cpu_backend.begin(one, &call, &st));
+    double lr = 0.2, sum = 0.0, ref_loss = 0.0;
+    CHECK_OK(one, lac_mf_cpu_backend.epoch(one, st, (float)lr, 0, &sum));
+    lac_mf_cpu_backend.end(one, st);
+    /* the reference */
+    int seen[12] = {0};
+    for (int a = 0; a < n; a++) seen[items[a]] = 1;
+    const uint64_t useed = lac_mf_draw_seed(call.seed, 0, 0);
+    int steps = 0;
+    for (int a = 0; a < n; a++) {
+        int rank = 0;
+        while (sorted[rank] != items[a]) rank++;
+        const int c = rank / share, size = n - c * share < share ? n - c * share : share;
+        int todo[16], m_items = 0;
+        double weight[16];
+        todo[m_items] = items[a], weight[m_items++] = 1.0;
+        for (int t = rank - c * share; t < negatives; t += size) {
+            int32_t x = 0;
+            for (int q = 0; q < LAC_MF_DRAWS; q++) {
+                x = lac_mf_draw_item(useed, share == 1 ? items[a] : c, t, q, ni);
+                if (!seen[x]) break;
+            }
+            todo[m_items] = x, weight[m_items++] = -size;
+        }
+        for (int x = 0; x < m_items; x++, steps++) {
+            const int j = todo[x];
+            double y = bu + bi[j];
+            for (int f = 0; f < k; f++) y += P[f] * Q[j][f];
+            const double e = x == 0 ? 1.0 - sig(y) : weight[x] * sig(y);
+            ref_loss += x == 0 ? log1p(exp(-y)) : -weight[x] * log1p(exp(y));
+            const double step = lr * e;
+            bu = (1 - lr * p.lambda_bias) * bu + step;
+            bi[j] = (1 - lr * p.lambda_bias) * bi[j] + step;
+            for (int f = 0; f < k; f++) {
+                const double pf = P[f], qf = Q[j][f];
+                P[f] = (1 - lr * p.lambda) * pf + step * qf;
+                Q[j][f] = (1 - lr * p.lambda) * qf + step * pf;
+            }
+        }
+    }
+    double worst = fabs(bu - m->user_bias[0]);
+    for (int f = 0; f < k; f++) worst = fmax(worst, fabs(P[f] - m->P[f]));
+    for (int j = 0; j < ni; j++) {
+        worst = fmax(worst, fabs(bi[j] - m->item_bias[j]));
+        for (int f = 0; f < k; f++) worst = fmax(worst, fabs(Q[j][f] - m->Q[j * m->stride + f]));
+    }
+    printf("  %d negatives shared by %d: %d steps, largest difference from float64 %.2e, loss %.6f vs %.6f\n",
+           negatives, share, steps, worst, sum, ref_loss);
+    CHECK(steps == n + (n + share - 1) / share * negatives);   /* each chunk's negatives once */
+    CHECK(worst < 1e-5);
+    CHECK_NEAR(sum, ref_loss, 1e-5);
+    lac_mf_model_destroy(&m);
+    lac_ctx_destroy(&one);
+}
+
 TEST(one_epoch_matches_float64_reference)
 {
     one_epoch(LAC_MF_LOSS_XENT);
     one_epoch(LAC_MF_LOSS_BPR);
+    shared_epoch(4, 1);   /* every interaction its own: the items' keys */
+    shared_epoch(4, 2);   /* chunks of 2, 2, 1 */
+    shared_epoch(3, 4);   /* chunks of 4 and 1: the first chunk's last interaction has none */
+    shared_epoch(6, 3);
 }
 
 TEST(checks_and_model_file)
@@ -212,6 +318,11 @@ TEST(checks_and_model_file)
     p.negatives = 0;
     CHECK_STATUS(ctx, lac_mf_train(ctx, &p, r, NULL, NULL, NULL, &m, NULL), LAC_ERR_ARGUMENT);
     p.negatives = 7;
+    p.negative_share = 0;
+    CHECK_STATUS(ctx, lac_mf_train(ctx, &p, r, NULL, NULL, NULL, &m, NULL), LAC_ERR_ARGUMENT);
+    p.negative_share = LAC_MF_SHARE_MAX + 1;
+    CHECK_STATUS(ctx, lac_mf_train(ctx, &p, r, NULL, NULL, NULL, &m, NULL), LAC_ERR_ARGUMENT);
+    p.negative_share = 5;
     p.loss = LAC_MF_LOSS_BPR;
     p.weighted = 1;
     CHECK_OK(ctx, lac_mf_train(ctx, &p, r, NULL, NULL, NULL, &m, NULL));
@@ -221,7 +332,7 @@ TEST(checks_and_model_file)
     lac_mf_model_t back = NULL;
     CHECK_OK(ctx, lac_mf_model_load(ctx, path, &back));
     lac_mf_params q = lac_mf_model_params(back);
-    CHECK(q.implicit == 1 && q.loss == LAC_MF_LOSS_BPR && q.weighted == 1 && q.negatives == 7);
+    CHECK(q.implicit == 1 && q.loss == LAC_MF_LOSS_BPR && q.weighted == 1 && q.negatives == 7 && q.negative_share == 5);
     lac_mf_update_params up = lac_mf_update_params_default();
     lac_mf_model_t upd = NULL;
     CHECK_STATUS(ctx, lac_mf_update(ctx, &up, back, r, &upd, NULL), LAC_ERR_UNSUPPORTED);

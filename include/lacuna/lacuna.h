@@ -933,9 +933,9 @@ typedef struct {
      * - r_hat(i, j')) with one sampled j' per interaction. Update rule (5)
      * with e the loss's gradient in r_hat. No validation set (rank with
      * held-out interactions instead); the epoch callback's train_rmse is
-     * the mean loss. The plain model trains on CUDA too; the
-     * neighbourhood model's implicit training is CPU only
-     * (LAC_ERR_UNSUPPORTED on a CUDA context, the CPU under auto). */
+     * the mean loss. Both models train on CUDA too, except BPR with the
+     * neighbourhood model (LAC_ERR_UNSUPPORTED on a CUDA context, the CPU
+     * under auto). */
     int implicit;                     /* default 0 */
     int loss;                         /* lac_mf_loss; default LAC_MF_LOSS_XENT */
     int negatives;                    /* per interaction (cross-entropy); default 4 */
@@ -946,6 +946,13 @@ typedef struct {
      * validation they stop when an epoch gains less than 0.1% and the best
      * is kept). 0 (default): none. */
     int warm_epochs;
+    /* Cross-entropy's negatives shared by this many interactions: a user's
+     * interactions (items ascending) in chunks of negative_share draw
+     * `negatives` negatives a chunk, each scored once and stepped with the
+     * chunk's summed gradient (weight: the chunk's size), so an interaction
+     * costs 1 + negatives / negative_share item steps instead of 1 +
+     * negatives. 1: every interaction its own negatives. BPR ignores it. */
+    int negative_share;               /* default 1 */
 } lac_mf_params;
 
 typedef enum { LAC_MF_LOSS_XENT = 0, LAC_MF_LOSS_BPR = 1 } lac_mf_loss;

@@ -328,6 +328,7 @@ class lac_mf_params(Structure):
         ("negatives", c_int),
         ("weighted", c_int),
         ("warm_epochs", c_int),
+        ("negative_share", c_int),
     ]
 
 

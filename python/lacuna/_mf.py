@@ -210,7 +210,8 @@ class MF(_core.Closeable):
     says what was chosen. Ids may be any integers or strings.
     Implicit feedback (docs/mf.md): implicit=True reads every rating as an
     interaction (weighted=True: its weight), loss 'xent' (cross-entropy with
-    `negatives` sampled negatives each) or 'bpr'; no validation set.
+    `negatives` sampled negatives each; negative_share interactions sharing
+    one draw of them) or 'bpr'; no validation set.
     warm_epochs (neighbourhood model): up to that many plain epochs first on
     its factors with W = C = 0 (lac_mf_params.warm_epochs; report_ gives
     warm_epochs and warm_seconds).
@@ -220,7 +221,7 @@ class MF(_core.Closeable):
                  epochs=None, lambda_=None, lambda_bias=None, alpha=None, beta=None, use_bias=None, patience=None,
                  min_gain=None, callback=None, neighbours=None, K=None, p=None, q=None, rates=None, lambdas=None,
                  beta_groups=None, search=False, implicit=False, loss="xent", negatives=None, weighted=False,
-                 warm_epochs=None):
+                 warm_epochs=None, negative_share=None):
         if model not in _MODELS:
             raise input_error("model must be 'plain' or 'neighbourhood', not %r" % (model,))
         if model == "plain" and any(v is not None for v in (neighbours, K, p, q, rates, lambdas, beta_groups,
@@ -267,7 +268,8 @@ class MF(_core.Closeable):
                     not 0 <= warm_epochs < (1 << 31):
                 raise input_error("warm_epochs must be an integer >= 0, not %r" % (warm_epochs,))
             self._params.warm_epochs = int(warm_epochs)
-        self._set_implicit(implicit, loss, negatives, weighted, beta is None, rates is None, beta_groups is None)
+        self._set_implicit(implicit, loss, negatives, weighted, negative_share, beta is None, rates is None,
+                           beta_groups is None)
         why = lib.lac_mf_params_check(ctypes.byref(self._params))
         if why:
             raise input_error("mf parameters: " + _lib.text(why))
@@ -306,11 +308,12 @@ class MF(_core.Closeable):
             par.beta_groups = float(beta_groups)
         nb.seed = par.seed
 
-    def _set_implicit(self, implicit, loss, negatives, weighted, default_beta, default_rates, default_beta_groups):
+    def _set_implicit(self, implicit, loss, negatives, weighted, negative_share, default_beta, default_rates,
+                      default_beta_groups):
         par = self._params
         if not implicit:
-            if loss != "xent" or negatives is not None or weighted:
-                raise input_error("loss, negatives and weighted go with implicit=True")
+            if loss != "xent" or negatives is not None or weighted or negative_share is not None:
+                raise input_error("loss, negatives, negative_share and weighted go with implicit=True")
             return
         if loss not in _LOSSES:
             raise input_error("loss must be 'xent' or 'bpr', not %r" % (loss,))
@@ -322,6 +325,11 @@ class MF(_core.Closeable):
                     not 0 < negatives < (1 << 31):
                 raise input_error("negatives must be a positive integer, not %r" % (negatives,))
             par.negatives = int(negatives)
+        if negative_share is not None:
+            if isinstance(negative_share, bool) or not isinstance(negative_share, (int, np.integer)) or \
+                    not 0 < negative_share <= 64:
+                raise input_error("negative_share must be an integer in [1, 64], not %r" % (negative_share,))
+            par.negative_share = int(negative_share)
         # the command line's implicit defaults (docs/mf.md): a slower decay, larger rates for eq. (1)
         if default_beta:
             par.beta = 0.1
@@ -341,7 +349,8 @@ class MF(_core.Closeable):
         out["deterministic"] = bool(out["deterministic"])
         out.update(model=self.model, threads=self.threads, device=self.device)
         if p.implicit:
-            out.update(implicit=True, loss=_LOSSES[p.loss], negatives=p.negatives, weighted=bool(p.weighted))
+            out.update(implicit=True, loss=_LOSSES[p.loss], negatives=p.negatives, weighted=bool(p.weighted),
+                       negative_share=p.negative_share)
         if p.model == _lib.LAC_MF_MODEL_NEIGHBOURHOOD:
             nb = p.neighbours
             out.update(neighbours=_NBR_METHODS[nb.method], K=nb.k, p=nb.p, q=nb.q,

@@ -790,6 +790,13 @@ class TestMF(unittest.TestCase):
             lacuna.MF(k=8, loss="bpr")
         with self.assertRaises(lacuna.LacunaUnsupportedError):
             m.update(u[:5], i[:5], r[:5])
+        s = lacuna.MF(k=8, seed=3, threads=2, epochs=3, implicit=True, negative_share=4).fit(u, i, r)
+        self.assertEqual(s.get_params()["negative_share"], 4)
+        for bad in (0, 65, True, 2.0):
+            with self.assertRaises(lacuna.LacunaInputError):
+                lacuna.MF(k=8, implicit=True, negative_share=bad)
+        with self.assertRaises(lacuna.LacunaInputError):
+            lacuna.MF(k=8, negative_share=2)
 
     def test_factors_explain_the_predictions(self):
         m = self.model

@@ -119,6 +119,9 @@ typedef struct {
      * `negatives` uniform negatives per interaction (one for BPR), drawn
      * from seed, epoch and user; epoch's *train_sse is the summed loss. */
     int implicit, loss, negatives;
+    /* Interactions sharing one draw of negatives (1: each its own; the
+     * rule below, lac_mf_share). */
+    int share;
     /* One part of the items (the blocks of src/dist/mf_dist.c): with
      * item_part (num_items entries), the epochs train only the ratings of
      * the items j with item_part[j] == part; the neighbourhood terms still see
@@ -153,6 +156,30 @@ static inline LAC_RANDOM_HD int32_t lac_mf_draw_item(uint64_t user_seed, int32_t
     uint64_t key = (uint64_t)(uint32_t)j << 15 | (uint64_t)t << 5 | (uint64_t)r;   /* t < 1024, r < 32 */
     uint64_t state = user_seed + key * 0x9E3779B97F4A7C15ull;
     return (int32_t)((lac_splitmix64(&state) >> 11) % (uint64_t)num_items);
+}
+
+/* Shared negatives (lac_mf_params.negative_share = B): user u's n
+ * interactions, items ascending, are chunks of B (the last one n mod B when
+ * that is not 0); chunk c's `negatives` negatives are drawn as above with c
+ * in place of the item, and negative t goes with the chunk's interaction of
+ * rank t mod s (s: the chunk's size), stepped with weight s: the summed
+ * gradient of the s positives' shared negative, scored once (a negative's
+ * gradient does not depend on the positive). A user's negatives weigh
+ * n x negatives in all, as without sharing. B = 1 is the rule above exactly
+ * (keyed by the item). For the interaction of rank `rank` among n: its
+ * first negative's t (*first; then every *size-th), their count (returned,
+ * 0 when the chunk has fewer negatives than interactions) and the chunk's key
+ * (*key, for lac_mf_draw_item's j). */
+#define LAC_MF_SHARE_MAX 64
+
+static inline LAC_RANDOM_HD int lac_mf_share(int64_t rank, int64_t n, int share, int negatives, int32_t item,
+                                             int *first, int *size, int32_t *key)
+{
+    const int64_t c = rank / share, s = n - c * share < share ? n - c * share : share;
+    *first = (int)(rank - c * share);
+    *size = (int)s;
+    *key = share == 1 ? item : (int32_t)c;
+    return *first < negatives ? (negatives - *first + (int)s - 1) / (int)s : 0;
 }
 
 /* Online updates (src/mf/update.c): some users' or items' parameters solved

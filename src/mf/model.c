@@ -33,6 +33,7 @@ static lac_mf_params mf_defaults(void)
     p.loss = LAC_MF_LOSS_XENT;
     p.negatives = 4;
     p.weighted = 0;
+    p.negative_share = 1;
     return p;
 }
 
@@ -56,6 +57,7 @@ const char *lac_mf_params_check(const lac_mf_params *given)
     if (p->negatives < 1 || p->negatives > 1000) return "negatives must be in [1, 1000]";
     if (p->warm_epochs < 0 || p->warm_epochs > 1000000) return "warm_epochs must be in [0, 1000000]";
     if (p->weighted != 0 && p->weighted != 1) return "weighted must be 0 or 1";
+    if (p->negative_share < 1 || p->negative_share > LAC_MF_SHARE_MAX) return "negative_share must be in [1, 64]";
     if (p->model == LAC_MF_MODEL_NEIGHBOURHOOD) {
         const char *why = lac_mf_nbr_params_check(&p->neighbours);
         if (why) return why;
@@ -119,6 +121,7 @@ lac_mf_call lac_mf_model_call(lac_mf_model_t m, const lac_mf_data *data, const l
     c.implicit = m->params.implicit;
     c.loss = m->params.loss;
     c.negatives = m->params.negatives;
+    c.share = m->params.loss == LAC_MF_LOSS_BPR ? 1 : m->params.negative_share;
     return c;
 }
 

@@ -43,7 +43,7 @@ typedef struct {
 typedef struct {
     int32_t kind, nbr_k;
     int32_t method, p, q, bits, psi_power;
-    int32_t implicit;   /* implicit feedback: bit 0 on, bit 1 BPR, bit 2 weighted, bits 8-23 negatives; 0: explicit */
+    int32_t implicit;   /* implicit feedback: bit 0 on, bit 1 BPR, bit 2 weighted, bits 8-23 negatives, 24-30 negative_share (0: 1); 0: explicit */
     double shrink;
     uint64_t nbr_seed;
     double rates[6], lambdas[6], beta_groups;
@@ -114,7 +114,8 @@ lac_status lac_mf_model_save(lac_ctx_t ctx, const char *path, lac_mf_model_t m)
     memcpy(h2.lambdas, &mp->lambdas, sizeof h2.lambdas);
     h2.beta_groups = mp->beta_groups;
     h2.code_cols = m->codes ? m->code_cols : 0;
-    h2.implicit = mp->implicit ? 1 | (mp->loss == LAC_MF_LOSS_BPR) << 1 | mp->weighted << 2 | mp->negatives << 8 : 0;
+    h2.implicit = mp->implicit ? 1 | (mp->loss == LAC_MF_LOSS_BPR) << 1 | mp->weighted << 2 | mp->negatives << 8 |
+                                   mp->negative_share << 24 : 0;
 
     model_header3 h3;
     memset(&h3, 0, sizeof h3);
@@ -240,7 +241,8 @@ lac_status lac_mf_model_load(lac_ctx_t ctx, const char *path, lac_mf_model_t *ou
     if ((h2.kind != LAC_MF_MODEL_PLAIN && !nbr) || (nbr && (h2.nbr_k < 1 || h2.nbr_k > 1024)) ||
         (!nbr && h2.nbr_k != 0) || h2.code_cols < 0 || h2.code_cols > ((int64_t)1 << 32) ||
         (h3.key_tables != 0 && (!nbr || !h2.code_cols || h3.key_tables != h2.q)) ||
-        (h2.implicit & 1 && ((h2.implicit >> 8) < 1 || (h2.implicit >> 8) > 1000))) {
+        (h2.implicit & 1 && (((h2.implicit >> 8) & 0xFFFF) < 1 || ((h2.implicit >> 8) & 0xFFFF) > 1000 ||
+                               ((h2.implicit >> 24) & 0x7F) > LAC_MF_SHARE_MAX))) {
         st = lac_error(ctx, LAC_ERR_FORMAT, "%s: impossible header values (model kind)", path);
         goto done;
     }
@@ -291,6 +293,7 @@ lac_status lac_mf_model_load(lac_ctx_t ctx, const char *path, lac_mf_model_t *ou
             m->params.loss = h2.implicit & 2 ? LAC_MF_LOSS_BPR : LAC_MF_LOSS_XENT;
             m->params.weighted = (h2.implicit >> 2) & 1;
             m->params.negatives = (h2.implicit >> 8) & 0xFFFF;
+            m->params.negative_share = (h2.implicit >> 24) & 0x7F ? (h2.implicit >> 24) & 0x7F : 1;
         }
     }
     {

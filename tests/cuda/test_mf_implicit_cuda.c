@@ -5,11 +5,14 @@
  *    divides one at a time), every v_j stepped with that u_i and u_i by the
  *    steps' sum; for cross-entropy (2 and 5 negatives) and BPR, at F = 3, 40
  *    (4 lanes, 3 float4 each) and 300 (a full warp, last slot partly
- *    filled);
+ *    filled); and with shared negatives (a chunk's negatives split over
+ *    its interactions, weighted by its size);
  *  - trained on generated interactions with planted preferences (the CPU
  *    test's data, tests/mf_planted.h), HR@10 beats most-popular by the CPU
  *    test's margin (2x), and HR@10 and NDCG@10 (full ranking, leave-one-out)
- *    are within 0.05 of the CPU's with the same seed, on two shapes. */
+ *    are within 0.05 of the CPU's with the same seed, on two shapes: the
+ *    plain model (cross-entropy, with shared negatives, BPR) and the
+ *    neighbourhood model (cross-entropy: its stream's negatives' cells). */
 #include "harness.h"
 #include "cuda_harness.h"
 #include "lacuna/lacuna.h"
@@ -25,7 +28,7 @@ static double sig(double x) { return 1.0 / (1.0 + exp(-x)); }
 static double log_loss(double x) { return x > 0 ? log1p(exp(-x)) : -x + log1p(exp(x)); }
 
 /* One user with 3 interactions (items 2, 0, 4 of 6, weights 1, 2, 0.5). */
-static void one_epoch(int k, int loss, int negatives, int nb)
+static void one_epoch(int k, int loss, int negatives, int nb, int share)
 {
     int32_t col[3] = {2, 0, 4}, order[1] = {0};
     float val[3] = {1.0f, 2.0f, 0.5f};
@@ -44,6 +47,7 @@ static void one_epoch(int k, int loss, int negatives, int nb)
     p.weighted = 1;
     p.loss = loss;
     p.negatives = negatives;
+    p.negative_share = share;
     p.k = k;
     p.seed = 11;
     CHECK_OK(gpu, lac_mf_implicit_data(gpu, &p, &d));
@@ -69,17 +73,31 @@ static void one_epoch(int k, int loss, int negatives, int nb)
     /* the reference */
     const double shrink = 1 - lr * p.lambda, shrink_b = 1 - lr * p.lambda_bias;
     const uint64_t useed = lac_mf_draw_seed(call.seed, 0, 0);
-    const int negs = loss == LAC_MF_LOSS_BPR ? 1 : negatives;
+    const int sorted[3] = {0, 2, 4};
     double *old = malloc(sizeof(double) * (size_t)k * 6), *acc = malloc(sizeof(double) * (size_t)k);
     for (int a = 0; a < 3; a++) {
         const int j = col[a];
         const double w = val[a];
-        for (int c0 = 0; c0 < negs; c0 += nb) {
+        /* shared negatives: j's chunk among the items ascending, its part of the chunk's draws */
+        int rank = 0, negs = 0, first = 0, size = 1, key = j, ts[8];
+        while (sorted[rank] != j) rank++;
+        if (loss == LAC_MF_LOSS_BPR) {
+            negs = 1, ts[0] = 0;
+        } else {
+            if (share > 1) {
+                int c = rank / share;
+                size = 3 - c * share < share ? 3 - c * share : share;
+                first = rank - c * share;
+                key = c;
+            }
+            for (int t = first; t < negatives; t += size) ts[negs++] = t;
+        }
+        for (int c0 = 0; c0 == 0 || c0 < negs; c0 += nb) {
             int cnt = negs - c0 < nb ? negs - c0 : nb, rows[8];
             for (int t = 0; t < cnt; t++) {
                 int32_t n = 0;
                 for (int r = 0; r < LAC_MF_DRAWS; r++) {
-                    n = lac_mf_draw_item(useed, j, c0 + t, r, 6);
+                    n = lac_mf_draw_item(useed, key, ts[c0 + t], r, 6);
                     if (n != 2 && n != 0 && n != 4) break;
                 }
                 rows[t] = n;
@@ -102,8 +120,8 @@ static void one_epoch(int k, int loss, int negatives, int nb)
             } else {
                 for (int x = 0; x < m_items; x++) {
                     int positive = c0 == 0 && x == 0;
-                    e[x] = positive ? w * (1 - sig(score[x])) : -sig(score[x]);
-                    ref_loss += positive ? w * log_loss(score[x]) : log_loss(-score[x]);
+                    e[x] = positive ? w * (1 - sig(score[x])) : -size * sig(score[x]);
+                    ref_loss += positive ? w * log_loss(score[x]) : size * log_loss(-score[x]);
                 }
             }
             double keep = 1, keep_b = 1, bstep = 0;
@@ -129,8 +147,8 @@ static void one_epoch(int k, int loss, int negatives, int nb)
         worst = fmax(worst, fabs(bi[j] - m->item_bias[j]));
         for (int f = 0; f < k; f++) worst = fmax(worst, fabs(Q[j * k + f] - m->Q[j * m->stride + f]));
     }
-    printf("  k %d, %s, %d negatives: largest difference from float64 %.2e, loss %.6f vs %.6f\n", k,
-           loss ? "bpr" : "xent", negs, worst, sum, ref_loss);
+    printf("  k %d, %s, %d negatives shared by %d: largest difference from float64 %.2e, loss %.6f vs %.6f\n", k,
+           loss ? "bpr" : "xent", negatives, share, worst, sum, ref_loss);
     if (!(worst < 2e-5)) HARNESS_FAIL("k = %d: the CUDA epoch is %g from the float64 reference", k, worst);
     CHECK_NEAR(sum, ref_loss, 1e-4 * (1 + fabs(ref_loss)));
     free(old);
@@ -142,12 +160,18 @@ static void one_epoch(int k, int loss, int negatives, int nb)
 
 TEST(one_epoch_matches_float64_reference)
 {
-    one_epoch(3, LAC_MF_LOSS_XENT, 2, 4);
-    one_epoch(3, LAC_MF_LOSS_XENT, 5, 4);   /* a second batch of negatives */
-    one_epoch(3, LAC_MF_LOSS_BPR, 1, 4);
-    one_epoch(40, LAC_MF_LOSS_XENT, 2, 4);
-    one_epoch(300, LAC_MF_LOSS_XENT, 2, 1);
-    one_epoch(300, LAC_MF_LOSS_BPR, 1, 1);
+    one_epoch(3, LAC_MF_LOSS_XENT, 2, 4, 1);
+    one_epoch(3, LAC_MF_LOSS_XENT, 5, 4, 1);   /* a second batch of negatives */
+    one_epoch(3, LAC_MF_LOSS_BPR, 1, 1, 1);
+    one_epoch(40, LAC_MF_LOSS_XENT, 2, 4, 1);
+    one_epoch(300, LAC_MF_LOSS_XENT, 2, 1, 1);
+    one_epoch(300, LAC_MF_LOSS_BPR, 1, 1, 1);
+    /* shared negatives (chunks of 2 of the 3 items: 2 and 1 interactions; of 4: one chunk of 3) */
+    one_epoch(3, LAC_MF_LOSS_XENT, 4, 4, 2);
+    one_epoch(3, LAC_MF_LOSS_XENT, 5, 4, 4);
+    one_epoch(3, LAC_MF_LOSS_XENT, 3, 1, 4);    /* a negative a cell: one at a time */
+    one_epoch(40, LAC_MF_LOSS_XENT, 8, 4, 2);   /* the last chunk's 8: two batches */
+    one_epoch(300, LAC_MF_LOSS_XENT, 4, 1, 4);
 }
 
 static void rank(lac_ctx_t ctx, lac_mf_model_t m, const loo *d, lac_mf_rank_report *rep)
@@ -175,13 +199,22 @@ static void planted(int64_t users, int64_t items, int per_user, int groups, uint
     printf("  %lld x %lld: most-popular HR@10 %.3f\n", (long long)users, (long long)items, pop);
     lac_ratings_t r = NULL;
     CHECK_OK(cpu, lac_ratings_from_arrays(cpu, d.train.n, d.train.u, d.train.i, d.train.r, &r));
-    for (int loss = LAC_MF_LOSS_XENT; loss <= LAC_MF_LOSS_BPR; loss++) {
+    /* cross-entropy, with negatives shared by 4, BPR; the neighbourhood model's cross-entropy, shared by 2 */
+    for (int x = 0; x < 5; x++) {
+        const int loss = x == 2 ? LAC_MF_LOSS_BPR : LAC_MF_LOSS_XENT;
         lac_mf_params p = lac_mf_params_default();
         p.implicit = 1;
         p.loss = loss;
+        p.negative_share = x == 1 ? 4 : x == 4 ? 2 : 1;
         p.k = 16;
         p.epochs = 20;
-        p.beta = 0.1;   /* the tool's implicit rate decay (docs/mf.md) */
+        p.beta = 0.1;   /* the tool's implicit rates (docs/mf.md) */
+        if (x >= 3) {
+            p.model = LAC_MF_MODEL_NEIGHBOURHOOD;
+            p.neighbours.k = 16;
+            p.rates = (lac_mf_groups){0.2, 0.2, 0.2, 0.2, 0.02, 0.02};
+            p.beta_groups = 0.1;
+        }
         lac_mf_rank_report rc, rg;
         lac_mf_model_t mc = NULL, mg = NULL;
         CHECK_OK(cpu, lac_mf_train(cpu, &p, r, NULL, NULL, NULL, &mc, NULL));
@@ -189,8 +222,8 @@ static void planted(int64_t users, int64_t items, int per_user, int groups, uint
         if (!mc || !mg) continue;
         rank(cpu, mc, &d, &rc);
         rank(cpu, mg, &d, &rg);
-        printf("  %s: HR@10 CPU %.3f CUDA %.3f, NDCG@10 CPU %.3f CUDA %.3f\n", loss ? "bpr" : "xent", rc.hr, rg.hr,
-               rc.ndcg, rg.ndcg);
+        printf("  %s %s share %d: HR@10 CPU %.3f CUDA %.3f, NDCG@10 CPU %.3f CUDA %.3f\n", x >= 3 ? "nbr" : "plain",
+               loss ? "bpr" : "xent", p.negative_share, rc.hr, rg.hr, rc.ndcg, rg.ndcg);
         CHECK(rg.hr > 2.0 * pop);
         CHECK(fabs(rg.hr - rc.hr) <= 0.05);
         CHECK(fabs(rg.ndcg - rc.ndcg) <= 0.05);

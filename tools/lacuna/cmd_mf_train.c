@@ -142,6 +142,10 @@ int cmd_mf_train(int argc, char **argv)
          .choices = losses, .show_default = 1},
         {"--negatives", NULL, CLI_INT, &p.negatives, "N", .help = "--implicit, xent: negatives per interaction",
          CLI_IN(1, 1000), .show_default = 1},
+        {"--negative-share", NULL, CLI_INT, &p.negative_share, "B",
+         .help = "--implicit, xent: B interactions of a user (items ascending) share one draw of negatives, each "
+                 "scored once with weight B (1: every interaction its own)",
+         CLI_IN(1, 64), .show_default = 1},
         {"--weighted", NULL, CLI_FLAG, &p.weighted, NULL,
          .help = "--implicit: the rating column is the interaction's weight (> 0), not just seen"},
         {"--deterministic", NULL, CLI_FLAG, &p.deterministic, NULL,
@@ -196,11 +200,11 @@ int cmd_mf_train(int argc, char **argv)
     if (p.implicit && valid_path)
         return cli_usage_error(cmd, "--implicit takes no --valid (hold interactions out and rank them instead)");
     if (!p.implicit && (cli_find(&command, "--loss")->seen || cli_find(&command, "--negatives")->seen ||
-                        cli_find(&command, "--weighted")->seen))
-        return cli_usage_error(cmd, "--loss, --negatives and --weighted go with --implicit");
-    if (p.implicit && kind == LAC_MF_MODEL_NEIGHBOURHOOD && !strncmp(device, "cuda", 4))
-        return cli_usage_error(cmd, "--implicit with --model neighbourhood is not supported on CUDA yet: use "
-                                    "--device cpu or auto");
+                        cli_find(&command, "--weighted")->seen || cli_find(&command, "--negative-share")->seen))
+        return cli_usage_error(cmd, "--loss, --negatives, --negative-share and --weighted go with --implicit");
+    if (p.implicit && kind == LAC_MF_MODEL_NEIGHBOURHOOD && p.loss == LAC_MF_LOSS_BPR && !strncmp(device, "cuda", 4))
+        return cli_usage_error(cmd, "--implicit --loss bpr with --model neighbourhood trains on the CPU only: use "
+                                    "--device cpu or auto (cross-entropy trains on CUDA)");
     if (p.implicit) {   /* the logistic losses want a slower decay and, for eq. (1), larger rates (docs/mf.md) */
         if (!cli_find(&command, "--beta")->seen) p.beta = 0.1;
         p.rates = (lac_mf_groups){0.2, 0.2, 0.2, 0.2, 0.02, 0.02};
@@ -281,7 +285,10 @@ int cmd_mf_train(int argc, char **argv)
         }
         if (p.implicit) {
             cli_json_string(&j, "loss", losses[p.loss]);
-            if (p.loss == LAC_MF_LOSS_XENT) cli_json_int(&j, "negatives", p.negatives);
+            if (p.loss == LAC_MF_LOSS_XENT) {
+                cli_json_int(&j, "negatives", p.negatives);
+                cli_json_int(&j, "negative_share", p.negative_share);
+            }
             cli_json_real(&j, "train_loss", ps.last_loss, "%.6g");
         }
         cli_json_int(&j, "ratings", lac_ratings_count(train));

@@ -30,6 +30,7 @@ static void cpu_end(lac_ctx_t ctx, lac_mf_state *s)
     for (int i = 0; i < 6; i++) free(s->kept[i]);
     free(s->bhat_epoch);
     free(s->seen);
+    free(s->rank);
     free(s->valid_start);
     free(s->valid_order);
     free(s->valid_pred);
@@ -152,6 +153,7 @@ static lac_status cpu_begin(lac_ctx_t ctx, const lac_mf_call *call, lac_mf_state
         }
         for (size_t x = 0; x < cells; x++) s->seen[x] = NAN;
     }
+    if (call->implicit) LAC_CHECK_GOTO(lac_mf_cpu_implicit_begin(ctx, s), st, done);
     if (call->factors.nbr_k) {
         const lac_mf_factors *f = &call->factors;
         if (call->valid) {   /* the validation entries grouped by user (counting sort) */

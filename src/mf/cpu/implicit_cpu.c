@@ -3,7 +3,8 @@
  * the gradient of a ranking loss as its error e):
  *   cross-entropy: each interaction (i, j) with weight c is a positive,
  *     e = c (1 - sigmoid(r_hat)); `negatives` items i has not seen, drawn
- *     uniformly, are negatives, e = -sigmoid(r_hat);
+ *     uniformly, are negatives, e = -sigmoid(r_hat) (with shared
+ *     negatives, call.share: a chunk's negatives, weighted by its size);
  *   BPR: one unseen j' per interaction, x = r_hat(i, j) - r_hat(i, j'),
  *     e = c sigmoid(-x) at (i, j) and -c sigmoid(-x) at (i, j') (both
  *     predictions made before either step).
@@ -18,13 +19,15 @@
 
 #include <math.h>
 #include <omp.h>
+#include <stdlib.h>
 
 static inline float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 
 /* -log sigmoid(x), without overflow. */
 static inline double log_loss(double x) { return x > 0 ? log1p(exp(-x)) : -x + log1p(exp(x)); }
 
-/* Negative t of the interaction with item j (the rule of mf_backend.h). */
+/* Negative t of the interaction with item j, or of the chunk with key j
+ * (the rules of mf_backend.h). */
 static int32_t draw_negative(uint64_t user_seed, int32_t j, int t, int64_t ni, const float *seen)
 {
     int32_t n = 0;
@@ -59,15 +62,48 @@ static double user_epoch(const lac_mf_state *s, const lac_mf_step_consts *c, int
         float x = lac_mf_step_predict(c, u, j, seen, resid[0], &rr[0], &rc[0]);
         loss += weight * log_loss(x);
         lac_mf_step(c, u, j, weight * (1.0f - sigmoid(x)), resid[0], rr[0], rc[0]);
-        for (int t = 0; t < s->call.negatives; t++) {
-            int32_t n = draw_negative(useed, j, t, ni, seen);
+        int t, size;
+        int32_t key;
+        int cnt = lac_mf_share(s->rank ? s->rank[a] : 0, d->row_start[u + 1] - d->row_start[u], s->call.share,
+                               s->call.negatives, j, &t, &size, &key);
+        for (; cnt > 0; cnt--, t += size) {
+            int32_t n = draw_negative(useed, key, t, ni, seen);
             x = lac_mf_step_predict(c, u, n, seen, resid[1], &rr[1], &rc[1]);
-            loss += log_loss(-x);
-            lac_mf_step(c, u, n, -sigmoid(x), resid[1], rr[1], rc[1]);
+            loss += size * log_loss(-x);
+            lac_mf_step(c, u, n, -size * sigmoid(x), resid[1], rr[1], rc[1]);
         }
     }
     for (int64_t a = d->row_start[u]; a < d->row_start[u + 1]; a++) seen[d->col[a]] = NAN;
     return loss;
+}
+
+static int cmp_pair(const void *a, const void *b)
+{
+    const int32_t *x = (const int32_t *)a, *y = (const int32_t *)b;
+    return (x[0] > y[0]) - (x[0] < y[0]);
+}
+
+lac_status lac_mf_cpu_implicit_begin(lac_ctx_t ctx, lac_mf_state *s)
+{
+    const lac_mf_data *d = s->call.data;
+    if (s->call.share <= 1) return LAC_SUCCESS;
+    int64_t longest = 0;
+    for (int64_t u = 0; u < d->num_users; u++)
+        if (d->row_start[u + 1] - d->row_start[u] > longest) longest = d->row_start[u + 1] - d->row_start[u];
+    s->rank = lac_malloc(ctx, (size_t)(d->nnz ? d->nnz : 1) * sizeof *s->rank);
+    int32_t *pairs = lac_malloc(ctx, (size_t)(longest ? longest : 1) * 2 * sizeof *pairs);
+    if (!s->rank || !pairs) {
+        free(pairs);
+        return LAC_ERR_OUT_OF_MEMORY;
+    }
+    for (int64_t u = 0; u < d->num_users; u++) {   /* (item, position) sorted by item */
+        int64_t lo = d->row_start[u], n = d->row_start[u + 1] - lo;
+        for (int64_t x = 0; x < n; x++) pairs[2 * x] = d->col[lo + x], pairs[2 * x + 1] = (int32_t)x;
+        qsort(pairs, (size_t)n, 2 * sizeof *pairs, cmp_pair);
+        for (int64_t x = 0; x < n; x++) s->rank[lo + pairs[2 * x + 1]] = (int32_t)x;
+    }
+    free(pairs);
+    return LAC_SUCCESS;
 }
 
 lac_status lac_mf_cpu_implicit_epoch(lac_ctx_t ctx, lac_mf_state *s, float lr, int epoch, double *loss_sum)

@@ -26,6 +26,8 @@ struct lac_mf_state {
     float *bhat_epoch;        /* bhat at the epoch's start: the baselines of R^K's residuals */
     float *seen;              /* threads x num_items: the current user's ratings, NaN elsewhere
                                * (the neighbourhood model and implicit feedback) */
+    int32_t *rank;            /* implicit feedback with shared negatives: each
+                               * interaction's rank in its user's items, ascending */
     int64_t *valid_start;     /* num_users + 2: validation entries by user (unknown users last) */
     int64_t *valid_order;     /* the entries in that order */
     float *valid_pred;        /* their predictions, in the set's order */
@@ -43,6 +45,9 @@ double lac_mf_cpu_nbr_range(const lac_mf_state *s, int64_t seg_lo, int64_t seg_h
  * summed loss. */
 lac_status lac_mf_cpu_implicit_epoch(lac_ctx_t ctx, lac_mf_state *state, float learning_rate, int epoch,
                                      double *loss_sum);
+
+/* Implicit feedback's set-up (implicit_cpu.c): the ranks of shared negatives. */
+lac_status lac_mf_cpu_implicit_begin(lac_ctx_t ctx, lac_mf_state *state);
 
 /* Rows of an online update in closed form (foldin_cpu.c). */
 lac_status lac_mf_cpu_fold_in(lac_ctx_t ctx, const lac_mf_fold_call *call);

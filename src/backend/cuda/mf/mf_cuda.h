@@ -35,6 +35,27 @@ static __device__ __forceinline__ float group_sum(float x)
     return x;
 }
 
+/* Implicit feedback's losses (lac_mf_call.implicit) on a logit x. */
+static __device__ __forceinline__ float lac_mf_sigmoid(float x) { return 1.0f / (1.0f + __expf(-x)); }
+
+/* -log sigmoid(x), without overflow. */
+static __device__ __forceinline__ float lac_mf_log_loss(float x)
+{
+    return x > 0 ? log1pf(__expf(-x)) : -x + log1pf(__expf(x));
+}
+
+/* A cell of cross-entropy whose rating r is the weight of a positive (r > 0)
+ * or minus that of a negative: the error of rule (5) (the loss's gradient
+ * in x) and the loss. */
+static __device__ __forceinline__ float lac_mf_xent_error(float r, float x)
+{
+    return r > 0.0f ? r * (1.0f - lac_mf_sigmoid(x)) : r * lac_mf_sigmoid(x);
+}
+static __device__ __forceinline__ float lac_mf_xent_loss(float r, float x)
+{
+    return r > 0.0f ? r * lac_mf_log_loss(x) : -r * lac_mf_log_loss(-x);
+}
+
 /* The position of x among items[0..len) (ascending), or -1. */
 static __device__ __forceinline__ int find_item(const int32_t *items, int len, int32_t x)
 {

@@ -5,22 +5,29 @@
  * epoch's launches. mf_sgd.cu, the table, calls these beside its own. */
 #include "backend/cuda/mf/mf_implicit_cuda.h"
 
+#include <algorithm>
 #include <stdlib.h>
 #include <string.h>
 
 struct lac_mf_cuda_implicit {
     const lac_mf_call *call;
     lac_mf_cuda_implicit_kernel kernel;
-    int negatives, bpr;
+    int negatives, bpr, share;
     int64_t cells, steps;
+    float *neg_weight;
     int64_t *seen_start;
     int32_t *seen_items, *cell_user, *row_item, *rep_first, *rep_count, *neg;
+    /* the neighbourhood model: the negatives' cells and their draws' keys */
+    int64_t nbr_count;
+    int64_t *nbr_cell;
+    int32_t *nbr_user, *nbr_key, *nbr_t;
 };
 
 void lac_mf_cuda_implicit_end(lac_mf_cuda_implicit *m)
 {
     if (!m) return;
-    void *ptrs[] = {m->seen_start, m->seen_items, m->cell_user, m->row_item, m->rep_first, m->rep_count, m->neg};
+    void *ptrs[] = {m->seen_start, m->seen_items, m->cell_user, m->row_item, m->rep_first, m->rep_count, m->neg,
+                    m->neg_weight, m->nbr_cell, m->nbr_user, m->nbr_key, m->nbr_t};
     for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
         if (ptrs[i]) cudaFree(ptrs[i]);
     free(m);
@@ -29,7 +36,10 @@ void lac_mf_cuda_implicit_end(lac_mf_cuda_implicit *m)
 lac_status lac_mf_cuda_implicit_begin(lac_ctx_t ctx, const lac_mf_call *call, int pieces,
                                       lac_mf_cuda_implicit **out, lac_mf_cuda_implicit_kernel *kernel)
 {
-    lac_mf_cuda_implicit_kernel k = lac_mf_cuda_implicit_choose(pieces);
+    const int bpr = call->loss == LAC_MF_LOSS_BPR, negatives = bpr ? 1 : call->negatives;
+    const int share = bpr || call->share < 1 ? 1 : call->share;
+    /* with shared negatives most cells take (negatives / share) rounded up */
+    lac_mf_cuda_implicit_kernel k = lac_mf_cuda_implicit_choose(pieces, (negatives + share - 1) / share);
     if (!k.fn)
         return lac_error(ctx, LAC_ERR_UNSUPPORTED, "implicit feedback on CUDA takes k <= %d (k = %d: --device cpu)",
                          32 * 4 * LAC_MF_MAX_PIECES, call->factors.k);
@@ -37,8 +47,9 @@ lac_status lac_mf_cuda_implicit_begin(lac_ctx_t ctx, const lac_mf_call *call, in
     if (!m) return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "out of host memory for the CUDA implicit state");
     m->call = call;
     m->kernel = k;
-    m->bpr = call->loss == LAC_MF_LOSS_BPR;
-    m->negatives = m->bpr ? 1 : call->negatives;
+    m->bpr = bpr;
+    m->negatives = negatives;
+    m->share = share;
     *kernel = k;
     *out = m;
     return LAC_SUCCESS;
@@ -66,26 +77,36 @@ static int cmp_i32(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* The users' items, ascending, on the host (NULL when out of memory). */
+static int32_t *sorted_items(const lac_mf_data *d)
+{
+    int32_t *items = (int32_t *)malloc((size_t)(d->nnz ? d->nnz : 1) * sizeof *items);
+    if (!items) return NULL;
+    if (d->nnz) memcpy(items, d->col, (size_t)d->nnz * sizeof *items);
+    for (int64_t u = 0; u < d->num_users; u++)
+        qsort(items + d->row_start[u], (size_t)(d->row_start[u + 1] - d->row_start[u]), sizeof *items, cmp_i32);
+    return items;
+}
+
+/* The users' items (ascending, given: freed here) to the device. */
+static lac_status upload_seen(lac_ctx_t ctx, lac_mf_cuda_implicit *m, int32_t *items)
+{
+    const lac_mf_data *d = m->call->data;
+    int64_t *start = (int64_t *)malloc((size_t)(d->num_users + 1) * sizeof *start);
+    if (start) memcpy(start, d->row_start, (size_t)(d->num_users + 1) * sizeof *start);
+    if (!start || !items) free(items), items = NULL;
+    LAC_CHECK(give(ctx, &m->seen_start, start, (size_t)(d->num_users + 1)));
+    return give(ctx, &m->seen_items, items, (size_t)d->nnz);
+}
+
 lac_status lac_mf_cuda_implicit_upload(lac_ctx_t ctx, lac_mf_cuda_implicit *m, const lac_mf_schedule *sch)
 {
     const lac_mf_data *d = m->call->data;
-    const int64_t nu = d->num_users, ni = d->num_items, rows = sch->rows;
+    const int64_t ni = d->num_items, rows = sch->rows;
     m->steps = sch->steps;
     m->cells = sch->groups * sch->steps;
     LAC_CUDA_CHECK(ctx, cudaStreamSynchronize(ctx->cuda->stream));
-    {   /* the users' items, ascending */
-        int64_t *start = (int64_t *)malloc((size_t)(nu + 1) * sizeof *start);
-        int32_t *items = (int32_t *)malloc((size_t)(d->nnz ? d->nnz : 1) * sizeof *items);
-        if (start && items) {
-            memcpy(start, d->row_start, (size_t)(nu + 1) * sizeof *start);
-            if (d->nnz) memcpy(items, d->col, (size_t)d->nnz * sizeof *items);
-            for (int64_t u = 0; u < nu; u++)
-                qsort(items + start[u], (size_t)(start[u + 1] - start[u]), sizeof *items, cmp_i32);
-        }
-        if (!start || !items) free(items), items = NULL;
-        LAC_CHECK(give(ctx, &m->seen_start, start, (size_t)(nu + 1)));
-        LAC_CHECK(give(ctx, &m->seen_items, items, (size_t)d->nnz));
-    }
+    LAC_CHECK(upload_seen(ctx, m, sorted_items(d)));
     {   /* every cell's user */
         int32_t *cu = (int32_t *)malloc((size_t)(m->cells ? m->cells : 1) * sizeof *cu);
         if (cu)
@@ -127,6 +148,11 @@ lac_status lac_mf_cuda_implicit_upload(lac_ctx_t ctx, lac_mf_cuda_implicit *m, c
         return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "out of device memory for %zu negatives (%d a rating)", draws,
                          m->negatives);
     }
+    if (m->share > 1 &&
+        cudaMalloc((void **)&m->neg_weight, (size_t)(m->cells ? m->cells : 1) * sizeof(float)) != cudaSuccess) {
+        m->neg_weight = NULL;
+        return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "out of device memory for the negatives' weights");
+    }
     return LAC_SUCCESS;
 }
 
@@ -147,11 +173,163 @@ lac_status lac_mf_cuda_implicit_epoch(lac_ctx_t ctx, lac_mf_cuda_implicit *m, co
     dr.seed = m->call->seed;
     dr.epoch = epoch;
     dr.negatives = m->negatives;
+    dr.share = m->share;
     dr.neg = m->neg;
+    dr.neg_weight = m->neg_weight;
     lac_mf_cuda_implicit_args a;
     a.base = *base;
     a.neg = m->neg;
+    a.neg_weight = m->neg_weight;
     a.negatives = m->negatives;
     a.bpr = m->bpr;
     return lac_mf_cuda_implicit_launch(ctx, &m->kernel, blocks, &dr, &a);
+}
+
+/* The neighbourhood model. */
+void lac_mf_cuda_implicit_cells_free(lac_mf_data *c)
+{
+    free(c->row_start);
+    free(c->col);
+    free(c->val);
+    free(c->row_order);
+    memset(c, 0, sizeof *c);
+}
+
+lac_status lac_mf_cuda_implicit_nbr_begin(lac_ctx_t ctx, const lac_mf_call *call, lac_mf_cuda_implicit **out,
+                                          lac_mf_data *c)
+{
+    const lac_mf_data *d = call->data;
+    const int64_t nu = d->num_users;
+    if (call->loss == LAC_MF_LOSS_BPR)
+        return lac_error(ctx, LAC_ERR_UNSUPPORTED, "BPR with the neighbourhood model trains on the CPU only "
+                                                   "(--device cpu or auto; cross-entropy trains on CUDA)");
+    lac_mf_cuda_implicit *m = (lac_mf_cuda_implicit *)calloc(1, sizeof *m);
+    if (!m) return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "out of host memory for the CUDA implicit state");
+    m->call = call;
+    m->negatives = call->negatives;
+    m->share = call->share < 1 ? 1 : call->share;
+    *out = m;
+    memset(c, 0, sizeof *c);
+    c->num_users = nu;
+    c->num_items = d->num_items;
+    c->mean = d->mean;
+    c->min = d->min;
+    c->max = d->max;
+    int32_t *items = sorted_items(d);
+    c->row_start = (int64_t *)malloc((size_t)(nu + 1) * sizeof *c->row_start);
+    c->row_order = (int32_t *)malloc((size_t)(nu ? nu : 1) * sizeof *c->row_order);
+    if (!items || !c->row_start || !c->row_order) {
+        free(items);
+        return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "out of host memory for the implicit cells");
+    }
+    if (nu) memcpy(c->row_order, d->row_order, (size_t)nu * sizeof *c->row_order);
+    int first, size;
+    int32_t key;
+    c->row_start[0] = 0;
+    for (int64_t u = 0; u < nu; u++) {   /* each interaction and its negatives */
+        const int64_t n = d->row_start[u + 1] - d->row_start[u];
+        int64_t cells = n;
+        for (int64_t r = 0; r < n; r++) cells += lac_mf_share(r, n, m->share, m->negatives, 0, &first, &size, &key);
+        c->row_start[u + 1] = c->row_start[u] + cells;
+    }
+    c->nnz = c->row_start[nu];
+    c->col = (int32_t *)malloc((size_t)(c->nnz ? c->nnz : 1) * sizeof *c->col);
+    c->val = (float *)malloc((size_t)(c->nnz ? c->nnz : 1) * sizeof *c->val);
+    if (!c->col || !c->val) {
+        free(items);
+        return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "out of host memory for %lld implicit cells", (long long)c->nnz);
+    }
+    for (int64_t u = 0; u < nu; u++) {
+        const int64_t lo = d->row_start[u], n = d->row_start[u + 1] - lo;
+        int64_t w = c->row_start[u];
+        for (int64_t a = lo; a < lo + n; a++) {
+            const int32_t j = d->col[a];
+            const int64_t rank = (int64_t)(std::lower_bound(items + lo, items + lo + n, j) - (items + lo));
+            const int cnt = lac_mf_share(rank, n, m->share, m->negatives, j, &first, &size, &key);
+            c->col[w] = j;
+            c->val[w++] = d->val[a];
+            for (int b = 0; b < cnt; b++) {   /* a placeholder: the item is drawn every epoch */
+                c->col[w] = j;
+                c->val[w++] = -(float)size;
+            }
+        }
+    }
+    free(items);
+    return LAC_SUCCESS;
+}
+
+lac_status lac_mf_cuda_implicit_nbr_upload(lac_ctx_t ctx, lac_mf_cuda_implicit *m, const lac_mf_schedule *sch)
+{
+    const lac_mf_data *d = m->call->data;
+    const int64_t cells = sch->groups * sch->steps;
+    int64_t count = 0;
+    for (int64_t x = 0; x < cells; x++) count += sch->code[x] >= 0 && sch->rating[x] < 0.0f;
+    int32_t *items = sorted_items(d);
+    int64_t *cell = (int64_t *)malloc((size_t)(count ? count : 1) * sizeof *cell);
+    int32_t *user = (int32_t *)malloc((size_t)(count ? count : 1) * sizeof *user);
+    int32_t *key = (int32_t *)malloc((size_t)(count ? count : 1) * sizeof *key);
+    int32_t *tt = (int32_t *)malloc((size_t)(count ? count : 1) * sizeof *tt);
+    int32_t *row_item = (int32_t *)malloc((size_t)(sch->rows ? sch->rows : 1) * sizeof *row_item);
+    if (!items || !cell || !user || !key || !tt || !row_item) {
+        free(items), free(cell), free(user), free(key), free(tt), free(row_item);
+        return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "out of host memory for the implicit cells");
+    }
+    for (int64_t r = 0; r < sch->rows; r++) row_item[r] = (int32_t)(r < d->num_items ? r : 0);
+    for (int64_t h = 0; h < sch->hot_items; h++)
+        for (int32_t r = 1; r < sch->hot_count[h]; r++) row_item[sch->hot_first[h] + r - 1] = sch->hot_item[h];
+    /* a negative's cell follows its interaction's: the interaction's rank
+     * gives the draws' key and t (lac_mf_share), b counting its negatives */
+    int64_t at = 0;
+    for (int64_t g = 0; g < sch->groups; g++) {
+        int64_t run = sch->group_first_run[g];
+        int32_t u = -1, b = 0, first = 0, size = 1, k = 0;
+        for (int64_t t = 0; t < sch->steps; t++) {
+            const int64_t x = g * sch->steps + t;
+            const int32_t cd = sch->code[x];
+            if (cd < 0) break;
+            if (cd & LAC_MF_RUN_START) u = sch->run_user[run++];
+            if (sch->rating[x] >= 0.0f) {
+                const int32_t j = row_item[cd & LAC_MF_ITEM_MASK];
+                const int64_t lo = d->row_start[u], n = d->row_start[u + 1] - lo;
+                const int64_t rank = (int64_t)(std::lower_bound(items + lo, items + lo + n, j) - (items + lo));
+                lac_mf_share(rank, n, m->share, m->negatives, j, &first, &size, &k);
+                b = 0;
+                continue;
+            }
+            cell[at] = x;
+            user[at] = u;
+            key[at] = k;
+            tt[at++] = first + b++ * size;
+        }
+    }
+    free(row_item);
+    m->nbr_count = at;
+    LAC_CUDA_CHECK(ctx, cudaStreamSynchronize(ctx->cuda->stream));
+    lac_status st = upload_seen(ctx, m, items);
+    if (st == LAC_SUCCESS) st = give(ctx, &m->nbr_cell, cell, (size_t)at);
+    else free(cell);
+    if (st == LAC_SUCCESS) st = give(ctx, &m->nbr_user, user, (size_t)at);
+    else free(user);
+    if (st == LAC_SUCCESS) st = give(ctx, &m->nbr_key, key, (size_t)at);
+    else free(key);
+    if (st == LAC_SUCCESS) st = give(ctx, &m->nbr_t, tt, (size_t)at);
+    else free(tt);
+    return st;
+}
+
+lac_status lac_mf_cuda_implicit_nbr_draw(lac_ctx_t ctx, lac_mf_cuda_implicit *m, int32_t *code, int epoch)
+{
+    lac_mf_cuda_nbr_draw_args a;
+    a.code = code;
+    a.cell = m->nbr_cell;
+    a.user = m->nbr_user;
+    a.key = m->nbr_key;
+    a.t = m->nbr_t;
+    a.seen_start = m->seen_start;
+    a.seen_items = m->seen_items;
+    a.count = m->nbr_count;
+    a.num_items = m->call->data->num_items;
+    a.seed = m->call->seed;
+    a.epoch = epoch;
+    return lac_mf_cuda_implicit_launch_nbr_draws(ctx, &a);
 }

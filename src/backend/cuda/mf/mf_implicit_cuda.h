@@ -2,8 +2,8 @@
  * table (mf_sgd.cu), the host part (mf_implicit.cu) and the kernels
  * (mf_implicit_kernels.cu) share. The epoch walks CUSGD++'s streams (the
  * cells' ratings are the interactions' weights); before it, a draw kernel
- * writes every cell's negatives by the counter-based rule of mf_backend.h,
- * as item rows (a popular item's replica of the cell's group), so that the
+ * writes every cell's negatives by the counter-based rule of mf_backend.h
+ * (shared ones: the cell's part of its chunk's, lac_mf_share), as item rows (a popular item's replica of the cell's group), so that the
  * epoch loads them ahead like the cells themselves. */
 #ifndef LACUNA_BACKEND_CUDA_MF_IMPLICIT_CUDA_H
 #define LACUNA_BACKEND_CUDA_MF_IMPLICIT_CUDA_H
@@ -22,15 +22,32 @@ struct lac_mf_cuda_draw_args {
     int64_t cells, steps, num_items;
     uint64_t seed;
     int epoch, negatives;           /* per cell (1 for BPR) */
-    int32_t *neg;                   /* cells x negatives: item rows */
+    int share;                      /* interactions sharing negatives (lac_mf_share) */
+    int32_t *neg;                   /* cells x negatives: item rows, -1 after the cell's last */
+    float *neg_weight;              /* cells: the negatives' weight (share > 1; NULL: 1) */
 };
 
 /* The arguments of one epoch (passed by value). */
 struct lac_mf_cuda_implicit_args {
     lac_mf_cuda_epoch_args base;    /* streams, factors, lr and shrinks; sse takes the loss */
-    const int32_t *neg;             /* the draws' rows */
+    const int32_t *neg;             /* the draws' rows (-1: no more for the cell) */
+    const float *neg_weight;        /* per cell, or NULL: 1 */
     int negatives, bpr;
 };
+
+/* The neighbourhood model's draws: the stream cells that are negatives,
+ * each with its user, key and t of the rule (one epoch, passed by value). */
+struct lac_mf_cuda_nbr_draw_args {
+    int32_t *code;                  /* the stream: the item bits of the negatives' cells are written */
+    const int64_t *cell;            /* count: the cells */
+    const int32_t *user, *key, *t;  /* count each */
+    const int64_t *seen_start;      /* num_users + 1 */
+    const int32_t *seen_items;      /* each user's items, ascending */
+    int64_t count, num_items;
+    uint64_t seed;
+    int epoch;
+};
+lac_status lac_mf_cuda_implicit_launch_nbr_draws(lac_ctx_t ctx, const lac_mf_cuda_nbr_draw_args *a);
 
 typedef void (*lac_mf_cuda_implicit_fn)(lac_mf_cuda_implicit_args);
 
@@ -40,7 +57,7 @@ struct lac_mf_cuda_implicit_kernel {
     lac_mf_cuda_implicit_fn fn;
     int lanes, groups_per_block;
 };
-lac_mf_cuda_implicit_kernel lac_mf_cuda_implicit_choose(int pieces);
+lac_mf_cuda_implicit_kernel lac_mf_cuda_implicit_choose(int pieces, int negatives_per_cell);
 lac_status lac_mf_cuda_implicit_occupancy(lac_ctx_t ctx, const lac_mf_cuda_implicit_kernel *k, int *blocks_per_sm);
 lac_status lac_mf_cuda_implicit_launch(lac_ctx_t ctx, const lac_mf_cuda_implicit_kernel *k, unsigned blocks,
                                        const lac_mf_cuda_draw_args *draws, const lac_mf_cuda_implicit_args *a);
@@ -58,5 +75,20 @@ lac_status lac_mf_cuda_implicit_upload(lac_ctx_t ctx, lac_mf_cuda_implicit *m, c
 lac_status lac_mf_cuda_implicit_epoch(lac_ctx_t ctx, lac_mf_cuda_implicit *m, const lac_mf_cuda_epoch_args *base,
                                       int epoch, unsigned blocks);
 void lac_mf_cuda_implicit_end(lac_mf_cuda_implicit *m);
+
+/* The neighbourhood model (mf_nbr*.cu trains the cells; a cell's rating is
+ * an interaction's weight, or minus a negative's: lac_mf_xent_error). Its
+ * stream is scheduled from *cells: each user's interactions, each followed
+ * by one cell for each of its negatives (lac_mf_share), rating minus the
+ * negative's weight (the item a placeholder, written by the draws before
+ * every epoch); freed by lac_mf_cuda_implicit_cells_free. Cross-entropy
+ * only. */
+lac_status lac_mf_cuda_implicit_nbr_begin(lac_ctx_t ctx, const lac_mf_call *call, lac_mf_cuda_implicit **out,
+                                          lac_mf_data *cells);
+void lac_mf_cuda_implicit_cells_free(lac_mf_data *cells);
+/* Finds the negatives' cells in the schedule built from those cells. */
+lac_status lac_mf_cuda_implicit_nbr_upload(lac_ctx_t ctx, lac_mf_cuda_implicit *m, const lac_mf_schedule *sch);
+/* The epoch's negatives into the stream's codes. */
+lac_status lac_mf_cuda_implicit_nbr_draw(lac_ctx_t ctx, lac_mf_cuda_implicit *m, int32_t *code, int epoch);
 
 #endif

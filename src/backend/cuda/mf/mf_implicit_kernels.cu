@@ -20,17 +20,15 @@
 
 #include <math.h>
 
-static __device__ __forceinline__ float sigmoid(float x) { return 1.0f / (1.0f + __expf(-x)); }
-
-/* -log sigmoid(x), without overflow. */
-static __device__ __forceinline__ float log_loss(float x) { return x > 0 ? log1pf(__expf(-x)) : -x + log1pf(__expf(x)); }
-
 static __global__ void draw_negatives(lac_mf_cuda_draw_args a)
 {
+    /* a thread per (cell, negative); with shared negatives a thread per cell
+     * (most cells take one or none), which finds its rank once */
+    const int per = a.share == 1 ? a.negatives : 1;
     const int64_t x = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (x >= a.cells * a.negatives) return;
-    const int64_t cell = x / a.negatives;
-    const int t = (int)(x - cell * a.negatives);
+    if (x >= a.cells * per) return;
+    const int64_t cell = x / per;
+    const int b0 = (int)(x - cell * per);
     const int32_t cd = __ldg(a.code + cell), u = __ldg(a.cell_user + cell);
     if (cd < 0 || u < 0) return;
     const int32_t j = __ldg(a.row_item + (cd & LAC_MF_ITEM_MASK));
@@ -38,15 +36,55 @@ static __global__ void draw_negatives(lac_mf_cuda_draw_args a)
     const int32_t *items = a.seen_items + s0;
     const int len = (int)(__ldg(a.seen_start + u + 1) - s0);
     const uint64_t seed = lac_mf_draw_seed(a.seed, a.epoch, u);
+    int first, size;
+    int32_t key;
+    const int cnt = lac_mf_share(a.share == 1 ? 0 : find_item(items, len, j), len, a.share, a.negatives, j, &first,
+                                 &size, &key);
+    if (a.neg_weight && b0 == 0) a.neg_weight[cell] = (float)size;
+    const int64_t group = cell / a.steps;
+    for (int b = b0; b < (per == 1 ? a.negatives : b0 + 1); b++) {
+        int32_t row = -1;
+        if (b < cnt) {
+            int32_t n = 0;
+            for (int r = 0; r < LAC_MF_DRAWS; r++) {
+                n = lac_mf_draw_item(seed, key, first + b * size, r, a.num_items);
+                if (find_item(items, len, n) < 0) break;
+            }
+            /* a popular item: the replica row of the cell's group, as for its ratings */
+            const int32_t count = __ldg(a.rep_count + n), replica = (int32_t)(group % count);
+            row = replica == 0 ? n : __ldg(a.rep_first + n) + replica - 1;
+        }
+        a.neg[cell * a.negatives + b] = row;
+        if (b >= cnt) break;   /* -1 ends the cell's list */
+    }
+}
+
+/* The neighbourhood model's: a thread per negative's cell, its item bits
+ * written (the cell's other bits kept). */
+static __global__ void draw_nbr_negatives(lac_mf_cuda_nbr_draw_args a)
+{
+    const int64_t x = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (x >= a.count) return;
+    const int32_t u = __ldg(a.user + x), key = __ldg(a.key + x), t = __ldg(a.t + x);
+    const int64_t s0 = __ldg(a.seen_start + u);
+    const int32_t *items = a.seen_items + s0;
+    const int len = (int)(__ldg(a.seen_start + u + 1) - s0);
+    const uint64_t seed = lac_mf_draw_seed(a.seed, a.epoch, u);
     int32_t n = 0;
     for (int r = 0; r < LAC_MF_DRAWS; r++) {
-        n = lac_mf_draw_item(seed, j, t, r, a.num_items);
+        n = lac_mf_draw_item(seed, key, t, r, a.num_items);
         if (find_item(items, len, n) < 0) break;
     }
-    /* a popular item: the replica row of the cell's group, as for its ratings */
-    const int64_t group = cell / a.steps;
-    const int32_t count = __ldg(a.rep_count + n), replica = (int32_t)(group % count);
-    a.neg[x] = replica == 0 ? n : __ldg(a.rep_first + n) + replica - 1;
+    int32_t *c = a.code + __ldg(a.cell + x);
+    *c = (*c & ~LAC_MF_ITEM_MASK) | n;
+}
+
+lac_status lac_mf_cuda_implicit_launch_nbr_draws(lac_ctx_t ctx, const lac_mf_cuda_nbr_draw_args *a)
+{
+    if (a->count <= 0) return LAC_SUCCESS;
+    draw_nbr_negatives<<<(unsigned)((a->count + 255) / 256), 256, 0, ctx->cuda->stream>>>(*a);
+    LAC_CUDA_CHECK_LAUNCH(ctx);
+    return LAC_SUCCESS;
 }
 
 /* One epoch, G lanes a user run, V float4 pieces a lane (FULL: exactly the
@@ -73,23 +111,25 @@ static __global__ void __launch_bounds__(32 * LAC_MF_WARPS_PER_BLOCK) implicit_e
     float bu = 0.0f, bu0 = 0.0f, share = 1.0f, loss = 0.0f;
     int64_t user = -1, next_run = a.group_first_run[group];
 
+    const float *nw = ia.neg_weight ? ia.neg_weight + group * a.steps : NULL;
     int32_t cd = a.steps > 0 ? __ldg(code) : LAC_MF_PAD;
-    float w = a.steps > 0 ? __ldg(weight_of) : 0.0f;
-    int32_t nn[NB];
+    float w = a.steps > 0 ? __ldg(weight_of) : 0.0f, wn = (nw && cd >= 0) ? __ldg(nw) : 1.0f;
+    int32_t nn[NB + 1];   /* the cell's first NB negatives and whether there are more */
 #pragma unroll
-    for (int b = 0; b < NB; b++) nn[b] = (cd >= 0 && b < negs) ? __ldg(neg + b) : 0;
+    for (int b = 0; b <= NB; b++) nn[b] = (cd >= 0 && b < negs) ? __ldg(neg + b) : -1;
     for (int64_t t = 0; t < a.steps && cd >= 0; t++) {   /* padding ends a stream */
         const int32_t c_now = cd;
-        const float w_now = w;
-        int32_t n_now[NB];
+        const float w_now = w, wn_now = wn;
+        int32_t n_now[NB + 1];
 #pragma unroll
-        for (int b = 0; b < NB; b++) n_now[b] = nn[b];
+        for (int b = 0; b <= NB; b++) n_now[b] = nn[b];
         /* the next cell, a step ahead */
         cd = t + 1 < a.steps ? __ldg(code + t + 1) : LAC_MF_PAD;
         if (cd >= 0) {
             w = __ldg(weight_of + t + 1);
+            if (nw) wn = __ldg(nw + t + 1);
 #pragma unroll
-            for (int b = 0; b < NB; b++) nn[b] = b < negs ? __ldg(neg + (t + 1) * negs + b) : 0;
+            for (int b = 0; b <= NB; b++) nn[b] = b < negs ? __ldg(neg + (t + 1) * negs + b) : -1;
         }
         if (c_now & LAC_MF_RUN_START) {
             if (user >= 0) finish_run<G, V, FULL>(a, user, share, p, p0, bu, bu0, sub);
@@ -102,8 +142,9 @@ static __global__ void __launch_bounds__(32 * LAC_MF_WARPS_PER_BLOCK) implicit_e
             bu = bu0 = __ldcg(a.user_bias + user);
         }
         const int32_t j = c_now & LAC_MF_ITEM_MASK;
-        for (int c0 = 0; c0 < negs; c0 += NB) {
-            const int cnt = negs - c0 < NB ? negs - c0 : NB;
+        /* the positive with the first NB negatives, then the rest NB at a time;
+         * -1 ends the cell's negatives (shared ones: most cells have 0 or 1) */
+        for (int c0 = 0, more = 1; more; c0 += NB) {
             const bool pos = c0 == 0;
             int32_t rows[NB];
             if (c0 == 0) {
@@ -111,8 +152,14 @@ static __global__ void __launch_bounds__(32 * LAC_MF_WARPS_PER_BLOCK) implicit_e
                 for (int b = 0; b < NB; b++) rows[b] = n_now[b];
             } else {   /* more negatives than NB: the rest from memory */
 #pragma unroll
-                for (int b = 0; b < NB; b++) rows[b] = b < cnt ? __ldg(neg + t * negs + c0 + b) : 0;
+                for (int b = 0; b < NB; b++) rows[b] = c0 + b < negs ? __ldg(neg + t * negs + c0 + b) : -1;
             }
+            int cnt = 0;   /* up to the first -1 (the entries after it are stale) */
+#pragma unroll
+            for (int b = 0; b < NB; b++) cnt += (cnt == b && rows[b] >= 0) ? 1 : 0;
+            more = cnt == NB && c0 + NB < negs && (c0 > 0 || n_now[NB] >= 0);
+#pragma unroll
+            for (int b = 0; b < NB; b++) rows[b] = rows[b] >= 0 ? rows[b] : 0;
             float4 qp[V], qn[NB][V];
             float bp = 0.0f, bn[NB];
             load_row<G, V, FULL>(qp, Q4 + (int64_t)j * pieces, sub, pieces, pos);
@@ -139,21 +186,21 @@ static __global__ void __launch_bounds__(32 * LAC_MF_WARPS_PER_BLOCK) implicit_e
             }
             float ep = 0.0f, en[NB];
             if (ia.bpr) {
-                const float x = sp - sn[0], e = w_now * sigmoid(-x);
+                const float x = sp - sn[0], e = w_now * lac_mf_sigmoid(-x);
                 ep = e;
                 en[0] = -e;
 #pragma unroll
                 for (int b = 1; b < NB; b++) en[b] = 0.0f;
-                if (sub == 0) loss += w_now * log_loss(x);
+                if (sub == 0) loss += w_now * lac_mf_log_loss(x);
             } else {
                 if (pos) {
-                    ep = w_now * (1.0f - sigmoid(sp));
-                    if (sub == 0) loss += w_now * log_loss(sp);
+                    ep = w_now * (1.0f - lac_mf_sigmoid(sp));
+                    if (sub == 0) loss += w_now * lac_mf_log_loss(sp);
                 }
 #pragma unroll
                 for (int b = 0; b < NB; b++) {
-                    en[b] = b < cnt ? -sigmoid(sn[b]) : 0.0f;
-                    if (sub == 0 && b < cnt) loss += log_loss(-sn[b]);
+                    en[b] = b < cnt ? -wn_now * lac_mf_sigmoid(sn[b]) : 0.0f;
+                    if (sub == 0 && b < cnt) loss += wn_now * lac_mf_log_loss(-sn[b]);
                 }
             }
             /* v_j (bhat_j) with this u_i; u_i (b_i) by the steps' sum */
@@ -196,6 +243,7 @@ static __global__ void __launch_bounds__(32 * LAC_MF_WARPS_PER_BLOCK) implicit_e
             for (int v = 0; v < V; v++) p[v] = axpby4(keep, p[v], 1.0f, acc[v]);
             if (bias) bu = fmaf(keep_b, bu, bstep);
             if (ia.bpr) break;   /* one negative */
+            if (!more) break;
         }
     }
     if (user >= 0) finish_run<G, V, FULL>(a, user, share, p, p0, bu, bu0, sub);
@@ -205,16 +253,22 @@ static __global__ void __launch_bounds__(32 * LAC_MF_WARPS_PER_BLOCK) implicit_e
         atomicAdd(a.sse + (blockIdx.x * LAC_MF_WARPS_PER_BLOCK + (threadIdx.x >> 5)) % LAC_MF_SSE_SLOTS, (double)loss);
 }
 
-template <int G>
+template <int G, int NB>
 static lac_mf_cuda_implicit_fn full(int v)
 {
     switch (v) {
-    case 1: return implicit_epoch<G, 1, true, 4>;
-    case 2: return implicit_epoch<G, 2, true, 4>;
-    case 3: return implicit_epoch<G, 3, true, 4>;
-    case 4: return implicit_epoch<G, 4, true, 4>;
+    case 1: return implicit_epoch<G, 1, true, NB>;
+    case 2: return implicit_epoch<G, 2, true, NB>;
+    case 3: return implicit_epoch<G, 3, true, NB>;
+    case 4: return implicit_epoch<G, 4, true, NB>;
     default: return NULL;
     }
+}
+
+template <int NB>
+static lac_mf_cuda_implicit_fn full_lanes(int g, int v)
+{
+    return g == 4 ? full<4, NB>(v) : g == 8 ? full<8, NB>(v) : g == 16 ? full<16, NB>(v) : full<32, NB>(v);
 }
 
 static lac_mf_cuda_implicit_fn masked(int v)
@@ -232,10 +286,12 @@ static lac_mf_cuda_implicit_fn masked(int v)
     }
 }
 
-/* The explicit kernel's group shape (lac_mf_cuda_choose_kernel); rows no
- * group divides take a full warp with one negative at a time in registers
- * (NB = 1); rows on its general path are too wide (fn NULL). */
-lac_mf_cuda_implicit_kernel lac_mf_cuda_implicit_choose(int pieces)
+/* The explicit kernel's group shape (lac_mf_cuda_choose_kernel), up to 4
+ * negatives together (one when cells mostly take one: shared negatives, BPR;
+ * fewer registers); rows no group divides take a full warp with one
+ * negative at a time in registers (NB = 1); rows on its general path are
+ * too wide (fn NULL). */
+lac_mf_cuda_implicit_kernel lac_mf_cuda_implicit_choose(int pieces, int negatives_per_cell)
 {
     const lac_mf_cuda_kernel e = lac_mf_cuda_choose_kernel(pieces, 0, 1);
     const int g = e.lanes, v = pieces / g;
@@ -244,7 +300,7 @@ lac_mf_cuda_implicit_kernel lac_mf_cuda_implicit_choose(int pieces)
     k.groups_per_block = LAC_MF_WARPS_PER_BLOCK * (32 / g);
     if (pieces > 32 * LAC_MF_MAX_PIECES) k.fn = NULL;
     else if (pieces % g == 0 && v <= 4)
-        k.fn = g == 4 ? full<4>(v) : g == 8 ? full<8>(v) : g == 16 ? full<16>(v) : full<32>(v);
+        k.fn = negatives_per_cell <= 1 ? full_lanes<1>(g, v) : full_lanes<4>(g, v);
     else k.fn = masked((pieces + 31) / 32);
     return k;
 }
@@ -260,7 +316,7 @@ lac_status lac_mf_cuda_implicit_launch(lac_ctx_t ctx, const lac_mf_cuda_implicit
                                        const lac_mf_cuda_draw_args *draws, const lac_mf_cuda_implicit_args *a)
 {
     cudaStream_t stream = ctx->cuda->stream;
-    int64_t n = draws->cells * draws->negatives;
+    int64_t n = draws->cells * (draws->share == 1 ? draws->negatives : 1);
     if (n > 0) {
         draw_negatives<<<(unsigned)((n + 255) / 256), 256, 0, stream>>>(*draws);
         LAC_CUDA_CHECK_LAUNCH(ctx);

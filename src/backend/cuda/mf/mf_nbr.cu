@@ -142,6 +142,7 @@ static lac_mf_cuda_nbr_args make_args(const lac_mf_cuda_nbr *n, const lac_mf_cud
     a.lv = (float)l->v;
     a.lw = (float)l->w;
     a.lc = (float)l->c;
+    a.implicit = n->call->implicit;
     return a;
 }
 

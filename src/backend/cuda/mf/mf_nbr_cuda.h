@@ -28,6 +28,7 @@ struct lac_mf_cuda_nbr_args {
     const float *bhat;              /* num_items: bhat at the epoch's start */
     float gb, gbh, gu, gv, gw, gc;  /* the groups' rates at this epoch */
     float lb, lbh, lu, lv, lw, lc;  /* and regularisers */
+    int implicit;                   /* cross-entropy: ratings are weights, negatives' negated (lac_mf_xent_error) */
 };
 
 typedef void (*lac_mf_cuda_nbr_fn)(lac_mf_cuda_nbr_args);

@@ -206,8 +206,9 @@ static __global__ void __launch_bounds__(32 * LAC_MF_WARPS_PER_BLOCK) nbr_epoch(
             const float ncount = nk - nr;
             const float rr = nr > 0.0f ? 1.0f / sqrtf(nr) : 0.0f, rc = ncount > 0.0f ? 1.0f / sqrtf(ncount) : 0.0f;
             if (cd < 0) continue;   /* the same for the group's lanes */
-            const float e = rd - (base + cur.bj + dot + sr * rr + sc * rc);
-            if (sub == 0) sse = fmaf(e, e, sse);
+            const float x = base + cur.bj + dot + sr * rr + sc * rc;
+            const float e = a.implicit ? lac_mf_xent_error(rd, x) : rd - x;
+            if (sub == 0) sse = a.implicit ? sse + lac_mf_xent_loss(rd, x) : fmaf(e, e, sse);
             const int64_t j = cd & LAC_MF_ITEM_MASK;
             bu = fmaf(keep_b, bu, a.gb * e);
             if (sub == 0) b.item_bias[j * LAC_MF_BIAS_STRIDE] = fmaf(keep_bh, cur.bj, a.gbh * e);
@@ -289,8 +290,9 @@ static __global__ void __launch_bounds__(32 * LAC_MF_WARPS_PER_BLOCK) nbr_epoch_
         nr = lac_mf_warp_sum(nr);
         const float ncount = (float)K - nr;
         const float rr = nr > 0.0f ? 1.0f / sqrtf(nr) : 0.0f, rc = ncount > 0.0f ? 1.0f / sqrtf(ncount) : 0.0f;
-        const float e = rating[t] - (base + bj + dot + sr * rr + sc * rc);
-        sse = fmaf(e, e, sse);
+        const float x = base + bj + dot + sr * rr + sc * rc;
+        const float e = a.implicit ? lac_mf_xent_error(rating[t], x) : rating[t] - x;
+        sse = a.implicit ? sse + lac_mf_xent_loss(rating[t], x) : fmaf(e, e, sse);
         __syncwarp();
         if (lane == 0) {
             b.user_bias[user] = bu + a.gb * (e - a.lb * bu);

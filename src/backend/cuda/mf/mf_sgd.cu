@@ -189,13 +189,14 @@ lac_status lac_mf_cuda_one_begin(lac_ctx_t ctx, const lac_mf_call *call, lac_mf_
     memset(&sch, 0, sizeof sch);
     int per_sm = 0;
 
+    /* implicit feedback with the neighbourhood model: its kernel on a stream
+     * of the interactions and their negatives' cells (mf_implicit_cuda.h) */
+    lac_mf_data cells;
+    memset(&cells, 0, sizeof cells);
+    const lac_mf_data *sd = d;   /* what the schedule deals */
+
     /* the kernel and the number of groups in flight */
-    if (call->implicit && f->nbr_k) {
-        st = lac_error(ctx, LAC_ERR_UNSUPPORTED, "implicit feedback with the neighbourhood model trains on the CPU "
-                                                 "only in this build (--device cpu or auto)");
-        goto fail;
-    }
-    if (call->implicit) {   /* its own kernel, the same schedule */
+    if (call->implicit && !f->nbr_k) {   /* its own kernel, the same schedule */
         lac_mf_cuda_implicit_kernel ik;
         LAC_CHECK_GOTO(lac_mf_cuda_implicit_begin(ctx, &s->call, s->stride / 4, &s->implicit, &ik), st, fail);
         LAC_CHECK_GOTO(lac_mf_cuda_implicit_occupancy(ctx, &ik, &per_sm), st, fail);
@@ -209,6 +210,10 @@ lac_status lac_mf_cuda_one_begin(lac_ctx_t ctx, const lac_mf_call *call, lac_mf_
         s->kernel.fn = NULL;
         s->kernel.lanes = nk.lanes;
         s->kernel.groups_per_block = nk.groups_per_block;
+        if (call->implicit) {
+            LAC_CHECK_GOTO(lac_mf_cuda_implicit_nbr_begin(ctx, &s->call, &s->implicit, &cells), st, fail);
+            sd = &cells;
+        }
     } else {
         s->kernel = lac_mf_cuda_choose_kernel(s->stride / 4, (int)knob(ctx, LAC_KNOB_MF_CUDA_LANES, 0),
                                               (int)knob(ctx, LAC_KNOB_MF_CUDA_AHEAD, 1));
@@ -217,7 +222,7 @@ lac_status lac_mf_cuda_one_begin(lac_ctx_t ctx, const lac_mf_call *call, lac_mf_
     {
         int64_t resident = (int64_t)(per_sm > 0 ? per_sm : 1) * ctx->cuda->prop.multiProcessorCount;
         int64_t want = knob(ctx, LAC_KNOB_MF_CUDA_GROUPS,
-                            d->nnz / (s->nbr ? LAC_MF_NBR_RATINGS_PER_GROUP : LAC_MF_RATINGS_PER_GROUP));
+                            sd->nnz / (s->nbr ? LAC_MF_NBR_RATINGS_PER_GROUP : LAC_MF_RATINGS_PER_GROUP));
         int64_t blocks = lac_mf_schedule_blocks(want, s->kernel.groups_per_block, resident);
         s->blocks = (unsigned)blocks;
         s->groups = blocks * s->kernel.groups_per_block;
@@ -225,14 +230,14 @@ lac_status lac_mf_cuda_one_begin(lac_ctx_t ctx, const lac_mf_call *call, lac_mf_
     {
         lac_mf_schedule_params sp;
         sp.groups = s->groups;
-        sp.run_max = knob(ctx, LAC_KNOB_MF_CUDA_RUN_MAX, s->nbr ? d->nnz + 1 : LAC_MF_RUN_MAX);
+        sp.run_max = knob(ctx, LAC_KNOB_MF_CUDA_RUN_MAX, s->nbr ? sd->nnz + 1 : LAC_MF_RUN_MAX);
         /* the neighbourhood model: no replicas unless asked for (averaged,
          * they slow the learning of the popular items' rows; measured) */
-        sp.hot = knob(ctx, LAC_KNOB_MF_CUDA_HOT, s->nbr ? d->nnz + 1 : 0);
+        sp.hot = knob(ctx, LAC_KNOB_MF_CUDA_HOT, s->nbr ? sd->nnz + 1 : 0);
         sp.replica_budget = ctx->cuda->prop.l2CacheSize / 3.0;
         sp.row_bytes = (double)s->stride * sizeof(float);
         sp.step_multiple = LAC_MF_CODE_AHEAD;
-        LAC_CHECK_GOTO(lac_mf_schedule_build(ctx, d, &sp, &sch), st, fail);
+        LAC_CHECK_GOTO(lac_mf_schedule_build(ctx, sd, &sp, &sch), st, fail);
     }
     s->steps = sch.steps;
     s->runs = sch.runs;
@@ -242,16 +247,19 @@ lac_status lac_mf_cuda_one_begin(lac_ctx_t ctx, const lac_mf_call *call, lac_mf_
             "mf CUDA: %d lanes a user, %lld groups in %u blocks, %lld runs (at most %lld ratings), %lld steps a "
             "group (%.1f%% padding), %lld popular items (over %lld ratings) with %lld replica rows",
             s->kernel.lanes, (long long)s->groups, s->blocks, (long long)s->runs, (long long)sch.run_max,
-            (long long)s->steps, 100.0 * (1.0 - (double)d->nnz / ((double)s->groups * (double)s->steps)),
+            (long long)s->steps, 100.0 * (1.0 - (double)sd->nnz / ((double)s->groups * (double)s->steps)),
             (long long)s->hot_items, (long long)sch.hot, (long long)(s->rows - d->num_items));
     LAC_CHECK_GOTO(upload_all(ctx, s, call, &sch), st, fail);
     if (s->nbr)
         LAC_CHECK_GOTO(lac_mf_cuda_nbr_upload(ctx, s->nbr, &sch), st, fail);
-    if (s->implicit)
+    if (s->implicit && s->nbr)
+        LAC_CHECK_GOTO(lac_mf_cuda_implicit_nbr_upload(ctx, s->implicit, &sch), st, fail);
+    else if (s->implicit)
         LAC_CHECK_GOTO(lac_mf_cuda_implicit_upload(ctx, s->implicit, &sch), st, fail);
 fail:
     if (st != LAC_SUCCESS) cudaStreamSynchronize(ctx->cuda->stream);
     lac_mf_schedule_free(&sch);
+    lac_mf_cuda_implicit_cells_free(&cells);
     if (st != LAC_SUCCESS) {
         free_state(s);
         return st;
@@ -302,6 +310,7 @@ lac_status lac_mf_cuda_one_launch(lac_ctx_t ctx, lac_mf_state *s, float lr, int 
     LAC_CUDA_CHECK(ctx, cudaMemsetAsync(s->sums, 0, LAC_MF_SSE_SLOTS * sizeof(double), stream));
     if (s->runs > 0) {
         lac_mf_cuda_epoch_args a = epoch_args(s, lr);
+        if (s->nbr && s->implicit) LAC_CHECK(lac_mf_cuda_implicit_nbr_draw(ctx, s->implicit, s->code, epoch));
         if (s->nbr) LAC_CHECK(lac_mf_cuda_nbr_epoch(ctx, s->nbr, &a, lr, s->blocks));
         else if (s->implicit) LAC_CHECK(lac_mf_cuda_implicit_epoch(ctx, s->implicit, &a, epoch, s->blocks));
         else LAC_CHECK(lac_mf_cuda_launch_epoch(ctx, &s->kernel, s->blocks, &a));
