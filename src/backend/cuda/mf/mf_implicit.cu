@@ -95,7 +95,11 @@ static lac_status upload_seen(lac_ctx_t ctx, lac_mf_cuda_implicit *m, int32_t *i
     int64_t *start = (int64_t *)malloc((size_t)(d->num_users + 1) * sizeof *start);
     if (start) memcpy(start, d->row_start, (size_t)(d->num_users + 1) * sizeof *start);
     if (!start || !items) free(items), items = NULL;
-    LAC_CHECK(give(ctx, &m->seen_start, start, (size_t)(d->num_users + 1)));
+    lac_status st = give(ctx, &m->seen_start, start, (size_t)(d->num_users + 1));
+    if (st != LAC_SUCCESS) {
+        free(items);
+        return st;
+    }
     return give(ctx, &m->seen_items, items, (size_t)d->nnz);
 }
 
