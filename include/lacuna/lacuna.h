@@ -195,7 +195,7 @@ typedef struct {
 
 LAC_API size_t lac_dtype_size(lac_dtype dtype);
 LAC_API const char *lac_dtype_name(lac_dtype dtype);   /* "float32", ... */
-LAC_API int64_t lac_array_count(const lac_array *a);   /* product of the shape */
+LAC_API int64_t lac_array_count(const lac_array *a);   /* product of the shape (0 with a zero size; INT64_MAX past it) */
 /* Views over caller memory, for convenience. */
 LAC_API lac_array lac_array_vector(void *data, lac_dtype dtype, int64_t length);
 LAC_API lac_array lac_array_matrix(void *data, lac_dtype dtype, int64_t rows, int64_t cols);

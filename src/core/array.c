@@ -41,8 +41,11 @@ const char *lac_dtype_name(lac_dtype dtype)
 int64_t lac_array_count(const lac_array *a)
 {
     if (!a) return 0;
+    for (int d = 0; d < a->ndim; d++)
+        if (a->shape[d] == 0) return 0;   /* empty, whatever the other sizes */
     int64_t count = 1;
-    for (int d = 0; d < a->ndim; d++) count *= a->shape[d];
+    for (int d = 0; d < a->ndim; d++)
+        if (__builtin_mul_overflow(count, a->shape[d], &count)) return INT64_MAX;   /* no such array fits memory */
     return count;
 }
 

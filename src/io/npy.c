@@ -162,9 +162,13 @@ lac_status lac_npy_load(lac_ctx_t ctx, const char *path, unsigned flags, lac_arr
     }
     LAC_CHECK_GOTO(parse_shape(ctx, path, dict_value(header, "shape"), &a), st, done);
 
+    /* The elements of the non-empty sizes must count in int64 too: a zero
+     * size makes the bytes 0 after a product that wrapped. */
     size_t bytes = lac_dtype_size(a.dtype);
+    int64_t elements = 1;
     for (int d = 0; d < a.ndim; d++)
-        if (lac_mul_overflows(bytes, (size_t)a.shape[d], &bytes)) {
+        if (lac_mul_overflows(bytes, (size_t)a.shape[d], &bytes) ||
+            (a.shape[d] && __builtin_mul_overflow(elements, a.shape[d], &elements))) {
             st = lac_error(ctx, LAC_ERR_FORMAT, "%s: shape overflows", path);
             goto done;
         }
