@@ -11,8 +11,27 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* The run's seed into rng: new data each run, printed; LACUNA_TEST_SEED
+ * replays one. */
+static inline void map_test_seed(void)
+{
+    const char *seed_env = getenv("LACUNA_TEST_SEED");
+    rng = seed_env ? strtoull(seed_env, NULL, 10) : (unsigned long long)time(NULL) ^ ((unsigned long long)getpid() << 20);
+    printf("seed %llu (LACUNA_TEST_SEED replays it)\n", rng);
+}
+
+/* LACUNA_TEST_QUICK set (not 0): a representative subset (the sanitizers' runs). */
+static inline int map_test_quick(void)
+{
+    const char *quick_env = getenv("LACUNA_TEST_QUICK");
+    return quick_env && strcmp(quick_env, "0") != 0 && *quick_env;
+}
 
 /* ------------------------------------------------------------------------ */
 /* Test data: doubles here, converted to the dtypes of a case                */

@@ -928,11 +928,8 @@ TEST(plans_without_determinism_match_the_reference)
 
 int main(void)
 {
-    const char *seed_env = getenv("LACUNA_TEST_SEED");
-    rng = seed_env ? strtoull(seed_env, NULL, 10) : (unsigned long long)time(NULL) ^ ((unsigned long long)getpid() << 20);
-    printf("seed %llu (LACUNA_TEST_SEED replays it)\n", rng);
-    const char *quick_env = getenv("LACUNA_TEST_QUICK");
-    quick = quick_env && strcmp(quick_env, "0") != 0 && *quick_env;
+    map_test_seed();
+    quick = map_test_quick();
     if (quick) printf("LACUNA_TEST_QUICK: a representative subset, fewer combinations and rows\n");
     lac_ctx_params cp = lac_ctx_params_default();
     cp.backend = LAC_BACKEND_CUDA;

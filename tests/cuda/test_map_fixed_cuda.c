@@ -465,11 +465,8 @@ TEST(bad_index_is_named_and_leaves_T)
 
 int main(void)
 {
-    const char *seed_env = getenv("LACUNA_TEST_SEED");
-    rng = seed_env ? strtoull(seed_env, NULL, 10) : (unsigned long long)time(NULL) ^ ((unsigned long long)getpid() << 20);
-    printf("seed %llu (LACUNA_TEST_SEED replays it)\n", rng);
-    const char *quick_env = getenv("LACUNA_TEST_QUICK");
-    quick = quick_env && strcmp(quick_env, "0") != 0 && *quick_env;
+    map_test_seed();
+    quick = map_test_quick();
     lac_ctx_params cp = lac_ctx_params_default();
     cp.backend = LAC_BACKEND_CUDA;
     for (int k = 0; k < CTXS; k++) {

@@ -233,9 +233,7 @@ TEST(bad_index_and_nan_name_the_first_position_across_shares)
 
 int main(void)
 {
-    const char *seed_env = getenv("LACUNA_TEST_SEED");
-    rng = seed_env ? strtoull(seed_env, NULL, 10) : (unsigned long long)time(NULL) ^ ((unsigned long long)getpid() << 20);
-    printf("seed %llu (LACUNA_TEST_SEED replays it)\n", rng);
+    map_test_seed();
     lac_ctx_params cp = lac_ctx_params_default();
     cp.backend = LAC_BACKEND_CUDA;
     if (lac_ctx_create(&cp, &one) != LAC_SUCCESS) {
