@@ -271,6 +271,10 @@ TEST(each_svt_path_matches_lapack_where_the_other_is_the_default)
     static const int64_t large[][3] = {{128, 128, 4}, {100, 120, 3}, {97, 200, 2}};
     check_forced_path("IMPUTE_CUDA_SVT=gram", 0, small, sizeof small / sizeof small[0]);
     check_forced_path("IMPUTE_CUDA_SVT=jacobi", 0, large, sizeof large / sizeof large[0]);
+    /* Without the rank-exploiting parts: Jacobi rotating every pair, the Gram
+     * route's full eigensolve every pass. */
+    check_forced_path("IMPUTE_CUDA_SUBSPACE=off", 0, small, sizeof small / sizeof small[0]);
+    check_forced_path("IMPUTE_CUDA_SUBSPACE=off", 0, large, 1);
 }
 
 /* Two and three shares of device 0 (the multi-GPU split run on one device):

@@ -10,6 +10,12 @@
  * rotation (|γ| <= tol·sqrt(αβ)), or after a cap (then the columns are
  * orthogonal to a little more than tol: the result is still used; Jacobi
  * has no "failed to converge").
+ * Only the triplets above λ matter: with λ known, pairs of two columns well
+ * below it are left unrotated, and once the others have converged the
+ * columns below λ are proved (Gershgorin on their Gram block) to hide no
+ * singular value above it; where that fails every pair is rotated again.
+ * LACUNA_IMPUTE_CUDA_SUBSPACE=off turns this off (as the Gram route's
+ * subspace pass; float64 only with force).
  *
  * The columns are then W V = U Σ, so σ_i = ‖w_i‖ and u_i = w_i/σ_i without
  * forming V: S_λ(A) = U (Σ - λ)₊ Vᵀ = Σ_{σ_i > λ} (1 - λ/σ_i) u_i u_iᵀ A, rebuilt
@@ -91,8 +97,64 @@ __device__ __forceinline__ REAL slice_at(const REAL *a, int64_t rows, int transp
     return transpose ? a[c + l * rows] : a[l + c * (int64_t)L];
 }
 
+/* Whether the columns below λ (α = ‖w‖² < lam2) are free of hidden
+ * singular values above λ: Gershgorin on their Gram block, α_i + Σ_j |γ_ij|
+ * over the others below λ, each at most lam2 (less the float sums'
+ * rounding, at most L ε lam2 a product). One pass of dot products over those pairs, no rotations; every
+ * thread of the block calls it. rowsum (p doubles) and alpha (p floats) are
+ * scratch. */
 template <typename REAL, int G>
-__global__ void __launch_bounds__(1024) svt_jacobi_kernel(lac_svt_batch<REAL> b, int transpose, int L, int p)
+__device__ bool small_block_certified(const REAL *W, int LS, int L, int p, double lam2, double *rowsum, float *alpha,
+                                      int *failed)
+{
+    const int groups = blockDim.x / G, group = threadIdx.x / G, lane = threadIdx.x % G;
+    const int pe = p + (p & 1), pairs = pe / 2;
+    for (int base = 0; base < p; base += groups) {
+        const int c = base + group;
+        REAL s2 = 0;
+        if (c < p)
+            for (int l = lane; l < L; l += G) s2 += W[(size_t)c * LS + l] * W[(size_t)c * LS + l];
+        s2 = group_sum<G>(s2);
+        if (c < p && lane == 0) {
+            alpha[c] = (float)s2;
+            rowsum[c] = 0;
+        }
+    }
+    if (threadIdx.x == 0) *failed = 0;
+    __syncthreads();
+    for (int step = 0; step < pe - 1; step++) {
+        for (int base = 0; base < pairs; base += groups) {
+            const int t = base + group;
+            int ci = -1, cj = -1;
+            if (t < pairs) {
+                ci = round_robin(t, step, pe);
+                cj = round_robin(pe - 1 - t, step, pe);
+                if (ci >= p || cj >= p || !(alpha[ci] < lam2 && alpha[cj] < lam2)) ci = -1;
+            }
+            REAL ga = 0;
+            if (ci >= 0)
+                for (int l = lane; l < L; l += G) ga += W[(size_t)ci * LS + l] * W[(size_t)cj * LS + l];
+            ga = group_sum<G>(ga);
+            if (ci >= 0 && lane == 0) {
+                atomicAdd(&rowsum[ci], fabs((double)ga));
+                atomicAdd(&rowsum[cj], fabs((double)ga));
+            }
+        }
+    }
+    __syncthreads();
+    for (int c = threadIdx.x; c < p; c += blockDim.x)
+        if (alpha[c] < lam2 && !(((double)alpha[c] + rowsum[c]) * (1 + 1e-4) +
+                                     (double)p * L * real_traits<REAL>::eps * lam2 <= lam2))
+            *failed = 1;
+    __syncthreads();
+    const bool ok = !*failed;
+    __syncthreads();
+    return ok;
+}
+
+template <typename REAL, int G>
+__global__ void __launch_bounds__(1024) svt_jacobi_kernel(lac_svt_batch<REAL> b, int transpose, int L, int p,
+                                                          int skip_small)
 {
     extern __shared__ double smem_d[];
     /* Column strides made odd, so that the lanes of a warp, each on its own
@@ -104,7 +166,7 @@ __global__ void __launch_bounds__(1024) svt_jacobi_kernel(lac_svt_batch<REAL> b,
     double *scratch = coef + p;
     int *kept_list = reinterpret_cast<int *>(scratch + 40);
     const int groups = blockDim.x / G, group = threadIdx.x / G, lane = threadIdx.x % G;
-    __shared__ int rotated, kept_count;
+    __shared__ int rotated, kept_count, certify_failed;
     __shared__ unsigned largest_ratio;   /* the sweep's largest |γ|/sqrt(αβ), as float bits */
 
     const int64_t k = blockIdx.x;
@@ -161,7 +223,15 @@ __global__ void __launch_bounds__(1024) svt_jacobi_kernel(lac_svt_batch<REAL> b,
      * orthogonal to about their square (the off-diagonal terms a rotation
      * reintroduces are products of two angles), below tol: no check sweep. */
     const float stop = sqrtf((float)tol);
+    /* Only the triplets above λ matter: pairs of two columns well below λ
+     * (α < (0.8 λ)²) are not rotated, as long as the columns below λ are then
+     * proved free of singular values above it (small_block_certified); if
+     * not, or past half the sweep cap, every pair is rotated again. */
+    const double lam_s = b.lambda && skip_small ? b.lambda[k] * scale : -1;
+    const REAL small = lam_s > 0 ? (REAL)(0.64 * lam_s * lam_s) : (REAL)0;
+    int skipping = small > 0;
     for (; amax > 0 && sweep < real_traits<REAL>::max_sweeps; sweep++) {
+        if (skipping && sweep >= real_traits<REAL>::max_sweeps / 2) skipping = 0;
         if (threadIdx.x == 0) {
             rotated = 0;
             largest_ratio = 0;
@@ -192,7 +262,8 @@ __global__ void __launch_bounds__(1024) svt_jacobi_kernel(lac_svt_batch<REAL> b,
                 ga = group_sum<G>(ga);
                 /* Columns below eps·σmax (al, be < eps² after scaling) are
                  * rounding noise: rotating them would only churn. */
-                if (ci >= 0 && ga != 0 && fmin(al, be) > tiny && fabs(ga) > tol * sqrt(al * be)) {
+                if (ci >= 0 && ga != 0 && fmin(al, be) > tiny && fabs(ga) > tol * sqrt(al * be) &&
+                    !(skipping && al < small && be < small)) {
                     /* The rotation that zeroes the pair's off-diagonal Gram entry. */
                     double zeta = ((double)be - (double)al) / (2 * (double)ga);
                     double tn = (zeta >= 0 ? 1.0 : -1.0) / (fabs(zeta) + sqrt(1 + zeta * zeta));
@@ -221,6 +292,12 @@ __global__ void __launch_bounds__(1024) svt_jacobi_kernel(lac_svt_batch<REAL> b,
         const int again = rotated && __uint_as_float(largest_ratio) >= stop;
         __syncthreads();
         if (!again) {
+            if (skipping) {
+                skipping = 0;
+                if (!small_block_certified<REAL, G>(W, LS, L, p, lam_s * lam_s, coef,
+                                                    reinterpret_cast<float *>(kept_list), &certify_failed))
+                    continue;   /* rotate every pair from here */
+            }
             sweep += rotated;   /* counted as done */
             break;
         }
@@ -348,7 +425,8 @@ template <typename REAL, int G> lac_status launch(lac_ctx_t ctx, const lac_svt_b
         if (part.truth) part.truth += first * b.stride;
         if (part.lambda) part.lambda += first;
         part.stats += first * LAC_SVT_STATS;
-        kernel<<<(unsigned)part.count, s.threads, s.smem, ctx->cuda->stream>>>(part, s.transpose, s.L, s.p);
+        kernel<<<(unsigned)part.count, s.threads, s.smem, ctx->cuda->stream>>>(part, s.transpose, s.L, s.p,
+                                                                                 lac_svt_subspace_on<REAL>(ctx) ? 1 : 0);
         LAC_CUDA_CHECK_LAUNCH(ctx);
     }
     return LAC_SUCCESS;
