@@ -46,7 +46,7 @@ static const struct {
     [LAC_KNOB_NBR_CUDA_GSM] = {"LACUNA_NBR_CUDA_GSM", "fp16: the GPU's exact GSM with fp16 GEMMs also where int8 ones are exact"},
     [LAC_KNOB_NBR_CUDA_GSM_USERS] = {"LACUNA_NBR_CUDA_GSM_USERS", "users a GEMM of the GPU's exact GSM sums over at once (0: all)"},
     [LAC_KNOB_IMPUTE_CUDA_SUBSPACE] = {"LACUNA_IMPUTE_CUDA_SUBSPACE",
-                                       "off|on|force: the GPU Gram SVT's certified subspace pass (on: float32; force: also float64)"},
+                                       "off|on|force: the GPU SVT's certified shortcuts (Gram subspace pass, Jacobi pairs below lambda; on: float32; force: also float64)"},
     [LAC_KNOB_IMPUTE_CUDA_FILTER] = {"LACUNA_IMPUTE_CUDA_FILTER", "degree of the subspace pass's Chebyshev filter (default 4)"},
     [LAC_KNOB_IMPUTE_CUDA_SUBSPACE_MAX] = {"LACUNA_IMPUTE_CUDA_SUBSPACE_MAX",
                                            "largest subspace block, percent of min(m, n) (default 75; beyond: the full eigensolve)"},
