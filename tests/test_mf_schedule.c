@@ -6,7 +6,8 @@
  * documented formula says, and group g on row g mod R; the threshold the least
  * that fits the budget; the same schedule every time; edge cases (one user,
  * empty rows, one giant item, more groups than ratings, no ratings); the CPU
- * grid's round-robin deal and the seeded stratum order. */
+ * grid's round-robin deal, the seeded stratum order and a rotation's block
+ * of the ratings. */
 #include "harness.h"
 #include "lacuna/lacuna.h"
 #include "mf/schedule.h"
@@ -563,6 +564,51 @@ TEST(cpu_grid_is_round_robin_in_count_order)
     free(counts);
 }
 
+/* A rotation's block: every rating of the listed users whose item is in the
+ * block, in the users' order and each row's order, renumbered; rows by count
+ * (the reference sort); nothing else. */
+TEST(block_data_is_the_users_ratings_of_the_block_renumbered)
+{
+    int64_t users = 400, items = 120;
+    int64_t *counts = malloc(sizeof *counts * (size_t)users);
+    for (int64_t u = 0; u < users; u++) counts[u] = (u * 7) % 23;   /* some rows empty */
+    lac_mf_data d = skewed_data(users, items, counts, 21);
+    d.mean = 3.25;
+    int32_t *local = malloc(sizeof *local * (size_t)items), *pick = malloc(sizeof *pick * (size_t)users);
+    int64_t ni = 0, nu = 0;
+    for (int64_t j = 0; j < items; j++) local[j] = j % 3 == 1 ? (int32_t)ni++ : -1;
+    for (int64_t u = users - 1; u >= 0; u -= 2) pick[nu++] = (int32_t)u;   /* every other user, backwards */
+    lac_mf_data o;
+    CHECK_OK(ctx, lac_mf_block_data(ctx, &d, pick, nu, local, ni, &o));
+    CHECK_INT(o.num_users, nu);
+    CHECK_INT(o.num_items, ni);
+    CHECK(o.mean == d.mean);
+    int64_t at = 0, bad = 0;
+    int64_t *len = malloc(sizeof *len * (size_t)nu);
+    for (int64_t u = 0; u < nu; u++) {
+        bad += o.row_start[u] != at;
+        for (int64_t a = d.row_start[pick[u]]; a < d.row_start[pick[u] + 1]; a++) {
+            if (local[d.col[a]] < 0) continue;
+            bad += at >= o.row_start[u + 1] || o.col[at] != local[d.col[a]] || o.val[at] != d.val[a];
+            at++;
+        }
+        len[u] = at - o.row_start[u];
+    }
+    bad += o.row_start[nu] != at || o.nnz != at;
+    int64_t *order = reference_order(len, nu);
+    for (int64_t r = 0; r < nu; r++) bad += o.row_order[r] != order[r];
+    CHECK_INT(bad, 0);
+    CHECK(at > 0);
+    lac_mf_block_data_free(&o);
+    CHECK(o.row_start == NULL && o.col == NULL);
+    free(order);
+    free(len);
+    free(local);
+    free(pick);
+    free_data(&d);
+    free(counts);
+}
+
 TEST(stratum_order_is_a_seeded_permutation)
 {
     int a[16], b[16], differs = 0;
@@ -598,6 +644,7 @@ int main(void)
     RUN(edge_more_groups_than_ratings);
     RUN(blocks_in_flight);
     RUN(cpu_grid_is_round_robin_in_count_order);
+    RUN(block_data_is_the_users_ratings_of_the_block_renumbered);
     RUN(stratum_order_is_a_seeded_permutation);
     lac_ctx_destroy(&ctx);
     return harness_finish();

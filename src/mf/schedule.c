@@ -1,6 +1,7 @@
 /* The SGD schedule of mf (schedule.h): the CUSGD++ deal of runs to lane
  * groups with popular items' replicas, the CPU's block grid and stratum
- * order, and the count ordering both use. Host only, no device calls. */
+ * order, the count ordering both use, and the rating blocks of the
+ * rotations. Host only, no device calls. */
 #include "mf/schedule.h"
 #include "core/random.h"
 
@@ -18,6 +19,60 @@ lac_status lac_mf_order_by_count(lac_ctx_t ctx, const int64_t *count, int64_t n,
     for (int64_t i = 0; i < n; i++) order[bucket[max_count - count[i]]++] = i;
     free(bucket);
     return LAC_SUCCESS;
+}
+
+lac_status lac_mf_block_data(lac_ctx_t ctx, const lac_mf_data *d, const int32_t *users, int64_t nu,
+                             const int32_t *item_local, int64_t ni, lac_mf_data *o)
+{
+    memset(o, 0, sizeof *o);
+    o->num_users = nu;
+    o->num_items = ni;
+    o->mean = d->mean;
+    o->min = d->min;
+    o->max = d->max;
+    o->row_start = lac_calloc(ctx, (size_t)nu + 1, sizeof *o->row_start);
+    o->row_order = lac_malloc(ctx, (size_t)(nu ? nu : 1) * sizeof *o->row_order);
+    int64_t *len = lac_malloc(ctx, (size_t)(nu ? nu : 1) * sizeof *len);
+    int64_t *order = lac_malloc(ctx, (size_t)(nu ? nu : 1) * sizeof *order);
+    lac_status st = o->row_start && o->row_order && len && order ? LAC_SUCCESS : LAC_ERR_OUT_OF_MEMORY;
+    for (int64_t u = 0; st == LAC_SUCCESS && u < nu; u++) {
+        const int64_t x = users[u];
+        len[u] = 0;
+        for (int64_t a = d->row_start[x]; a < d->row_start[x + 1]; a++) len[u] += item_local[d->col[a]] >= 0;
+        o->row_start[u + 1] = o->row_start[u] + len[u];
+    }
+    if (st == LAC_SUCCESS) {
+        o->nnz = o->row_start[nu];
+        o->col = lac_malloc(ctx, (size_t)(o->nnz ? o->nnz : 1) * sizeof *o->col);
+        o->val = lac_malloc(ctx, (size_t)(o->nnz ? o->nnz : 1) * sizeof *o->val);
+        if (!o->col || !o->val) st = LAC_ERR_OUT_OF_MEMORY;
+    }
+    for (int64_t u = 0, at = 0; st == LAC_SUCCESS && u < nu; u++) {
+        const int64_t x = users[u];
+        for (int64_t a = d->row_start[x]; a < d->row_start[x + 1]; a++)
+            if (item_local[d->col[a]] >= 0) {
+                o->col[at] = item_local[d->col[a]];
+                o->val[at++] = d->val[a];
+            }
+    }
+    if (st == LAC_SUCCESS) st = lac_mf_order_by_count(ctx, len, nu, order);
+    for (int64_t r = 0; st == LAC_SUCCESS && r < nu; r++) o->row_order[r] = (int32_t)order[r];
+    free(len);
+    free(order);
+    if (st != LAC_SUCCESS) lac_mf_block_data_free(o);
+    return st;
+}
+
+void lac_mf_block_data_free(lac_mf_data *o)
+{
+    free(o->row_start);
+    free(o->row_order);
+    free(o->col);
+    free(o->val);
+    o->row_start = NULL;
+    o->row_order = NULL;
+    o->col = NULL;
+    o->val = NULL;
 }
 
 int64_t lac_mf_replica_rows(int64_t count, int64_t hot, int64_t groups)

@@ -87,6 +87,15 @@ void lac_mf_deal_lpt(const int64_t *len, int64_t n, int64_t groups, int64_t *loa
 /* order: 0..n-1 by count, most first; ties keep index order (a counting sort). */
 lac_status lac_mf_order_by_count(lac_ctx_t ctx, const int64_t *count, int64_t n, int64_t *order);
 
+/* One block of the ratings for a rotation's training (several devices, or
+ * GPU ranks): the rows of users[0..nu) (model indices) restricted to the
+ * items with item_local[j] >= 0, in local indices (user u is users[u], item j
+ * is item_local[j] < ni), rows ordered by count. o's arrays are freed with
+ * lac_mf_block_data_free. */
+lac_status lac_mf_block_data(lac_ctx_t ctx, const lac_mf_data *d, const int32_t *users, int64_t nu,
+                             const int32_t *item_local, int64_t ni, lac_mf_data *o);
+void lac_mf_block_data_free(lac_mf_data *o);
+
 /* The deterministic CPU grid: users dealt round-robin in rating-count order to
  * `blocks` row blocks, items by rating count likewise to column blocks, so
  * blocks hold about the same number of ratings. */

@@ -72,43 +72,14 @@ int lac_mf_cuda_multi_wanted(lac_ctx_t ctx, const lac_mf_call *call)
 static lac_status make_sub(lac_ctx_t ctx, lac_mf_cuda_multi *m, int p, int b)
 {
     const lac_mf_data *d = m->call.data;
-    lac_mf_data *o = &m->sub[p * m->D + b];
-    const int64_t nu = m->block_users[p];
-    memset(o, 0, sizeof *o);
-    o->num_users = nu;
-    o->num_items = m->block_items[b];
-    o->mean = d->mean;
-    o->min = d->min;
-    o->max = d->max;
-    o->row_start = (int64_t *)lac_calloc(ctx, (size_t)nu + 1, sizeof *o->row_start);
-    o->row_order = (int32_t *)lac_malloc(ctx, (size_t)(nu ? nu : 1) * sizeof *o->row_order);
-    int64_t *len = (int64_t *)lac_malloc(ctx, (size_t)(nu ? nu : 1) * sizeof *len);
-    int64_t *order = (int64_t *)lac_malloc(ctx, (size_t)(nu ? nu : 1) * sizeof *order);
-    lac_status st = o->row_start && o->row_order && len && order ? LAC_SUCCESS : LAC_ERR_OUT_OF_MEMORY;
-    for (int64_t u = 0; st == LAC_SUCCESS && u < nu; u++) {
-        const int64_t x = m->users_of[p][u];
-        len[u] = 0;
-        for (int64_t a = d->row_start[x]; a < d->row_start[x + 1]; a++) len[u] += m->item_block[d->col[a]] == b;
-        o->row_start[u + 1] = o->row_start[u] + len[u];
-    }
-    if (st == LAC_SUCCESS) {
-        o->nnz = o->row_start[nu];
-        o->col = (int32_t *)lac_malloc(ctx, (size_t)(o->nnz ? o->nnz : 1) * sizeof *o->col);
-        o->val = (float *)lac_malloc(ctx, (size_t)(o->nnz ? o->nnz : 1) * sizeof *o->val);
-        if (!o->col || !o->val) st = LAC_ERR_OUT_OF_MEMORY;
-    }
-    for (int64_t u = 0, at = 0; st == LAC_SUCCESS && u < nu; u++) {
-        const int64_t x = m->users_of[p][u];
-        for (int64_t a = d->row_start[x]; a < d->row_start[x + 1]; a++)
-            if (m->item_block[d->col[a]] == b) {
-                o->col[at] = m->item_local[d->col[a]];
-                o->val[at++] = d->val[a];
-            }
-    }
-    if (st == LAC_SUCCESS) st = lac_mf_order_by_count(ctx, len, nu, order);
-    for (int64_t r = 0; st == LAC_SUCCESS && r < nu; r++) o->row_order[r] = (int32_t)order[r];
-    free(len);
-    free(order);
+    int32_t *local = (int32_t *)lac_malloc(ctx, (size_t)(d->num_items ? d->num_items : 1) * sizeof *local);
+    lac_status st = local ? LAC_SUCCESS : LAC_ERR_OUT_OF_MEMORY;
+    for (int64_t j = 0; st == LAC_SUCCESS && j < d->num_items; j++)
+        local[j] = m->item_block[j] == b ? m->item_local[j] : -1;
+    if (st == LAC_SUCCESS)
+        st = lac_mf_block_data(ctx, d, m->users_of[p], m->block_users[p], local, m->block_items[b],
+                               &m->sub[p * m->D + b]);
+    free(local);
     return st == LAC_SUCCESS ? st : lac_error(ctx, st, "out of host memory for the ratings of mf block (%d, %d)", p, b);
 }
 
@@ -275,12 +246,7 @@ void lac_mf_cuda_multi_end(lac_ctx_t ctx, lac_mf_cuda_multi *m)
         if (m->trained[p]) cudaEventDestroy(m->trained[p]);
         if (m->moved[p]) cudaEventDestroy(m->moved[p]);
     }
-    for (int i = 0; i < m->D * m->D; i++) {
-        free(m->sub[i].row_start);
-        free(m->sub[i].row_order);
-        free(m->sub[i].col);
-        free(m->sub[i].val);
-    }
+    for (int i = 0; i < m->D * m->D; i++) lac_mf_block_data_free(&m->sub[i]);
     for (int p = 0; p < m->D; p++) {
         free(m->users_of[p]);
         free(m->items_of[p]);

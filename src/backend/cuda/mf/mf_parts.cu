@@ -33,52 +33,18 @@ static lac_status make_sub(lac_ctx_t ctx, lac_mf_cuda_part *q)
     int32_t *item_local = (int32_t *)lac_malloc(ctx, (size_t)(d->num_items ? d->num_items : 1) * sizeof(int32_t));
     q->items_of = (int32_t *)lac_malloc(ctx, (size_t)(d->num_items ? d->num_items : 1) * sizeof(int32_t));
     q->users_of = (int32_t *)lac_malloc(ctx, (size_t)(d->num_users ? d->num_users : 1) * sizeof(int32_t));
-    int64_t *len = (int64_t *)lac_malloc(ctx, (size_t)(d->num_users ? d->num_users : 1) * sizeof(int64_t));
-    lac_mf_data *o = &q->sub;
-    lac_status st = item_local && q->items_of && q->users_of && len ? LAC_SUCCESS : LAC_ERR_OUT_OF_MEMORY;
-    int64_t ni = 0, nu = 0, nnz = 0;
+    lac_status st = item_local && q->items_of && q->users_of ? LAC_SUCCESS : LAC_ERR_OUT_OF_MEMORY;
+    int64_t ni = 0, nu = 0;
     for (int64_t j = 0; st == LAC_SUCCESS && j < d->num_items; j++) {
         item_local[j] = part[j] == q->call.part ? (int32_t)ni : -1;
         if (part[j] == q->call.part) q->items_of[ni++] = (int32_t)j;
     }
     for (int64_t x = 0; st == LAC_SUCCESS && x < d->num_users; x++) {
-        int64_t n = 0;
-        for (int64_t a = d->row_start[x]; a < d->row_start[x + 1]; a++) n += item_local[d->col[a]] >= 0;
-        if (n) {
-            len[nu] = n;
-            q->users_of[nu++] = (int32_t)x;
-            nnz += n;
-        }
+        int64_t a = d->row_start[x];
+        while (a < d->row_start[x + 1] && item_local[d->col[a]] < 0) a++;
+        if (a < d->row_start[x + 1]) q->users_of[nu++] = (int32_t)x;
     }
-    memset(o, 0, sizeof *o);
-    o->num_users = nu;
-    o->num_items = ni;
-    o->nnz = nnz;
-    o->mean = d->mean;
-    o->min = d->min;
-    o->max = d->max;
-    if (st == LAC_SUCCESS) {
-        o->row_start = (int64_t *)lac_calloc(ctx, (size_t)nu + 1, sizeof *o->row_start);
-        o->row_order = (int32_t *)lac_malloc(ctx, (size_t)(nu ? nu : 1) * sizeof *o->row_order);
-        o->col = (int32_t *)lac_malloc(ctx, (size_t)(nnz ? nnz : 1) * sizeof *o->col);
-        o->val = (float *)lac_malloc(ctx, (size_t)(nnz ? nnz : 1) * sizeof *o->val);
-        if (!o->row_start || !o->row_order || !o->col || !o->val) st = LAC_ERR_OUT_OF_MEMORY;
-    }
-    for (int64_t u = 0, at = 0; st == LAC_SUCCESS && u < nu; u++) {
-        const int64_t x = q->users_of[u];
-        for (int64_t a = d->row_start[x]; a < d->row_start[x + 1]; a++)
-            if (item_local[d->col[a]] >= 0) {
-                o->col[at] = item_local[d->col[a]];
-                o->val[at++] = d->val[a];
-            }
-        o->row_start[u + 1] = at;
-    }
-    int64_t *order = st == LAC_SUCCESS ? (int64_t *)lac_malloc(ctx, (size_t)(nu ? nu : 1) * sizeof *order) : NULL;
-    if (st == LAC_SUCCESS && !order) st = LAC_ERR_OUT_OF_MEMORY;
-    if (st == LAC_SUCCESS) st = lac_mf_order_by_count(ctx, len, nu, order);
-    for (int64_t r = 0; st == LAC_SUCCESS && r < nu; r++) o->row_order[r] = (int32_t)order[r];
-    free(order);
-    free(len);
+    if (st == LAC_SUCCESS) st = lac_mf_block_data(ctx, d, q->users_of, nu, item_local, ni, &q->sub);
     free(item_local);
     return st == LAC_SUCCESS ? st
                              : lac_error(ctx, st, "out of host memory for the ratings of mf part %d", q->call.part);
@@ -107,10 +73,7 @@ void lac_mf_cuda_part_end(lac_ctx_t ctx, lac_mf_cuda_part *q)
 {
     if (!q) return;
     lac_mf_cuda_one_end(ctx, q->one);
-    free(q->sub.row_start);
-    free(q->sub.row_order);
-    free(q->sub.col);
-    free(q->sub.val);
+    lac_mf_block_data_free(&q->sub);
     free(q->users_of);
     free(q->items_of);
     cudaFreeHost(q->fac.P);
