@@ -392,7 +392,7 @@ lac_status lac_mf_dist_agree(lac_ctx_t ctx, lac_status status) { return lac_dist
 
 static const lac_mf_backend dist_table = {
     "mpi", 1, dist_begin_alone, dist_epoch, dist_valid_rmse, dist_keep, dist_download, dist_end, dist_get, dist_put,
-    1, NULL, 0, 0,
+    1, NULL, 0, 0, 0,
 };
 
 lac_status lac_mf_dist_begin(lac_ctx_t ctx, const lac_mf_call *call, const lac_mf_backend **table,
@@ -405,9 +405,9 @@ lac_status lac_mf_dist_begin(lac_ctx_t ctx, const lac_mf_call *call, const lac_m
     if (!inner->parts)
         st = lac_error(ctx, LAC_ERR_UNSUPPORTED, "mf over %d MPI ranks: the %s backend cannot train a part of the "
                                                  "items (--device cpu)", ctx->ranks, inner->name);
-    else if (call->implicit)
-        st = lac_error(ctx, LAC_ERR_UNSUPPORTED, "implicit feedback trains in one process, not over %d MPI ranks",
-                       ctx->ranks);
+    else if (call->implicit && !inner->implicit_parts)
+        st = lac_error(ctx, LAC_ERR_UNSUPPORTED, "implicit feedback over %d MPI ranks: the %s backend cannot train "
+                                                 "a part of the items (--device cpu)", ctx->ranks, inner->name);
     if (st < 0) return lac_dist_agree(ctx, st);
     lac_mf_state *s = lac_calloc(ctx, 1, sizeof *s);
     if (s) {

@@ -125,8 +125,9 @@ typedef struct {
     /* One part of the items (the blocks of src/dist/mf_dist.c): with
      * item_part (num_items entries), the epochs train only the ratings of
      * the items j with item_part[j] == part; the neighbourhood terms still see
-     * the user's whole row of data. NULL: all the ratings. Explicit ratings
-     * only; a backend without `parts` below refuses it. */
+     * the user's whole row of data. NULL: all the ratings. A backend
+     * without `parts` below refuses it, implicit feedback one without
+     * `implicit_parts`. */
     const int32_t *item_part;
     int part;
     /* With item_part: each epoch call trains the next of the epoch's
@@ -249,6 +250,9 @@ typedef struct {
      * users (call.rounds); 0 when a call trains the whole part, so that the
      * caller makes one round an epoch. */
     int part_slices;
+    /* With parts: trains implicit feedback's parts too (the part's
+     * positives, negatives drawn from the part's items: implicit_cpu.c). */
+    int implicit_parts;
 } lac_mf_backend;
 
 /* Training over the context's MPI ranks (src/dist/mf_dist.c): with more than

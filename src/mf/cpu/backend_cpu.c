@@ -31,6 +31,8 @@ static void cpu_end(lac_ctx_t ctx, lac_mf_state *s)
     free(s->bhat_epoch);
     free(s->seen);
     free(s->rank);
+    free(s->part_items);
+    free(s->part_users);
     free(s->valid_start);
     free(s->valid_order);
     free(s->valid_pred);
@@ -271,5 +273,5 @@ static lac_status cpu_put(lac_ctx_t ctx, lac_mf_state *s, int kept, const lac_mf
 
 const lac_mf_backend lac_mf_cpu_backend = {
     "cpu", 1, cpu_begin, lac_mf_cpu_epoch, cpu_valid_rmse, cpu_keep, cpu_download, cpu_end, cpu_get, cpu_put, 1,
-    lac_mf_cpu_fold_in, 1, 1,
+    lac_mf_cpu_fold_in, 1, 1, 1,
 };

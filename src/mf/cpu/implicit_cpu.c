@@ -10,7 +10,13 @@
  *     predictions made before either step).
  * Threads take whole users (Hogwild over items, as the explicit schedule);
  * the draws are counter-based (seed, epoch, user, item: mf_backend.h),
- * the CUDA backend's too, so one thread is reproducible. The user's
+ * the CUDA backend's too, so one thread is reproducible.
+ * A part of the items (call.item_part: an MPI rank's held item block,
+ * src/dist/mf_dist.c) trains the part's positives, and negatives drawn
+ * uniformly from the part's unseen items only (the other blocks' rows are
+ * being trained elsewhere), as many as the part's share of one process's
+ * (user_part_epoch): over the epoch's P parts each item then receives one
+ * process's expected negative weight. The user's
  * interactions are written into the thread's dense row `seen` (NaN
  * elsewhere): the negative test and R(i) of eq. (1) in one load. */
 #include "core/random.h"
@@ -77,15 +83,118 @@ static double user_epoch(const lac_mf_state *s, const lac_mf_step_consts *c, int
     return loss;
 }
 
+/* Negative g of user u's negatives within the part: uniform over the part's
+ * items, the first of LAC_MF_DRAWS candidates u has not seen. */
+static int32_t draw_in_part(const lac_mf_state *s, uint64_t part_seed, int64_t g, const float *seen)
+{
+    int32_t n = 0;
+    for (int r = 0; r < LAC_MF_DRAWS; r++) {
+        n = s->part_items[lac_mf_draw_item(part_seed, (int32_t)(g >> 10), (int)(g & 1023), r, s->part_size)];
+        if (seen[n] != seen[n]) break;
+    }
+    return n;
+}
+
+/* One user's epoch on a part of the items. Cross-entropy: one process
+ * draws n x negatives from u's unseen items, of which a part of U_b unseen
+ * items gets n x negatives x U_b / U in expectation; that count (rounded at
+ * random, so the expectation holds) is drawn within the part, each negative
+ * of weight `share`, and spread over the part's positives (the g-th after
+ * positive g mod n_b; after none when u has no positive here: u's items
+ * here still get their negatives). BPR's pair is stepped at once, so its
+ * negative comes from the positive's part: one process's one pair a
+ * positive, the negative uniform over the part's unseen items (the parts
+ * are dealt round-robin by popularity, lac_mf_deal_blocks, so a part's
+ * items are a popularity-stratified sample of all). */
+static double user_part_epoch(const lac_mf_state *s, const lac_mf_step_consts *c, int64_t u, float *seen, int epoch)
+{
+    const lac_mf_data *d = s->call.data;
+    const int32_t *part = s->call.item_part, me = s->call.part;
+    const int64_t lo = d->row_start[u], hi = d->row_start[u + 1], n = hi - lo, ni = c->m->num_items;
+    float resid[2][LAC_MF_NBR_MAX_K], rr[2] = {0, 0}, rc[2] = {0, 0};
+    uint64_t pseed = lac_mix64(lac_mf_draw_seed(s->call.seed, epoch, u) ^ (0xA24BAED4963EE407ull * (uint64_t)(me + 1)));
+    double loss = 0.0;
+    int64_t nb = 0, negs = 0;
+    for (int64_t a = lo; a < hi; a++) {
+        seen[d->col[a]] = d->val[a];
+        nb += part[d->col[a]] == me;
+    }
+    const int bpr = s->call.loss == LAC_MF_LOSS_BPR, share = s->call.share > 1 ? s->call.share : 1;
+    if (!bpr && ni > n && s->part_size > nb) {
+        double want = (double)s->call.negatives * (double)n * (double)(s->part_size - nb) / (double)(ni - n) / share;
+        double u01 = (double)(lac_mix64(pseed + 0x632BE59BD9B4E019ull) >> 11) * (1.0 / 9007199254740992.0);
+        negs = (int64_t)want + (u01 < want - floor(want));
+    }
+    int64_t x = 0;   /* the positive's place among the part's */
+    for (int64_t a = lo; a < hi; a++) {
+        int32_t j = d->col[a];
+        if (part[j] != me) continue;
+        float weight = d->val[a];
+        if (bpr) {
+            int32_t m = draw_in_part(s, pseed, j, seen);
+            float y = lac_mf_step_predict(c, u, j, seen, resid[0], &rr[0], &rc[0]) - lac_mf_step_predict(c, u, m, seen, resid[1], &rr[1], &rc[1]);
+            float e = weight * sigmoid(-y);
+            loss += weight * log_loss(y);
+            lac_mf_step(c, u, j, e, resid[0], rr[0], rc[0]);
+            lac_mf_step(c, u, m, -e, resid[1], rr[1], rc[1]);
+            continue;
+        }
+        float y = lac_mf_step_predict(c, u, j, seen, resid[0], &rr[0], &rc[0]);
+        loss += weight * log_loss(y);
+        lac_mf_step(c, u, j, weight * (1.0f - sigmoid(y)), resid[0], rr[0], rc[0]);
+        for (int64_t g = x; g < negs; g += nb) {
+            int32_t m = draw_in_part(s, pseed, g, seen);
+            y = lac_mf_step_predict(c, u, m, seen, resid[1], &rr[1], &rc[1]);
+            loss += share * log_loss(-y);
+            lac_mf_step(c, u, m, -share * sigmoid(y), resid[1], rr[1], rc[1]);
+        }
+        x++;
+    }
+    for (int64_t g = 0; nb == 0 && g < negs; g++) {
+        int32_t m = draw_in_part(s, pseed, g, seen);
+        float y = lac_mf_step_predict(c, u, m, seen, resid[1], &rr[1], &rc[1]);
+        loss += share * log_loss(-y);
+        lac_mf_step(c, u, m, -share * sigmoid(y), resid[1], rr[1], rc[1]);
+    }
+    for (int64_t a = lo; a < hi; a++) seen[d->col[a]] = NAN;
+    return loss;
+}
+
 static int cmp_pair(const void *a, const void *b)
 {
     const int32_t *x = (const int32_t *)a, *y = (const int32_t *)b;
     return (x[0] > y[0]) - (x[0] < y[0]);
 }
 
+/* The part's items and the users with interactions (in row order). */
+static lac_status part_begin(lac_ctx_t ctx, lac_mf_state *s)
+{
+    const lac_mf_data *d = s->call.data;
+    for (int pass = 0; pass < 2; pass++) {
+        s->part_size = s->part_user_count = 0;
+        for (int64_t j = 0; j < d->num_items; j++)
+            if (s->call.item_part[j] == s->call.part) {
+                if (pass) s->part_items[s->part_size] = (int32_t)j;
+                s->part_size++;
+            }
+        for (int64_t r = 0; r < d->num_users; r++) {
+            int32_t u = d->row_order[r];
+            if (d->row_start[u + 1] == d->row_start[u]) continue;
+            if (pass) s->part_users[s->part_user_count] = u;
+            s->part_user_count++;
+        }
+        if (pass) break;
+        s->part_items = lac_malloc(ctx, (size_t)(s->part_size ? s->part_size : 1) * sizeof *s->part_items);
+        s->part_users = lac_malloc(ctx, (size_t)(s->part_user_count ? s->part_user_count : 1) * sizeof *s->part_users);
+        if (!s->part_items || !s->part_users) return LAC_ERR_OUT_OF_MEMORY;
+    }
+    return LAC_SUCCESS;
+}
+
 lac_status lac_mf_cpu_implicit_begin(lac_ctx_t ctx, lac_mf_state *s)
 {
     const lac_mf_data *d = s->call.data;
+    if (s->call.item_part) return part_begin(ctx, s);
     if (s->call.share <= 1) return LAC_SUCCESS;
     int64_t longest = 0;
     for (int64_t u = 0; u < d->num_users; u++)
@@ -106,7 +215,8 @@ lac_status lac_mf_cpu_implicit_begin(lac_ctx_t ctx, lac_mf_state *s)
     return LAC_SUCCESS;
 }
 
-lac_status lac_mf_cpu_implicit_epoch(lac_ctx_t ctx, lac_mf_state *s, float lr, int epoch, double *loss_sum)
+lac_status lac_mf_cpu_implicit_epoch(lac_ctx_t ctx, lac_mf_state *s, float lr, int epoch, int slice, int slices,
+                                     double *loss_sum)
 {
     const lac_mf_factors *m = &s->call.factors;
     const lac_mf_data *d = s->call.data;
@@ -123,7 +233,11 @@ lac_status lac_mf_cpu_implicit_epoch(lac_ctx_t ctx, lac_mf_state *s, float lr, i
         c.l[g] = (float)lambdas[g];
     }
     if (m->nbr_k > LAC_MF_NBR_MAX_K) return lac_error(ctx, LAC_ERR_ARGUMENT, "implicit training takes K <= %d", LAC_MF_NBR_MAX_K);
-    int64_t nu = d->num_users, chunks = (nu + LAC_MF_HOGWILD_CHUNK - 1) / LAC_MF_HOGWILD_CHUNK;
+    /* the users of this call: all, or a slice of the part's */
+    const int32_t *users = s->call.item_part ? s->part_users : d->row_order;
+    int64_t all = s->call.item_part ? s->part_user_count : d->num_users;
+    int64_t first = all * slice / slices, nu = all * (slice + 1) / slices - first;
+    int64_t chunks = (nu + LAC_MF_HOGWILD_CHUNK - 1) / LAC_MF_HOGWILD_CHUNK;
     double *part = s->chunk_sse;
     int threads = s->call.deterministic ? 1 : s->threads;   /* one thread: the draws and steps in user order */
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
@@ -131,7 +245,8 @@ lac_status lac_mf_cpu_implicit_epoch(lac_ctx_t ctx, lac_mf_state *s, float lr, i
         float *seen = s->seen + (int64_t)omp_get_thread_num() * m->num_items;
         double sum = 0.0;
         for (int64_t u = ch * LAC_MF_HOGWILD_CHUNK; u < nu && u < (ch + 1) * LAC_MF_HOGWILD_CHUNK; u++)
-            sum += user_epoch(s, &c, d->row_order[u], seen, epoch);
+            sum += s->call.item_part ? user_part_epoch(s, &c, users[first + u], seen, epoch)
+                                     : user_epoch(s, &c, users[first + u], seen, epoch);
         part[ch] = sum;
     }
     double sum = 0.0;

@@ -28,6 +28,10 @@ struct lac_mf_state {
                                * (the neighbourhood model and implicit feedback) */
     int32_t *rank;            /* implicit feedback with shared negatives: each
                                * interaction's rank in its user's items, ascending */
+    int32_t *part_items;      /* implicit feedback with call.item_part: the part's items, ascending */
+    int64_t part_size;
+    int32_t *part_users;      /* ... and the users with interactions, in row order (the slices') */
+    int64_t part_user_count;
     int64_t *valid_start;     /* num_users + 2: validation entries by user (unknown users last) */
     int64_t *valid_order;     /* the entries in that order */
     float *valid_pred;        /* their predictions, in the set's order */
@@ -41,12 +45,14 @@ lac_status lac_mf_cpu_epoch(lac_ctx_t ctx, lac_mf_state *state, float learning_r
  * state->seen. */
 double lac_mf_cpu_nbr_range(const lac_mf_state *s, int64_t seg_lo, int64_t seg_hi, float scale, float *seen);
 
-/* One epoch of implicit-feedback training (implicit_cpu.c); *loss_sum: the
- * summed loss. */
-lac_status lac_mf_cpu_implicit_epoch(lac_ctx_t ctx, lac_mf_state *state, float learning_rate, int epoch,
-                                     double *loss_sum);
+/* One epoch of implicit-feedback training (implicit_cpu.c), or with
+ * call.item_part slice `slice` of `slices` of the part's epoch; *loss_sum:
+ * the summed loss. */
+lac_status lac_mf_cpu_implicit_epoch(lac_ctx_t ctx, lac_mf_state *state, float learning_rate, int epoch, int slice,
+                                     int slices, double *loss_sum);
 
-/* Implicit feedback's set-up (implicit_cpu.c): the ranks of shared negatives. */
+/* Implicit feedback's set-up (implicit_cpu.c): the ranks of shared negatives,
+ * or (call.item_part) the part's items and users. */
 lac_status lac_mf_cpu_implicit_begin(lac_ctx_t ctx, lac_mf_state *state);
 
 /* Rows of an online update in closed form (foldin_cpu.c). */

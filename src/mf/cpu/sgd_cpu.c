@@ -161,7 +161,7 @@ lac_status lac_mf_cpu_epoch(lac_ctx_t ctx, lac_mf_state *s, float lr, int epoch,
     }
     if (s->call.factors.nbr_k && r_lo == 0)   /* the residuals' baselines for this epoch */
         memcpy(s->bhat_epoch, s->call.factors.item_bias, (size_t)s->call.factors.num_items * sizeof(float));
-    if (s->call.implicit) return lac_mf_cpu_implicit_epoch(ctx, s, lr, epoch, train_sse);
+    if (s->call.implicit) return lac_mf_cpu_implicit_epoch(ctx, s, lr, epoch, r_lo, s->call.item_part ? R : 1, train_sse);
     lac_mf_stratum_order(s->call.seed, epoch, B, s->stratum_order);
     int64_t steps = (int64_t)B * B;
     if (s->call.deterministic) {
