@@ -406,8 +406,9 @@ lac_status lac_mf_dist_begin(lac_ctx_t ctx, const lac_mf_call *call, const lac_m
         st = lac_error(ctx, LAC_ERR_UNSUPPORTED, "mf over %d MPI ranks: the %s backend cannot train a part of the "
                                                  "items (--device cpu)", ctx->ranks, inner->name);
     else if (call->implicit && !inner->implicit_parts)
-        st = lac_error(ctx, LAC_ERR_UNSUPPORTED, "implicit feedback over %d MPI ranks: the %s backend cannot train "
-                                                 "a part of the items (--device cpu)", ctx->ranks, inner->name);
+        st = lac_error(ctx, LAC_ERR_UNSUPPORTED, "implicit feedback over %d MPI ranks: the %s backend trains it in "
+                                                 "one process only; train it over ranks with --device cpu",
+                       ctx->ranks, inner->name);
     if (st < 0) return lac_dist_agree(ctx, st);
     lac_mf_state *s = lac_calloc(ctx, 1, sizeof *s);
     if (s) {

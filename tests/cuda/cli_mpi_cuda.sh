@@ -122,6 +122,9 @@ check "mf -np 2 GPU ranks: 3 + 3 resumed epochs ($rr) within $TOL of 6 straight 
 mpi 2 "$tool" mf train train.txt nbr.model --model neighbourhood --no-search --epochs 2 --device cuda --quiet 2>err.txt; rc=$?
 check "the neighbourhood model over GPU ranks exits 2, says where it trains, writes nothing" \
     "[ $rc -eq 2 ] && grep -q 'with --device cpu' err.txt && [ ! -e nbr.model ]"
+mpi 2 "$tool" mf train train.txt imp.model --implicit --epochs 2 --device cuda --quiet 2>err.txt; rc=$?
+check "implicit feedback over GPU ranks exits 2, says where it trains, writes nothing" \
+    "[ $rc -eq 2 ] && grep -q 'with --device cpu' err.txt && [ ! -e imp.model ]"
 
 echo "$passes passed, $fails failed"
 [ $fails -eq 0 ]

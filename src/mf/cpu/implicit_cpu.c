@@ -44,12 +44,40 @@ static int32_t draw_negative(uint64_t user_seed, int32_t j, int t, int64_t ni, c
     return n;
 }
 
+/* A user's scratch for eq. (1)'s residuals: [0] the positive, [1] a negative. */
+typedef struct {
+    float resid[2][LAC_MF_NBR_MAX_K], rr[2], rc[2];
+} scratch;
+
+/* BPR's pair (positive j, negative n), both predicted before either step; the loss. */
+static double step_pair(const lac_mf_step_consts *c, scratch *w, int64_t u, int32_t j, int32_t n, float weight,
+                        const float *seen)
+{
+    float x = lac_mf_step_predict(c, u, j, seen, w->resid[0], &w->rr[0], &w->rc[0]) -
+              lac_mf_step_predict(c, u, n, seen, w->resid[1], &w->rr[1], &w->rc[1]);
+    float e = weight * sigmoid(-x);
+    lac_mf_step(c, u, j, e, w->resid[0], w->rr[0], w->rc[0]);
+    lac_mf_step(c, u, n, -e, w->resid[1], w->rr[1], w->rc[1]);
+    return weight * log_loss(x);
+}
+
+/* Cross-entropy's step at a positive (1) or a negative (0) item j; the loss. */
+static double step_one(const lac_mf_step_consts *c, scratch *w, int64_t u, int32_t j, int positive, float weight,
+                       const float *seen)
+{
+    const int k = !positive;
+    float x = lac_mf_step_predict(c, u, j, seen, w->resid[k], &w->rr[k], &w->rc[k]);
+    float e = positive ? weight * (1.0f - sigmoid(x)) : -weight * sigmoid(x);
+    lac_mf_step(c, u, j, e, w->resid[k], w->rr[k], w->rc[k]);
+    return weight * log_loss(positive ? x : -x);
+}
+
 /* One user's interactions. */
 static double user_epoch(const lac_mf_state *s, const lac_mf_step_consts *c, int64_t u, float *seen, int epoch)
 {
     const lac_mf_data *d = s->call.data;
     const int64_t ni = c->m->num_items;
-    float resid[2][LAC_MF_NBR_MAX_K], rr[2] = {0, 0}, rc[2] = {0, 0};
+    scratch w = {.rr = {0, 0}, .rc = {0, 0}};
     uint64_t useed = lac_mf_draw_seed(s->call.seed, epoch, u);
     double loss = 0.0;
     for (int64_t a = d->row_start[u]; a < d->row_start[u + 1]; a++) seen[d->col[a]] = d->val[a];
@@ -57,27 +85,16 @@ static double user_epoch(const lac_mf_state *s, const lac_mf_step_consts *c, int
         int32_t j = d->col[a];
         float weight = d->val[a];
         if (s->call.loss == LAC_MF_LOSS_BPR) {
-            int32_t n = draw_negative(useed, j, 0, ni, seen);
-            float x = lac_mf_step_predict(c, u, j, seen, resid[0], &rr[0], &rc[0]) - lac_mf_step_predict(c, u, n, seen, resid[1], &rr[1], &rc[1]);
-            float e = weight * sigmoid(-x);
-            loss += weight * log_loss(x);
-            lac_mf_step(c, u, j, e, resid[0], rr[0], rc[0]);
-            lac_mf_step(c, u, n, -e, resid[1], rr[1], rc[1]);
+            loss += step_pair(c, &w, u, j, draw_negative(useed, j, 0, ni, seen), weight, seen);
             continue;
         }
-        float x = lac_mf_step_predict(c, u, j, seen, resid[0], &rr[0], &rc[0]);
-        loss += weight * log_loss(x);
-        lac_mf_step(c, u, j, weight * (1.0f - sigmoid(x)), resid[0], rr[0], rc[0]);
+        loss += step_one(c, &w, u, j, 1, weight, seen);
         int t, size;
         int32_t key;
         int cnt = lac_mf_share(s->rank ? s->rank[a] : 0, d->row_start[u + 1] - d->row_start[u], s->call.share,
                                s->call.negatives, j, &t, &size, &key);
-        for (; cnt > 0; cnt--, t += size) {
-            int32_t n = draw_negative(useed, key, t, ni, seen);
-            x = lac_mf_step_predict(c, u, n, seen, resid[1], &rr[1], &rc[1]);
-            loss += size * log_loss(-x);
-            lac_mf_step(c, u, n, -size * sigmoid(x), resid[1], rr[1], rc[1]);
-        }
+        for (; cnt > 0; cnt--, t += size)
+            loss += step_one(c, &w, u, draw_negative(useed, key, t, ni, seen), 0, (float)size, seen);
     }
     for (int64_t a = d->row_start[u]; a < d->row_start[u + 1]; a++) seen[d->col[a]] = NAN;
     return loss;
@@ -111,7 +128,7 @@ static double user_part_epoch(const lac_mf_state *s, const lac_mf_step_consts *c
     const lac_mf_data *d = s->call.data;
     const int32_t *part = s->call.item_part, me = s->call.part;
     const int64_t lo = d->row_start[u], hi = d->row_start[u + 1], n = hi - lo, ni = c->m->num_items;
-    float resid[2][LAC_MF_NBR_MAX_K], rr[2] = {0, 0}, rc[2] = {0, 0};
+    scratch w = {.rr = {0, 0}, .rc = {0, 0}};
     uint64_t pseed = lac_mix64(lac_mf_draw_seed(s->call.seed, epoch, u) ^ (0xA24BAED4963EE407ull * (uint64_t)(me + 1)));
     double loss = 0.0;
     int64_t nb = 0, negs = 0;
@@ -131,31 +148,16 @@ static double user_part_epoch(const lac_mf_state *s, const lac_mf_step_consts *c
         if (part[j] != me) continue;
         float weight = d->val[a];
         if (bpr) {
-            int32_t m = draw_in_part(s, pseed, j, seen);
-            float y = lac_mf_step_predict(c, u, j, seen, resid[0], &rr[0], &rc[0]) - lac_mf_step_predict(c, u, m, seen, resid[1], &rr[1], &rc[1]);
-            float e = weight * sigmoid(-y);
-            loss += weight * log_loss(y);
-            lac_mf_step(c, u, j, e, resid[0], rr[0], rc[0]);
-            lac_mf_step(c, u, m, -e, resid[1], rr[1], rc[1]);
+            loss += step_pair(c, &w, u, j, draw_in_part(s, pseed, j, seen), weight, seen);
             continue;
         }
-        float y = lac_mf_step_predict(c, u, j, seen, resid[0], &rr[0], &rc[0]);
-        loss += weight * log_loss(y);
-        lac_mf_step(c, u, j, weight * (1.0f - sigmoid(y)), resid[0], rr[0], rc[0]);
-        for (int64_t g = x; g < negs; g += nb) {
-            int32_t m = draw_in_part(s, pseed, g, seen);
-            y = lac_mf_step_predict(c, u, m, seen, resid[1], &rr[1], &rc[1]);
-            loss += share * log_loss(-y);
-            lac_mf_step(c, u, m, -share * sigmoid(y), resid[1], rr[1], rc[1]);
-        }
+        loss += step_one(c, &w, u, j, 1, weight, seen);
+        for (int64_t g = x; g < negs; g += nb)
+            loss += step_one(c, &w, u, draw_in_part(s, pseed, g, seen), 0, (float)share, seen);
         x++;
     }
-    for (int64_t g = 0; nb == 0 && g < negs; g++) {
-        int32_t m = draw_in_part(s, pseed, g, seen);
-        float y = lac_mf_step_predict(c, u, m, seen, resid[1], &rr[1], &rc[1]);
-        loss += share * log_loss(-y);
-        lac_mf_step(c, u, m, -share * sigmoid(y), resid[1], rr[1], rc[1]);
-    }
+    for (int64_t g = 0; nb == 0 && g < negs; g++)   /* none here to follow */
+        loss += step_one(c, &w, u, draw_in_part(s, pseed, g, seen), 0, (float)share, seen);
     for (int64_t a = lo; a < hi; a++) seen[d->col[a]] = NAN;
     return loss;
 }
