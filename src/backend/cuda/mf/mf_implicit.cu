@@ -39,7 +39,7 @@ lac_status lac_mf_cuda_implicit_begin(lac_ctx_t ctx, const lac_mf_call *call, in
     const int bpr = call->loss == LAC_MF_LOSS_BPR, negatives = bpr ? 1 : call->negatives;
     const int share = bpr || call->share < 1 ? 1 : call->share;
     /* with shared negatives most cells take (negatives / share) rounded up */
-    lac_mf_cuda_implicit_kernel k = lac_mf_cuda_implicit_choose(pieces, (negatives + share - 1) / share);
+    lac_mf_cuda_implicit_kernel k = lac_mf_cuda_implicit_choose(pieces, (negatives + share - 1) / share, share > 1);
     if (!k.fn)
         return lac_error(ctx, LAC_ERR_UNSUPPORTED, "implicit feedback on CUDA takes k <= %d (k = %d: --device cpu)",
                          32 * 4 * LAC_MF_MAX_PIECES, call->factors.k);

@@ -23,14 +23,14 @@ struct lac_mf_cuda_draw_args {
     uint64_t seed;
     int epoch, negatives;           /* per cell (1 for BPR) */
     int share;                      /* interactions sharing negatives (lac_mf_share) */
-    int32_t *neg;                   /* cells x negatives: item rows, -1 after the cell's last */
+    int32_t *neg;                   /* cells x negatives: item rows (shared: -1 after the cell's last) */
     float *neg_weight;              /* cells: the negatives' weight (share > 1; NULL: 1) */
 };
 
 /* The arguments of one epoch (passed by value). */
 struct lac_mf_cuda_implicit_args {
     lac_mf_cuda_epoch_args base;    /* streams, factors, lr and shrinks; sse takes the loss */
-    const int32_t *neg;             /* the draws' rows (-1: no more for the cell) */
+    const int32_t *neg;             /* the draws' rows (shared: -1, no more for the cell) */
     const float *neg_weight;        /* per cell, or NULL: 1 */
     int negatives, bpr;
 };
@@ -57,7 +57,8 @@ struct lac_mf_cuda_implicit_kernel {
     lac_mf_cuda_implicit_fn fn;
     int lanes, groups_per_block;
 };
-lac_mf_cuda_implicit_kernel lac_mf_cuda_implicit_choose(int pieces, int negatives_per_cell);
+/* lists: shared negatives (cells end their lists with -1, neg_weight). */
+lac_mf_cuda_implicit_kernel lac_mf_cuda_implicit_choose(int pieces, int negatives_per_cell, int lists);
 lac_status lac_mf_cuda_implicit_occupancy(lac_ctx_t ctx, const lac_mf_cuda_implicit_kernel *k, int *blocks_per_sm);
 lac_status lac_mf_cuda_implicit_launch(lac_ctx_t ctx, const lac_mf_cuda_implicit_kernel *k, unsigned blocks,
                                        const lac_mf_cuda_draw_args *draws, const lac_mf_cuda_implicit_args *a);

@@ -3,7 +3,9 @@
  *
  * The draws: a thread per (cell, negative), each candidate tested against
  * the user's items by a binary search; all of them independent, so their
- * latency overlaps (in the epoch each would sit on a group's chain of steps).
+ * latency overlaps (in the epoch each would sit on a group's chain of steps;
+ * measured: drawn inside the epoch, from a bitmap of the run's user's items
+ * in shared memory, the epoch was 10% slower at k = 32 and 13% at k = 128).
  *
  * The epoch walks CUSGD++'s streams as cusgd_epoch does (mf_sgd_kernels.cu):
  * G lanes a user run, u_i in registers, v_j and bhat_j in global memory
@@ -20,15 +22,38 @@
 
 #include <math.h>
 
+/* The first candidate for negative t (key: the item, or the chunk of
+ * shared ones) that the user has not seen (items: theirs, ascending), or
+ * the last: lac_mf_draw_item's rule. */
+static __device__ __forceinline__ int32_t draw_unseen(uint64_t seed, int32_t key, int t, const int32_t *items, int len,
+                                                      int64_t num_items)
+{
+    int32_t n = 0;
+    for (int r = 0; r < LAC_MF_DRAWS; r++) {
+        n = lac_mf_draw_item(seed, key, t, r, num_items);
+        if (find_item(items, len, n) < 0) break;
+    }
+    return n;
+}
+
+/* Item n's row for the cell's group: a popular item's replica, as for its ratings. */
+static __device__ __forceinline__ int32_t replica_row(const lac_mf_cuda_draw_args &a, int32_t n, int64_t cell)
+{
+    const int64_t group = cell / a.steps;
+    const int32_t count = __ldg(a.rep_count + n), replica = (int32_t)(group % count);
+    return replica == 0 ? n : __ldg(a.rep_first + n) + replica - 1;
+}
+
+/* A thread per (cell, negative) (SHARED: per cell, which finds its rank
+ * once and writes its list: most cells take one or none, -1 after the
+ * last; and its negatives' weight). */
+template <bool SHARED>
 static __global__ void draw_negatives(lac_mf_cuda_draw_args a)
 {
-    /* a thread per (cell, negative); with shared negatives a thread per cell
-     * (most cells take one or none), which finds its rank once */
-    const int per = a.share == 1 ? a.negatives : 1;
+    const int per = SHARED ? 1 : a.negatives;
     const int64_t x = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (x >= a.cells * per) return;
     const int64_t cell = x / per;
-    const int b0 = (int)(x - cell * per);
     const int32_t cd = __ldg(a.code + cell), u = __ldg(a.cell_user + cell);
     if (cd < 0 || u < 0) return;
     const int32_t j = __ldg(a.row_item + (cd & LAC_MF_ITEM_MASK));
@@ -36,25 +61,18 @@ static __global__ void draw_negatives(lac_mf_cuda_draw_args a)
     const int32_t *items = a.seen_items + s0;
     const int len = (int)(__ldg(a.seen_start + u + 1) - s0);
     const uint64_t seed = lac_mf_draw_seed(a.seed, a.epoch, u);
+    if (!SHARED) {
+        const int t = (int)(x - cell * per);
+        a.neg[x] = replica_row(a, draw_unseen(seed, j, t, items, len, a.num_items), cell);
+        return;
+    }
     int first, size;
     int32_t key;
-    const int cnt = lac_mf_share(a.share == 1 ? 0 : find_item(items, len, j), len, a.share, a.negatives, j, &first,
-                                 &size, &key);
-    if (a.neg_weight && b0 == 0) a.neg_weight[cell] = (float)size;
-    const int64_t group = cell / a.steps;
-    for (int b = b0; b < (per == 1 ? a.negatives : b0 + 1); b++) {
-        int32_t row = -1;
-        if (b < cnt) {
-            int32_t n = 0;
-            for (int r = 0; r < LAC_MF_DRAWS; r++) {
-                n = lac_mf_draw_item(seed, key, first + b * size, r, a.num_items);
-                if (find_item(items, len, n) < 0) break;
-            }
-            /* a popular item: the replica row of the cell's group, as for its ratings */
-            const int32_t count = __ldg(a.rep_count + n), replica = (int32_t)(group % count);
-            row = replica == 0 ? n : __ldg(a.rep_first + n) + replica - 1;
-        }
-        a.neg[cell * a.negatives + b] = row;
+    const int cnt = lac_mf_share(find_item(items, len, j), len, a.share, a.negatives, j, &first, &size, &key);
+    if (a.neg_weight) a.neg_weight[cell] = (float)size;
+    for (int b = 0; b < a.negatives; b++) {
+        a.neg[cell * a.negatives + b] =
+            b < cnt ? replica_row(a, draw_unseen(seed, key, first + b * size, items, len, a.num_items), cell) : -1;
         if (b >= cnt) break;   /* -1 ends the cell's list */
     }
 }
@@ -69,12 +87,7 @@ static __global__ void draw_nbr_negatives(lac_mf_cuda_nbr_draw_args a)
     const int64_t s0 = __ldg(a.seen_start + u);
     const int32_t *items = a.seen_items + s0;
     const int len = (int)(__ldg(a.seen_start + u + 1) - s0);
-    const uint64_t seed = lac_mf_draw_seed(a.seed, a.epoch, u);
-    int32_t n = 0;
-    for (int r = 0; r < LAC_MF_DRAWS; r++) {
-        n = lac_mf_draw_item(seed, key, t, r, a.num_items);
-        if (find_item(items, len, n) < 0) break;
-    }
+    const int32_t n = draw_unseen(lac_mf_draw_seed(a.seed, a.epoch, u), key, t, items, len, a.num_items);
     int32_t *c = a.code + __ldg(a.cell + x);
     *c = (*c & ~LAC_MF_ITEM_MASK) | n;
 }
@@ -88,8 +101,11 @@ lac_status lac_mf_cuda_implicit_launch_nbr_draws(lac_ctx_t ctx, const lac_mf_cud
 }
 
 /* One epoch, G lanes a user run, V float4 pieces a lane (FULL: exactly the
- * row), up to NB negatives scored together (NB <= G). */
-template <int G, int V, bool FULL, int NB>
+ * row), up to NB negatives scored together (NB <= G). LISTS (shared
+ * negatives): a cell's negatives end with -1 and weigh neg_weight; without,
+ * every cell has all of them with weight 1 and the loop's bounds are known
+ * (measured 14-21% faster: the lists cost the unshared default). */
+template <int G, int V, bool FULL, int NB, bool LISTS>
 static __global__ void __launch_bounds__(32 * LAC_MF_WARPS_PER_BLOCK) implicit_epoch(lac_mf_cuda_implicit_args ia)
 {
     const lac_mf_cuda_epoch_args &a = ia.base;
@@ -111,25 +127,26 @@ static __global__ void __launch_bounds__(32 * LAC_MF_WARPS_PER_BLOCK) implicit_e
     float bu = 0.0f, bu0 = 0.0f, share = 1.0f, loss = 0.0f;
     int64_t user = -1, next_run = a.group_first_run[group];
 
-    const float *nw = ia.neg_weight ? ia.neg_weight + group * a.steps : NULL;
+    constexpr int NL = LISTS ? NB + 1 : NB, NONE = LISTS ? -1 : 0;
+    const float *nw = LISTS && ia.neg_weight ? ia.neg_weight + group * a.steps : NULL;
     int32_t cd = a.steps > 0 ? __ldg(code) : LAC_MF_PAD;
     float w = a.steps > 0 ? __ldg(weight_of) : 0.0f, wn = (nw && cd >= 0) ? __ldg(nw) : 1.0f;
-    int32_t nn[NB + 1];   /* the cell's first NB negatives and whether there are more */
+    int32_t nn[NL];   /* the cell's first NB negatives (LISTS: and whether there are more) */
 #pragma unroll
-    for (int b = 0; b <= NB; b++) nn[b] = (cd >= 0 && b < negs) ? __ldg(neg + b) : -1;
+    for (int b = 0; b < NL; b++) nn[b] = (cd >= 0 && b < negs) ? __ldg(neg + b) : NONE;
     for (int64_t t = 0; t < a.steps && cd >= 0; t++) {   /* padding ends a stream */
         const int32_t c_now = cd;
         const float w_now = w, wn_now = wn;
-        int32_t n_now[NB + 1];
+        int32_t n_now[NL];
 #pragma unroll
-        for (int b = 0; b <= NB; b++) n_now[b] = nn[b];
+        for (int b = 0; b < NL; b++) n_now[b] = nn[b];
         /* the next cell, a step ahead */
         cd = t + 1 < a.steps ? __ldg(code + t + 1) : LAC_MF_PAD;
         if (cd >= 0) {
             w = __ldg(weight_of + t + 1);
             if (nw) wn = __ldg(nw + t + 1);
 #pragma unroll
-            for (int b = 0; b <= NB; b++) nn[b] = b < negs ? __ldg(neg + (t + 1) * negs + b) : -1;
+            for (int b = 0; b < NL; b++) nn[b] = b < negs ? __ldg(neg + (t + 1) * negs + b) : NONE;
         }
         if (c_now & LAC_MF_RUN_START) {
             if (user >= 0) finish_run<G, V, FULL>(a, user, share, p, p0, bu, bu0, sub);
@@ -143,23 +160,27 @@ static __global__ void __launch_bounds__(32 * LAC_MF_WARPS_PER_BLOCK) implicit_e
         }
         const int32_t j = c_now & LAC_MF_ITEM_MASK;
         /* the positive with the first NB negatives, then the rest NB at a time;
-         * -1 ends the cell's negatives (shared ones: most cells have 0 or 1) */
-        for (int c0 = 0, more = 1; more; c0 += NB) {
+         * LISTS: -1 ends the cell's negatives (shared ones: most cells have 0 or 1) */
+        for (int c0 = 0, more = 1; LISTS ? more != 0 : c0 < negs; c0 += NB) {
             const bool pos = c0 == 0;
+            int cnt = negs - c0 < NB ? negs - c0 : NB;   /* LISTS: counted below */
             int32_t rows[NB];
             if (c0 == 0) {
 #pragma unroll
                 for (int b = 0; b < NB; b++) rows[b] = n_now[b];
             } else {   /* more negatives than NB: the rest from memory */
 #pragma unroll
-                for (int b = 0; b < NB; b++) rows[b] = c0 + b < negs ? __ldg(neg + t * negs + c0 + b) : -1;
+                for (int b = 0; b < NB; b++)
+                    rows[b] = (LISTS ? c0 + b < negs : b < cnt) ? __ldg(neg + t * negs + c0 + b) : NONE;
             }
-            int cnt = 0;   /* up to the first -1 (the entries after it are stale) */
+            if (LISTS) {   /* up to the first -1 (the entries after it are stale) */
+                cnt = 0;
 #pragma unroll
-            for (int b = 0; b < NB; b++) cnt += (cnt == b && rows[b] >= 0) ? 1 : 0;
-            more = cnt == NB && c0 + NB < negs && (c0 > 0 || n_now[NB] >= 0);
+                for (int b = 0; b < NB; b++) cnt += (cnt == b && rows[b] >= 0) ? 1 : 0;
+                more = cnt == NB && c0 + NB < negs && (c0 > 0 || n_now[NL - 1] >= 0);
 #pragma unroll
-            for (int b = 0; b < NB; b++) rows[b] = rows[b] >= 0 ? rows[b] : 0;
+                for (int b = 0; b < NB; b++) rows[b] = rows[b] >= 0 ? rows[b] : 0;
+            }
             float4 qp[V], qn[NB][V];
             float bp = 0.0f, bn[NB];
             load_row<G, V, FULL>(qp, Q4 + (int64_t)j * pieces, sub, pieces, pos);
@@ -243,7 +264,7 @@ static __global__ void __launch_bounds__(32 * LAC_MF_WARPS_PER_BLOCK) implicit_e
             for (int v = 0; v < V; v++) p[v] = axpby4(keep, p[v], 1.0f, acc[v]);
             if (bias) bu = fmaf(keep_b, bu, bstep);
             if (ia.bpr) break;   /* one negative */
-            if (!more) break;
+            if (LISTS && !more) break;
         }
     }
     if (user >= 0) finish_run<G, V, FULL>(a, user, share, p, p0, bu, bu0, sub);
@@ -253,35 +274,37 @@ static __global__ void __launch_bounds__(32 * LAC_MF_WARPS_PER_BLOCK) implicit_e
         atomicAdd(a.sse + (blockIdx.x * LAC_MF_WARPS_PER_BLOCK + (threadIdx.x >> 5)) % LAC_MF_SSE_SLOTS, (double)loss);
 }
 
-template <int G, int NB>
+template <int G, int NB, bool LISTS>
 static lac_mf_cuda_implicit_fn full(int v)
 {
     switch (v) {
-    case 1: return implicit_epoch<G, 1, true, NB>;
-    case 2: return implicit_epoch<G, 2, true, NB>;
-    case 3: return implicit_epoch<G, 3, true, NB>;
-    case 4: return implicit_epoch<G, 4, true, NB>;
+    case 1: return implicit_epoch<G, 1, true, NB, LISTS>;
+    case 2: return implicit_epoch<G, 2, true, NB, LISTS>;
+    case 3: return implicit_epoch<G, 3, true, NB, LISTS>;
+    case 4: return implicit_epoch<G, 4, true, NB, LISTS>;
     default: return NULL;
     }
 }
 
-template <int NB>
+template <int NB, bool LISTS>
 static lac_mf_cuda_implicit_fn full_lanes(int g, int v)
 {
-    return g == 4 ? full<4, NB>(v) : g == 8 ? full<8, NB>(v) : g == 16 ? full<16, NB>(v) : full<32, NB>(v);
+    return g == 4 ? full<4, NB, LISTS>(v) : g == 8 ? full<8, NB, LISTS>(v) : g == 16 ? full<16, NB, LISTS>(v)
+                                                                                     : full<32, NB, LISTS>(v);
 }
 
+template <bool LISTS>
 static lac_mf_cuda_implicit_fn masked(int v)
 {
     switch (v) {
-    case 1: return implicit_epoch<32, 1, false, 1>;
-    case 2: return implicit_epoch<32, 2, false, 1>;
-    case 3: return implicit_epoch<32, 3, false, 1>;
-    case 4: return implicit_epoch<32, 4, false, 1>;
-    case 5: return implicit_epoch<32, 5, false, 1>;
-    case 6: return implicit_epoch<32, 6, false, 1>;
-    case 7: return implicit_epoch<32, 7, false, 1>;
-    case 8: return implicit_epoch<32, 8, false, 1>;
+    case 1: return implicit_epoch<32, 1, false, 1, LISTS>;
+    case 2: return implicit_epoch<32, 2, false, 1, LISTS>;
+    case 3: return implicit_epoch<32, 3, false, 1, LISTS>;
+    case 4: return implicit_epoch<32, 4, false, 1, LISTS>;
+    case 5: return implicit_epoch<32, 5, false, 1, LISTS>;
+    case 6: return implicit_epoch<32, 6, false, 1, LISTS>;
+    case 7: return implicit_epoch<32, 7, false, 1, LISTS>;
+    case 8: return implicit_epoch<32, 8, false, 1, LISTS>;
     default: return NULL;
     }
 }
@@ -290,8 +313,8 @@ static lac_mf_cuda_implicit_fn masked(int v)
  * negatives together (one when cells mostly take one: shared negatives, BPR;
  * fewer registers); rows no group divides take a full warp with one
  * negative at a time in registers (NB = 1); rows on its general path are
- * too wide (fn NULL). */
-lac_mf_cuda_implicit_kernel lac_mf_cuda_implicit_choose(int pieces, int negatives_per_cell)
+ * too wide (fn NULL). lists: shared negatives' cells (LISTS). */
+lac_mf_cuda_implicit_kernel lac_mf_cuda_implicit_choose(int pieces, int negatives_per_cell, int lists)
 {
     const lac_mf_cuda_kernel e = lac_mf_cuda_choose_kernel(pieces, 0, 1);
     const int g = e.lanes, v = pieces / g;
@@ -300,8 +323,9 @@ lac_mf_cuda_implicit_kernel lac_mf_cuda_implicit_choose(int pieces, int negative
     k.groups_per_block = LAC_MF_WARPS_PER_BLOCK * (32 / g);
     if (pieces > 32 * LAC_MF_MAX_PIECES) k.fn = NULL;
     else if (pieces % g == 0 && v <= 4)
-        k.fn = negatives_per_cell <= 1 ? full_lanes<1>(g, v) : full_lanes<4>(g, v);
-    else k.fn = masked((pieces + 31) / 32);
+        k.fn = negatives_per_cell <= 1 ? (lists ? full_lanes<1, true>(g, v) : full_lanes<1, false>(g, v))
+                                       : (lists ? full_lanes<4, true>(g, v) : full_lanes<4, false>(g, v));
+    else k.fn = lists ? masked<true>((pieces + 31) / 32) : masked<false>((pieces + 31) / 32);
     return k;
 }
 
@@ -318,7 +342,8 @@ lac_status lac_mf_cuda_implicit_launch(lac_ctx_t ctx, const lac_mf_cuda_implicit
     cudaStream_t stream = ctx->cuda->stream;
     int64_t n = draws->cells * (draws->share == 1 ? draws->negatives : 1);
     if (n > 0) {
-        draw_negatives<<<(unsigned)((n + 255) / 256), 256, 0, stream>>>(*draws);
+        if (draws->share == 1) draw_negatives<false><<<(unsigned)((n + 255) / 256), 256, 0, stream>>>(*draws);
+        else draw_negatives<true><<<(unsigned)((n + 255) / 256), 256, 0, stream>>>(*draws);
         LAC_CUDA_CHECK_LAUNCH(ctx);
     }
     k->fn<<<blocks, 32 * LAC_MF_WARPS_PER_BLOCK, 0, stream>>>(*a);
