@@ -47,6 +47,8 @@ typedef enum {
     LAC_KNOB_IMPUTE_CUDA_SUBSPACE,     /* off|on|force: the Gram route's rank-exploiting pass */
     LAC_KNOB_IMPUTE_CUDA_FILTER,       /* its Chebyshev filter's degree */
     LAC_KNOB_IMPUTE_CUDA_SUBSPACE_MAX, /* its largest block, percent of min(m, n) */
+    LAC_KNOB_NBR_CUDA_CHUNK,           /* ratings a chunk of the GPU simLSH's uploads */
+    LAC_KNOB_NBR_CUDA_STAGING,         /* pinned|pageable: the GPU simLSH's host staging */
     LAC_KNOB_COUNT
 } lac_knob;
 

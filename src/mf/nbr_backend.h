@@ -29,8 +29,9 @@ typedef struct {
     int64_t *user_start;   /* num_users + 1 */
     int32_t *user_item;    /* nnz: the items of user i, ascending */
     float *user_val;
-    /* or, with item_start NULL, the caller's triples ordered by user, no
-     * pair repeated, every sum of psi(r) exact in fp32 (simLSH's sums only) */
+    /* or, with item_start NULL, the caller's triples in read order (a
+     * repeated pair's last rating counts): simLSH's searches only, which
+     * gather them a block of items at a time (lac_nbr_blocks) */
     const int32_t *tri_user, *tri_item;
     const float *tri_val;
 } lac_nbr_data;
@@ -68,6 +69,35 @@ lac_status lac_nbr_index_add_keys(lac_ctx_t ctx, lac_nbr_index *ix, const uint64
 lac_status lac_nbr_index_append(lac_ctx_t ctx, lac_nbr_index *ix, const int32_t *member, int64_t len);
 int64_t lac_nbr_index_bytes(const lac_nbr_index *ix);
 void lac_nbr_index_free(lac_nbr_index *ix);
+
+/* Blocks of items gathered from the ratings (src/mf/nbr_blocks.c), for the
+ * simLSH searches that never lay them out whole. init: every item's count
+ * (from the triples: each slice's, a slice of consecutive triples per
+ * thread); blocks of at most max_items items and max_ratings ratings (one
+ * item at least). next: the block from j0, its end returned, its ratings
+ * (before repeated pairs go) in *run. gather: block [j0, j1) into start
+ * (j1 - j0 + 1 offsets), user and val (room for its run): each item's
+ * ratings ascending by user, a repeated pair's last kept, as the item-major
+ * layout has them. */
+typedef struct {
+    const lac_nbr_data *data;
+    int64_t max_ratings, max_items;
+    int threads, slices;
+    int64_t *count;         /* num_items + 1 */
+    int32_t *slice_count;   /* slices x num_items (triples only) */
+    int64_t most, most_items;   /* the largest block's run and items */
+} lac_nbr_blocks;
+lac_status lac_nbr_blocks_init(lac_ctx_t ctx, lac_nbr_blocks *b, const lac_nbr_data *d, int64_t max_ratings,
+                               int64_t max_items, int threads);
+int64_t lac_nbr_blocks_next(const lac_nbr_blocks *b, int64_t j0, int64_t *run);
+lac_status lac_nbr_blocks_gather(lac_ctx_t ctx, const lac_nbr_blocks *b, int64_t j0, int64_t j1, int64_t *start,
+                                 int32_t *user, float *val);
+/* Host bytes of the counts and of a gather's cursors. */
+int64_t lac_nbr_blocks_bytes(const lac_nbr_blocks *b);
+void lac_nbr_blocks_free(lac_nbr_blocks *b);
+/* Rows [start[r], start[r + 1]) of user/val in read order: each ascending by
+ * user, a repeated user's last rating kept, closed up in place (start too). */
+lac_status lac_nbr_tidy_rows(lac_ctx_t ctx, int64_t rows, int64_t *start, int32_t *user, float *val, int threads);
 
 typedef struct {
     const lac_nbr_data *data;

@@ -120,90 +120,6 @@ static lac_status counting_cursors(lac_ctx_t ctx, int64_t n, const int32_t *key,
     return LAC_SUCCESS;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* Item j's entries (read order) ascending by user, a repeated user's last
- * rating kept; returns how many are kept at the front. */
-static int64_t item_row_tidy(int32_t *user, float *val, int64_t len, uint64_t *scratch, int32_t *u2, float *v2)
-{
-    int sorted = 1;
-    for (int64_t a = 1; a < len && sorted; a++) sorted = user[a] > user[a - 1];
-    if (sorted) return len;
-    for (int64_t a = 0; a < len; a++) scratch[a] = ((uint64_t)(uint32_t)user[a] << 32) | (uint64_t)a;
-    qsort(scratch, (size_t)len, sizeof *scratch, cmp_u64);
-    int64_t kept = 0;
-    for (int64_t a = 0; a < len; a++) {
-        int64_t from = (int64_t)(scratch[a] & 0xFFFFFFFFu);
-        if (a + 1 < len && scratch[a + 1] >> 32 == scratch[a] >> 32) continue;   /* a later rating wins */
-        u2[kept] = user[from];
-        v2[kept++] = val[from];
-    }
-    memcpy(user, u2, (size_t)kept * sizeof *user);
-    memcpy(val, v2, (size_t)kept * sizeof *val);
-    return kept;
-}
-
-/* Item rows in read order (d->item_start, item_user, item_val) sorted by
- * user, a repeated user's last rating kept, and closed up (d->nnz set). */
-static lac_status tidy_item_rows(lac_ctx_t ctx, lac_nbr_data *dd)
-{
-    lac_nbr_data d = *dd;
-    int64_t ni = d.num_items;
-    int threads = lac_threads(ctx);
-    int64_t *kept = lac_calloc(ctx, (size_t)ni + 1, sizeof *kept);
-    if (!kept) return LAC_ERR_OUT_OF_MEMORY;
-    /* rows out of user order (or with a repeated pair) sorted, then closed up */
-    int failed = 0;
-#pragma omp parallel num_threads(threads)
-    {
-        uint64_t *scratch = NULL;
-        int32_t *u2 = NULL;
-        float *v2 = NULL;
-        int64_t cap = 0;
-#pragma omp for schedule(dynamic, 64)
-        for (int64_t j = 0; j < ni; j++) {
-            int64_t lo = d.item_start[j], len = d.item_start[j + 1] - lo;
-            if (len > cap) {
-                free(scratch);
-                free(u2);
-                free(v2);
-                cap = len;
-                scratch = malloc((size_t)cap * sizeof *scratch);
-                u2 = malloc((size_t)cap * sizeof *u2);
-                v2 = malloc((size_t)cap * sizeof *v2);
-                if (!scratch || !u2 || !v2) {
-#pragma omp atomic write
-                    failed = 1;
-                    cap = 0;
-                }
-            }
-            kept[j + 1] = cap >= len ? item_row_tidy(d.item_user + lo, d.item_val + lo, len, scratch, u2, v2) : len;
-        }
-        free(scratch);
-        free(u2);
-        free(v2);
-    }
-    if (failed) {
-        free(kept);
-        return LAC_ERR_OUT_OF_MEMORY;
-    }
-    for (int64_t j = 0; j < ni; j++) kept[j + 1] += kept[j];
-    if (kept[ni] != d.item_start[ni])
-        for (int64_t j = 0; j < ni; j++) {
-            int64_t c = kept[j + 1] - kept[j];
-            memmove(d.item_user + kept[j], d.item_user + d.item_start[j], (size_t)c * sizeof *d.item_user);
-            memmove(d.item_val + kept[j], d.item_val + d.item_start[j], (size_t)c * sizeof *d.item_val);
-        }
-    free(d.item_start);
-    dd->nnz = kept[ni];
-    dd->item_start = kept;
-    return LAC_SUCCESS;
-}
-
 /* The layouts from n entries (user[i], item[i], val[i]) in any order, by
  * stable counting sorts on every thread: item-major (users ascending, a
  * repeated pair's last entry kept), then, with_users, user-major from it. */
@@ -238,7 +154,8 @@ static lac_status nbr_layout(lac_ctx_t ctx, int64_t n, const int32_t *user, cons
     }
     free(cur);
     cur = NULL;
-    LAC_CHECK_GOTO(tidy_item_rows(ctx, &d), st, fail);
+    LAC_CHECK_GOTO(lac_nbr_tidy_rows(ctx, ni, d.item_start, d.item_user, d.item_val, threads), st, fail);
+    d.nnz = d.item_start[ni];
     if (with_users) {
         nz = (size_t)(d.nnz ? d.nnz : 1);
         d.user_start = lac_calloc(ctx, (size_t)nu + 1, sizeof *d.user_start);
@@ -537,16 +454,6 @@ void lac_mf_nbr_keys(const lac_mf_nbr_params *p, const float *codes, int64_t num
 #define BLOCK_RATINGS ((int64_t)1 << 19)   /* 4 MB of (user, rating) */
 #define BLOCK_ITEMS ((int64_t)1 << 14)
 
-/* The block of items from j0: up to BLOCK_RATINGS ratings (one item at
- * least) and BLOCK_ITEMS items; returns its end, its ratings in *run. */
-static int64_t next_block(const int64_t *count, int64_t ni, int64_t j0, int64_t *run)
-{
-    int64_t j1 = j0;
-    *run = 0;
-    while (j1 < ni && j1 - j0 < BLOCK_ITEMS && (j1 == j0 || *run + count[j1] <= BLOCK_RATINGS)) *run += count[j1++];
-    return j1;
-}
-
 /* Tables whose codes for `items` items fit CODES_GROUP_BYTES (one at least). */
 static int64_t block_group(const lac_mf_nbr_params *p, int64_t items)
 {
@@ -557,54 +464,31 @@ static int64_t block_group(const lac_mf_nbr_params *p, int64_t items)
 static lac_status keys_by_blocks(lac_ctx_t ctx, const lac_mf_nbr_params *p, const lac_nbr_data *d, uint64_t *keys,
                                  int64_t *peak)
 {
-    const int64_t ni = d->num_items, nnz = d->nnz, cols = code_columns(p), per_table = cols / p->q;
-    int64_t *count = lac_calloc(ctx, (size_t)ni + 1, sizeof *count);
-    if (!count) return LAC_ERR_OUT_OF_MEMORY;
-    for (int64_t a = 0; a < nnz; a++) count[d->tri_item[a]]++;
-    int64_t most = 0, most_codes = 0;   /* the largest block's ratings and codes */
-    for (int64_t j0 = 0, j1; j0 < ni; j0 = j1) {
-        int64_t run = 0;
-        j1 = next_block(count, ni, j0, &run);
-        most = run > most ? run : most;
+    const int64_t ni = d->num_items, cols = code_columns(p), per_table = cols / p->q;
+    lac_nbr_blocks bl;
+    LAC_CHECK(lac_nbr_blocks_init(ctx, &bl, d, BLOCK_RATINGS, BLOCK_ITEMS, lac_threads(ctx)));
+    int64_t most_codes = 0;   /* the largest block's codes */
+    for (int64_t j0 = 0, j1, run; j0 < ni; j0 = j1) {
+        j1 = lac_nbr_blocks_next(&bl, j0, &run);
         int64_t g = block_group(p, j1 - j0) * per_table * (j1 - j0) * 4;
         most_codes = g > most_codes ? g : most_codes;
     }
     lac_nbr_data b;
     memset(&b, 0, sizeof b);
     b.num_users = d->num_users;
-    b.item_user = lac_malloc(ctx, (size_t)(most ? most : 1) * sizeof *b.item_user);
-    b.item_val = lac_malloc(ctx, (size_t)(most ? most : 1) * sizeof *b.item_val);
-    int64_t *cursor = lac_malloc(ctx, ((size_t)ni + 1) * sizeof *cursor);
-    float *codes = NULL;
-    lac_status st = b.item_user && b.item_val && cursor ? LAC_SUCCESS : LAC_ERR_OUT_OF_MEMORY;
-    int64_t sums_peak = 0, codes_bytes = 0;
-    for (int64_t j0 = 0; j0 < ni && st == LAC_SUCCESS;) {
-        int64_t run = 0, j1 = next_block(count, ni, j0, &run);
-        /* gather, stable: each item's ratings in read order */
+    b.item_start = lac_malloc(ctx, ((size_t)bl.most_items + 1) * sizeof *b.item_start);
+    b.item_user = lac_malloc(ctx, (size_t)(bl.most ? bl.most : 1) * sizeof *b.item_user);
+    b.item_val = lac_malloc(ctx, (size_t)(bl.most ? bl.most : 1) * sizeof *b.item_val);
+    float *codes = lac_malloc(ctx, (size_t)(most_codes ? most_codes : 1));
+    lac_status st = b.item_start && b.item_user && b.item_val && codes ? LAC_SUCCESS : LAC_ERR_OUT_OF_MEMORY;
+    int64_t sums_peak = 0;
+    for (int64_t j0 = 0, j1, run; j0 < ni && st == LAC_SUCCESS; j0 = j1) {
+        j1 = lac_nbr_blocks_next(&bl, j0, &run);
         b.num_items = j1 - j0;
-        b.item_start = lac_malloc(ctx, ((size_t)b.num_items + 1) * sizeof *b.item_start);
-        if (!b.item_start) {
-            st = LAC_ERR_OUT_OF_MEMORY;
-            break;
-        }
-        b.item_start[0] = 0;
-        for (int64_t j = j0; j < j1; j++) b.item_start[j - j0 + 1] = b.item_start[j - j0] + count[j];
-        memcpy(cursor, b.item_start, (size_t)b.num_items * sizeof *cursor);
-        for (int64_t a = 0; a < nnz; a++) {
-            int64_t j = d->tri_item[a];
-            if (j < j0 || j >= j1) continue;
-            int64_t at = cursor[j - j0]++;
-            b.item_user[at] = d->tri_user[a];
-            b.item_val[at] = d->tri_val[a];
-        }
-        st = tidy_item_rows(ctx, &b);   /* replaces item_start */
+        st = lac_nbr_blocks_gather(ctx, &bl, j0, j1, b.item_start, b.item_user, b.item_val);
+        b.nnz = st == LAC_SUCCESS ? b.item_start[b.num_items] : 0;
         /* the block's codes, a group of tables at a time */
         int64_t group = block_group(p, b.num_items);
-        if (st == LAC_SUCCESS && !codes) {
-            codes_bytes = most_codes;
-            codes = lac_malloc(ctx, (size_t)(codes_bytes ? codes_bytes : 1));
-            if (!codes) st = LAC_ERR_OUT_OF_MEMORY;
-        }
         for (int64_t t0 = 0; t0 < p->q && st == LAC_SUCCESS; t0 += group) {
             int64_t t1 = t0 + group < p->q ? t0 + group : p->q, gcols = (t1 - t0) * per_table, sp = 0;
             st = code_sums(ctx, p, &b, codes, t0 * per_table, t1 * per_table, &sp);
@@ -613,17 +497,11 @@ static lac_status keys_by_blocks(lac_ctx_t ctx, const lac_mf_nbr_params *p, cons
                 for (int64_t j = j0; j < j1; j++)
                     keys[t * ni + j] = bucket_key(p, codes + (j - j0) * gcols + (t - t0) * per_table);
         }
-        free(b.item_start);
-        b.item_start = NULL;
-        j0 = j1;
     }
-    *peak = (ni + 1) * 16 + most * 8 + codes_bytes + sums_peak;
-    free(count);
-    free(cursor);
+    *peak = lac_nbr_blocks_bytes(&bl) + (bl.most_items + 1) * 8 + bl.most * 8 + most_codes + sums_peak;
+    lac_nbr_blocks_free(&bl);
     free(codes);
-    free(b.item_start);
-    free(b.item_user);
-    free(b.item_val);
+    lac_mf_nbr_data_free(&b);
     return st;
 }
 
@@ -827,11 +705,10 @@ lac_status lac_mf_neighbours(lac_ctx_t ctx, const lac_mf_nbr_params *params, lac
     lac_mf_nbr_t r = NULL;
     lac_status st = LAC_SUCCESS;
     /* simLSH keys a block of items at a time from the caller's triples
-     * (keys_by_blocks; the other methods' sources cost too much to make
-     * again for every block), random needs none: no layout then, except
-     * for a backend that takes simLSH whole */
-    int direct = params->method == LAC_MF_NBR_RANDOM || (is_sign_method(params) && !(params->method == LAC_MF_NBR_SIMLSH &&
-                                                                                   nbr_backend(ctx)->simlsh_topk));
+     * (keys_by_blocks, or a backend's simlsh_topk in chunks; the other
+     * methods' sources cost too much to make again for every block),
+     * random needs none: no layout then */
+    int direct = params->method == LAC_MF_NBR_RANDOM || is_sign_method(params);
     if (direct) {
         d.num_users = ratings->users.count;
         d.num_items = ratings->items.count;

@@ -14,7 +14,9 @@
  *    stars, the default) and fp16 ones (forced by the knob);
  *  - so does simLSH for the same seed: sums on the GPU where they are exact
  *    (half stars), items with more candidates than the GPU counts left to
- *    the CPU, real-valued ratings summed on the host. */
+ *    the CPU, real-valued ratings summed on the host; in many chunks, from
+ *    triples out of user order with repeated pairs, holding no more memory
+ *    for four times the ratings. */
 #include "harness.h"
 #include "cuda_harness.h"
 #include "lacuna/lacuna.h"
@@ -24,7 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static lac_ctx_t gpu, gpu_fp16, cpu, cpu_all;   /* cpu: one thread; cpu_all: every core; gpu_fp16: GSM in fp16 */
+static lac_ctx_t gpu, gpu_fp16, gpu_chunks, cpu, cpu_all;   /* cpu: one thread; cpu_all: every core; gpu_fp16: GSM in
+                                                            * fp16; gpu_chunks: simLSH in chunks of 4,096 ratings */
 
 /* users x per ratings, user u rating items u * per .. u * per + per - 1. */
 static lac_ratings_t disjoint_ratings(int users, int per)
@@ -205,29 +208,32 @@ TEST(trained_rmse_within_0005_of_the_cpu)
 }
 
 /* The lists of ratings by the GPU (context g) and the CPU for params np:
- * the same, item for item (ties and simLSH's random fill included). */
-static void same_lists(lac_ctx_t g, lac_ratings_t r, const lac_mf_nbr_params *np, const char *what)
+ * the same, item for item (ties and simLSH's random fill included). Returns
+ * the GPU search's bytes. */
+static int64_t same_lists(lac_ctx_t g, lac_ratings_t r, const lac_mf_nbr_params *np, const char *what)
 {
     int K = np->k;
     const char *m = lac_mf_nbr_method_name(np->method);
     lac_mf_nbr_t a = NULL, b = NULL;
     CHECK_OK(cpu_all, lac_mf_neighbours(cpu_all, np, r, &a));
     CHECK_OK(g, lac_mf_neighbours(g, np, r, &b));
-    if (!a || !b) return;
-    int64_t differ = 0, first = -1;
+    if (!a || !b) return 0;
+    int64_t differ = 0, first = -1, bytes = lac_mf_nbr_bytes(b);
     for (int64_t x = 0; x < a->num_items * K; x++)
         if (a->list[x] != b->list[x]) {
             if (first < 0) first = x;
             differ++;
         }
-    printf("    %s %s%s, K = %d, q = %d, G = %d, psi r^%d: %lld items, CPU %.3f s, GPU %.3f s, %lld entries differ\n",
-           m, what, g == gpu_fp16 ? " (fp16 GEMMs)" : "", K, np->q, np->bits, np->psi_power, (long long)a->num_items,
-           lac_mf_nbr_seconds(a), lac_mf_nbr_seconds(b), (long long)differ);
+    printf("    %s %s%s, K = %d, q = %d, G = %d, psi r^%d: %lld items, CPU %.3f s, GPU %.3f s (%.2f MB), %lld entries "
+           "differ\n", m, what, g == gpu_fp16 ? " (fp16 GEMMs)" : g == gpu_chunks ? " (chunks of 4,096)" : "", K, np->q,
+           np->bits, np->psi_power, (long long)a->num_items, lac_mf_nbr_seconds(a), lac_mf_nbr_seconds(b),
+           bytes / 1048576.0, (long long)differ);
     if (differ)
         HARNESS_FAIL("%s %s: lists differ at item %lld, place %lld: CPU %d, GPU %d", m, what, (long long)(first / K),
                      (long long)(first % K), a->list[first], b->list[first]);
     lac_mf_nbr_destroy(&a);
     lac_mf_nbr_destroy(&b);
+    return bytes;
 }
 
 static void same_gsm_lists(lac_ctx_t g, lac_ratings_t r, int K, const char *what)
@@ -279,7 +285,7 @@ TEST(gsm_lists_are_the_cpus)
     free(v);
 }
 
-static void same_simlsh_lists(lac_ratings_t r, int K, int q, int bits, int psi, const char *what)
+static int64_t simlsh_lists_on(lac_ctx_t g, lac_ratings_t r, int K, int q, int bits, int psi, const char *what)
 {
     lac_mf_nbr_params np = lac_mf_nbr_params_default();
     np.method = LAC_MF_NBR_SIMLSH;
@@ -288,7 +294,12 @@ static void same_simlsh_lists(lac_ratings_t r, int K, int q, int bits, int psi, 
     np.bits = bits;
     np.psi_power = psi;
     np.seed = 3;
-    same_lists(gpu, r, &np, what);
+    return same_lists(g, r, &np, what);
+}
+
+static void same_simlsh_lists(lac_ratings_t r, int K, int q, int bits, int psi, const char *what)
+{
+    simlsh_lists_on(gpu, r, K, q, bits, psi, what);
 }
 
 TEST(simlsh_lists_are_the_cpus)
@@ -297,6 +308,7 @@ TEST(simlsh_lists_are_the_cpus)
     split_clustered(20000, 3000, 1000000, 100, 5, &train, &valid);
     same_simlsh_lists(train, 32, 100, 8, 2, "clustered 20,000 x 3,000");
     same_simlsh_lists(train, 20, 30, 20, 4, "clustered 20,000 x 3,000");   /* codes across two hash words */
+    simlsh_lists_on(gpu_chunks, train, 32, 100, 8, 2, "clustered 20,000 x 3,000");   /* ~200 chunks */
     lac_ratings_destroy(&train);
     lac_ratings_destroy(&valid);
     /* small keys (G = 2): buckets of ~80 items, counts tied */
@@ -330,6 +342,37 @@ TEST(simlsh_lists_are_the_cpus)
     free(v);
 }
 
+/* Triples out of user order with repeated pairs (the last rating counts),
+ * in chunks of 4,096 ratings (one pass over the triples each) and sorted a
+ * table at a time: the CPU's lists; four times the ratings, the same items
+ * and users, and the search holds no more (nothing a rating). */
+TEST(simlsh_chunks_are_the_cpus)
+{
+    int64_t bytes[2] = {0, 0};
+    for (int x = 0; x < 2; x++) {
+        int64_t n = x ? 240000 : 60000;
+        int64_t *u = malloc(sizeof(int64_t) * (size_t)n), *i = malloc(sizeof(int64_t) * (size_t)n);
+        float *v = malloc(sizeof(float) * (size_t)n);
+        unsigned long long s = 17 + (unsigned long long)x;
+        for (int64_t a = 0; a < n; a++) {
+            u[a] = a < 2000 ? a : (int64_t)(harness_rand_uniform(&s) * 2000);
+            i[a] = a < 1500 ? a : (int64_t)(harness_rand_uniform(&s) * 1500);
+            v[a] = (float)(0.5 * (1 + (int)(harness_rand_uniform(&s) * 10)));
+        }
+        lac_ratings_t r = NULL;
+        CHECK_OK(cpu, lac_ratings_from_arrays(cpu, n, u, i, v, &r));
+        bytes[x] = simlsh_lists_on(gpu_chunks, r, 16, 40, 8, 2, x ? "240,000 unordered, repeated pairs"
+                                                                  : "60,000 unordered, repeated pairs");
+        if (x) simlsh_lists_on(gpu, r, 16, 40, 8, 2, "240,000 unordered, repeated pairs");
+        lac_ratings_destroy(&r);
+        free(u);
+        free(i);
+        free(v);
+    }
+    printf("    bytes: %lld with 60,000 ratings, %lld with 240,000\n", (long long)bytes[0], (long long)bytes[1]);
+    CHECK(bytes[0] > 0 && bytes[1] <= bytes[0] + bytes[0] / 20);
+}
+
 int main(void)
 {
     int rc;
@@ -339,12 +382,16 @@ int main(void)
     p.backend = LAC_BACKEND_CUDA;
     p.knobs = "LACUNA_NBR_CUDA_GSM=fp16";
     if (lac_ctx_create(&p, &gpu_fp16) != 0) return 1;
+    p.knobs = "LACUNA_NBR_CUDA_CHUNK=4096";
+    if (lac_ctx_create(&p, &gpu_chunks) != 0) return 1;
     RUN(one_epoch_of_disjoint_users_matches_the_cpu);
     RUN(trained_rmse_within_0005_of_the_cpu);
     RUN(gsm_lists_are_the_cpus);
     RUN(simlsh_lists_are_the_cpus);
+    RUN(simlsh_chunks_are_the_cpus);
     lac_ctx_destroy(&gpu);
     lac_ctx_destroy(&gpu_fp16);
+    lac_ctx_destroy(&gpu_chunks);
     lac_ctx_destroy(&cpu);
     lac_ctx_destroy(&cpu_all);
     return harness_finish();
