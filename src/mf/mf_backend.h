@@ -136,6 +136,9 @@ typedef struct {
      * epoch's start (the neighbourhood terms' baselines) is the first
      * slice's call. */
     int rounds;
+    /* Implicit feedback (cross-entropy): per user of data, the weight of
+     * each of its negatives; NULL: 1 (a GPU rank's part, mf_parts.cu). */
+    const float *negative_scale;
 } lac_mf_call;
 
 /* Implicit feedback's negatives, the same on every backend: candidate r

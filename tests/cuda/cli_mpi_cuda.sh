@@ -5,14 +5,16 @@
 # are reduced over MPI; impute's ranks share one basis. Results equal one GPU
 # process's (float rounding of the different sums for map's float sums,
 # exactly for min/max/count), the CPU's within float tolerance, and
-# --deterministic gives the same bits from run to run. Skipped (77) without
-# a GPU, MPI in the build, mpirun or numpy.
+# --deterministic gives the same bits from run to run; mf trains ratings and
+# implicit feedback (the plain model) by the rotation over GPU ranks. Skipped
+# (77) without a GPU, MPI in the build, mpirun or numpy.
 set -u
 tool=$1
 if "$tool" info --json | grep -q '"cuda_devices":0'; then echo "SKIP: no GPU"; exit 77; fi
 py=$(command -v python3 || echo /usr/bin/python3)
 "$py" -c 'import numpy' 2>/dev/null || py=/usr/bin/python3
-. "$(dirname "$0")/../mpi_common.sh" cli_mpi_cuda
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../mpi_common.sh" cli_mpi_cuda
 # Some container runtimes refuse cross-process memory reads: copy through shared memory.
 export OMPI_MCA_btl_vader_single_copy_mechanism=none
 
@@ -122,9 +124,47 @@ check "mf -np 2 GPU ranks: 3 + 3 resumed epochs ($rr) within $TOL of 6 straight 
 mpi 2 "$tool" mf train train.txt nbr.model --model neighbourhood --no-search --epochs 2 --device cuda --quiet 2>err.txt; rc=$?
 check "the neighbourhood model over GPU ranks exits 2, says where it trains, writes nothing" \
     "[ $rc -eq 2 ] && grep -q 'with --device cpu' err.txt && [ ! -e nbr.model ]"
-mpi 2 "$tool" mf train train.txt imp.model --implicit --epochs 2 --device cuda --quiet 2>err.txt; rc=$?
-check "implicit feedback over GPU ranks exits 2, says where it trains, writes nothing" \
+mpi 2 "$tool" mf train train.txt imp.model --implicit --model neighbourhood --epochs 2 --device cuda --quiet \
+    2>err.txt; rc=$?
+check "implicit feedback with the neighbourhood model over GPU ranks exits 2, says where it trains, writes nothing" \
     "[ $rc -eq 2 ] && grep -q 'with --device cpu' err.txt && [ ! -e imp.model ]"
+# Implicit feedback on GPU ranks (mf_parts.cu: a part's negatives drawn from
+# its items, weighted as the user's share of one process's): planted
+# preferences, HR@10 / NDCG@10 (`mf evaluate`, full ranking) within ITOL /
+# NTOL of one GPU's (the CUDA tests' tolerance against the CPU), and the
+# negatives' weight by the first epoch's mean loss at a learning rate of
+# 1e-7 (log 2 x 5 for 4 negatives, within 1%).
+ITOL=0.05; NTOL=0.03
+"$py" "$here/../mf_planted.py" 1000 300 20 8 1 imp_train.txt imp_test.txt
+for loss in xent bpr; do
+    o="--implicit --loss $loss -k 16 -t 20 --quiet --device cuda"
+    "$tool" mf train imp_train.txt imp1.model $o
+    "$tool" mf evaluate imp1.model imp_test.txt --negatives 0 --json > imp1.json
+    h1=$(key hr imp1.json); n1=$(key ndcg imp1.json)
+    "$tool" mf train imp_train.txt impc.model ${o/cuda/cpu}
+    "$tool" mf evaluate impc.model imp_test.txt --negatives 0 --json > impc.json
+    for np in 2 3; do
+        rm -f imp.model
+        mpi $np "$tool" mf train imp_train.txt imp.model $o; rc=$?
+        "$tool" mf evaluate imp.model imp_test.txt --negatives 0 --json > imp.json
+        hn=$(key hr imp.json); nn=$(key ndcg imp.json)
+        echo "mf implicit $loss: HR@10 / NDCG@10 one GPU $h1 / $n1, CPU $(key hr impc.json) / $(key ndcg impc.json), -np $np GPU ranks $hn / $nn"
+        check "mf implicit $loss -np $np GPU ranks: exit 0, HR@10 $hn within $ITOL of one GPU's $h1" \
+            "[ $rc -eq 0 ] && \"$py\" -c 'import sys; sys.exit(0 if abs($hn - $h1) <= $ITOL else 1)'"
+        check "mf implicit $loss -np $np GPU ranks: NDCG@10 $nn within $NTOL of one GPU's $n1" \
+            "\"$py\" -c 'import sys; sys.exit(0 if abs($nn - $n1) <= $NTOL else 1)'"
+    done
+done
+o="--implicit -k 16 -t 1 -a 1e-7 --json --device cuda"
+"$tool" mf train imp_train.txt w.model $o > w1.json
+l1=$(key train_loss w1.json)
+TOL=0.01
+for np in 2 3; do
+    mpi $np "$tool" mf train imp_train.txt w.model $o > wn.json
+    ln=$(key train_loss wn.json)
+    echo "mf implicit: first loss at 1e-7 one GPU $l1, -np $np GPU ranks $ln (log 2 x 5 = 3.4657)"
+    check "mf implicit -np $np GPU ranks: the first loss $ln (negatives' weight) within $TOL of log 2 x 5" "close $ln 3.4657359"
+done
 
 echo "$passes passed, $fails failed"
 [ $fails -eq 0 ]

@@ -14,7 +14,7 @@ struct lac_mf_cuda_implicit {
     lac_mf_cuda_implicit_kernel kernel;
     int negatives, bpr, share;
     int64_t cells, steps;
-    float *neg_weight;
+    float *neg_weight, *user_scale;
     int64_t *seen_start;
     int32_t *seen_items, *cell_user, *row_item, *rep_first, *rep_count, *neg;
     /* the neighbourhood model: the negatives' cells and their draws' keys */
@@ -27,7 +27,7 @@ void lac_mf_cuda_implicit_end(lac_mf_cuda_implicit *m)
 {
     if (!m) return;
     void *ptrs[] = {m->seen_start, m->seen_items, m->cell_user, m->row_item, m->rep_first, m->rep_count, m->neg,
-                    m->neg_weight, m->nbr_cell, m->nbr_user, m->nbr_key, m->nbr_t};
+                    m->neg_weight, m->user_scale, m->nbr_cell, m->nbr_user, m->nbr_key, m->nbr_t};
     for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
         if (ptrs[i]) cudaFree(ptrs[i]);
     free(m);
@@ -39,7 +39,9 @@ lac_status lac_mf_cuda_implicit_begin(lac_ctx_t ctx, const lac_mf_call *call, in
     const int bpr = call->loss == LAC_MF_LOSS_BPR, negatives = bpr ? 1 : call->negatives;
     const int share = bpr || call->share < 1 ? 1 : call->share;
     /* with shared negatives most cells take (negatives / share) rounded up */
-    lac_mf_cuda_implicit_kernel k = lac_mf_cuda_implicit_choose(pieces, (negatives + share - 1) / share, share > 1);
+    /* lists (a weight per cell): shared negatives, or a GPU rank's part's scale (upload) */
+    const int lists = share > 1 || (call->negative_scale && !bpr);
+    lac_mf_cuda_implicit_kernel k = lac_mf_cuda_implicit_choose(pieces, (negatives + share - 1) / share, lists);
     if (!k.fn)
         return lac_error(ctx, LAC_ERR_UNSUPPORTED, "implicit feedback on CUDA takes k <= %d (k = %d: --device cpu)",
                          32 * 4 * LAC_MF_MAX_PIECES, call->factors.k);
@@ -152,7 +154,12 @@ lac_status lac_mf_cuda_implicit_upload(lac_ctx_t ctx, lac_mf_cuda_implicit *m, c
         return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "out of device memory for %zu negatives (%d a rating)", draws,
                          m->negatives);
     }
-    if (m->share > 1 &&
+    if (m->call->negative_scale && !m->bpr) {   /* a part's share of one process's negatives (mf_parts.cu) */
+        float *scale = (float *)malloc((size_t)(d->num_users ? d->num_users : 1) * sizeof *scale);
+        if (scale && d->num_users) memcpy(scale, m->call->negative_scale, (size_t)d->num_users * sizeof *scale);
+        LAC_CHECK(give(ctx, &m->user_scale, scale, (size_t)d->num_users));
+    }
+    if ((m->share > 1 || m->user_scale) &&
         cudaMalloc((void **)&m->neg_weight, (size_t)(m->cells ? m->cells : 1) * sizeof(float)) != cudaSuccess) {
         m->neg_weight = NULL;
         return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "out of device memory for the negatives' weights");
@@ -180,6 +187,7 @@ lac_status lac_mf_cuda_implicit_epoch(lac_ctx_t ctx, lac_mf_cuda_implicit *m, co
     dr.share = m->share;
     dr.neg = m->neg;
     dr.neg_weight = m->neg_weight;
+    dr.user_scale = m->user_scale;
     lac_mf_cuda_implicit_args a;
     a.base = *base;
     a.neg = m->neg;

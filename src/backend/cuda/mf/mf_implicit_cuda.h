@@ -24,7 +24,8 @@ struct lac_mf_cuda_draw_args {
     int epoch, negatives;           /* per cell (1 for BPR) */
     int share;                      /* interactions sharing negatives (lac_mf_share) */
     int32_t *neg;                   /* cells x negatives: item rows (shared: -1 after the cell's last) */
-    float *neg_weight;              /* cells: the negatives' weight (share > 1; NULL: 1) */
+    float *neg_weight;              /* cells: the negatives' weight (lists: share > 1 or user_scale; NULL: 1) */
+    const float *user_scale;        /* per user: its negatives' weight (call.negative_scale; NULL: 1) */
 };
 
 /* The arguments of one epoch (passed by value). */

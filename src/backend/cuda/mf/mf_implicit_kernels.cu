@@ -46,7 +46,7 @@ static __device__ __forceinline__ int32_t replica_row(const lac_mf_cuda_draw_arg
 
 /* A thread per (cell, negative) (SHARED: per cell, which finds its rank
  * once and writes its list: most cells take one or none, -1 after the
- * last; and its negatives' weight). */
+ * last; and its negatives' weight, times user_scale's). */
 template <bool SHARED>
 static __global__ void draw_negatives(lac_mf_cuda_draw_args a)
 {
@@ -69,7 +69,7 @@ static __global__ void draw_negatives(lac_mf_cuda_draw_args a)
     int first, size;
     int32_t key;
     const int cnt = lac_mf_share(find_item(items, len, j), len, a.share, a.negatives, j, &first, &size, &key);
-    if (a.neg_weight) a.neg_weight[cell] = (float)size;
+    if (a.neg_weight) a.neg_weight[cell] = (float)size * (a.user_scale ? __ldg(a.user_scale + u) : 1.0f);
     for (int b = 0; b < a.negatives; b++) {
         a.neg[cell * a.negatives + b] =
             b < cnt ? replica_row(a, draw_unseen(seed, key, first + b * size, items, len, a.num_items), cell) : -1;
@@ -340,9 +340,11 @@ lac_status lac_mf_cuda_implicit_launch(lac_ctx_t ctx, const lac_mf_cuda_implicit
                                        const lac_mf_cuda_draw_args *draws, const lac_mf_cuda_implicit_args *a)
 {
     cudaStream_t stream = ctx->cuda->stream;
-    int64_t n = draws->cells * (draws->share == 1 ? draws->negatives : 1);
+    /* lists (weights per cell): shared negatives, or a GPU rank's part (user_scale) */
+    const bool lists = draws->neg_weight != NULL;
+    int64_t n = draws->cells * (lists ? 1 : draws->negatives);
     if (n > 0) {
-        if (draws->share == 1) draw_negatives<false><<<(unsigned)((n + 255) / 256), 256, 0, stream>>>(*draws);
+        if (!lists) draw_negatives<false><<<(unsigned)((n + 255) / 256), 256, 0, stream>>>(*draws);
         else draw_negatives<true><<<(unsigned)((n + 255) / 256), 256, 0, stream>>>(*draws);
         LAC_CUDA_CHECK_LAUNCH(ctx);
     }

@@ -8,7 +8,11 @@
  * the part's ratings and copies them back out: rows over PCIe against an
  * epoch of the block's ratings (mf_multi.cu keeps them on the devices of
  * one process instead). A call trains the whole part (no user slices), so
- * the rotation turns its ring once an epoch. Plain model, explicit ratings. */
+ * the rotation turns its ring once an epoch. The plain model, on ratings or
+ * implicit feedback: then the part's training draws the negatives from its
+ * own items, `negatives` a positive of weight negative_scale, the user's
+ * share of one process's (make_scale); a user without a positive in the
+ * part gets none there (the CPU's part epoch gives it some). */
 #include "backend/cuda/mf/mf_multi_cuda.h"
 #include "backend/cuda/mf/mf_parts_cuda.h"
 #include "mf/schedule.h"
@@ -21,6 +25,7 @@ struct lac_mf_cuda_part {
     lac_mf_data sub;            /* the part's ratings in local indices */
     lac_mf_factors fac;         /* the part's rows, packed on the host */
     int32_t *users_of, *items_of;   /* model index of each local user / item */
+    float *scale;               /* implicit cross-entropy: each local user's negatives' weight */
     lac_mf_state *one;          /* the one-device training of the part */
 };
 
@@ -50,6 +55,24 @@ static lac_status make_sub(lac_ctx_t ctx, lac_mf_cuda_part *q)
                              : lac_error(ctx, st, "out of host memory for the ratings of mf part %d", q->call.part);
 }
 
+/* Implicit cross-entropy: one process draws n x negatives from a user's U
+ * unseen items, U_b of them in the part, so n x negatives x U_b / U land
+ * here in expectation; the part's training draws negatives for each of the
+ * user's n_b positives here, each of weight n U_b / (U n_b). */
+static lac_status make_scale(lac_ctx_t ctx, lac_mf_cuda_part *q)
+{
+    const lac_mf_data *d = q->call.data, *s = &q->sub;
+    q->scale = (float *)lac_malloc(ctx, (size_t)(s->num_users ? s->num_users : 1) * sizeof(float));
+    if (!q->scale) return LAC_ERR_OUT_OF_MEMORY;
+    for (int64_t x = 0; x < s->num_users; x++) {
+        const int64_t u = q->users_of[x], n = d->row_start[u + 1] - d->row_start[u];
+        const int64_t nb = s->row_start[x + 1] - s->row_start[x], unseen = d->num_items - n;
+        q->scale[x] = unseen > 0 && nb > 0 ? (float)((double)n * (double)(s->num_items - nb) / ((double)unseen * nb))
+                                           : 0.0f;
+    }
+    return LAC_SUCCESS;
+}
+
 /* The part's rows of the model's host arrays into its packed rows (in 1), or back. */
 static void exchange(lac_mf_cuda_part *q, int in)
 {
@@ -76,6 +99,7 @@ void lac_mf_cuda_part_end(lac_ctx_t ctx, lac_mf_cuda_part *q)
     lac_mf_block_data_free(&q->sub);
     free(q->users_of);
     free(q->items_of);
+    free(q->scale);
     cudaFreeHost(q->fac.P);
     cudaFreeHost(q->fac.Q);
     cudaFreeHost(q->fac.user_bias);
@@ -86,14 +110,14 @@ void lac_mf_cuda_part_end(lac_ctx_t ctx, lac_mf_cuda_part *q)
 lac_status lac_mf_cuda_part_begin(lac_ctx_t ctx, const lac_mf_call *call, lac_mf_cuda_part **out)
 {
     *out = NULL;
-    if (call->factors.nbr_k || call->implicit)
-        return lac_error(ctx, LAC_ERR_UNSUPPORTED, "mf over MPI ranks on the GPU trains the plain model on ratings; "
-                                                   "train %s over ranks with --device cpu",
-                         call->implicit ? "implicit feedback" : "the neighbourhood model");
+    if (call->factors.nbr_k)
+        return lac_error(ctx, LAC_ERR_UNSUPPORTED, "mf over MPI ranks on the GPU trains the plain model; "
+                                                   "train the neighbourhood model over ranks with --device cpu");
     lac_mf_cuda_part *q = (lac_mf_cuda_part *)calloc(1, sizeof *q);
     if (!q) return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "out of host memory for an mf part");
     q->call = *call;
     lac_status st = make_sub(ctx, q);
+    if (st == LAC_SUCCESS && call->implicit && call->loss != LAC_MF_LOSS_BPR) st = make_scale(ctx, q);
     lac_mf_factors *f = &q->fac;
     *f = call->factors;
     f->num_users = q->sub.num_users;
@@ -116,6 +140,7 @@ lac_status lac_mf_cuda_part_begin(lac_ctx_t ctx, const lac_mf_call *call, lac_mf
         c.factors = *f;
         c.item_part = NULL;
         c.rounds = 0;
+        c.negative_scale = q->scale;
         st = lac_mf_cuda_one_begin(ctx, &c, &q->one);
     }
     if (st != LAC_SUCCESS) {
