@@ -67,17 +67,22 @@ TEST(implicit_beats_most_popular)
     struct {
         const char *name;
         int model, loss, share;
-    } cases[] = {{"plain xent", LAC_MF_MODEL_PLAIN, LAC_MF_LOSS_XENT, 1},
-                 {"plain bpr", LAC_MF_MODEL_PLAIN, LAC_MF_LOSS_BPR, 1},
-                 {"neighbourhood xent", LAC_MF_MODEL_NEIGHBOURHOOD, LAC_MF_LOSS_XENT, 1},
-                 {"neighbourhood bpr", LAC_MF_MODEL_NEIGHBOURHOOD, LAC_MF_LOSS_BPR, 1},
-                 {"plain xent, negatives shared by 4", LAC_MF_MODEL_PLAIN, LAC_MF_LOSS_XENT, 4}};
-    for (int c = 0; c < 5; c++) {
+        double exponent;   /* -1: the model's default (plain 0.5, neighbourhood 0) */
+    } cases[] = {{"plain xent", LAC_MF_MODEL_PLAIN, LAC_MF_LOSS_XENT, 1, -1},
+                 {"plain bpr", LAC_MF_MODEL_PLAIN, LAC_MF_LOSS_BPR, 1, -1},
+                 {"neighbourhood xent", LAC_MF_MODEL_NEIGHBOURHOOD, LAC_MF_LOSS_XENT, 1, -1},
+                 {"neighbourhood bpr", LAC_MF_MODEL_NEIGHBOURHOOD, LAC_MF_LOSS_BPR, 1, -1},
+                 {"plain xent, negatives shared by 4", LAC_MF_MODEL_PLAIN, LAC_MF_LOSS_XENT, 4, -1},
+                 {"plain xent, uniform negatives", LAC_MF_MODEL_PLAIN, LAC_MF_LOSS_XENT, 1, 0},
+                 {"neighbourhood xent, negatives by popularity^0.5", LAC_MF_MODEL_NEIGHBOURHOOD, LAC_MF_LOSS_XENT, 1,
+                  0.5}};
+    for (int c = 0; c < 7; c++) {
         lac_mf_params p = lac_mf_params_default();
         p.implicit = 1;
         p.model = cases[c].model;
         p.loss = cases[c].loss;
         p.negative_share = cases[c].share;
+        p.negative_exponent = cases[c].exponent;
         p.k = 16;
         p.epochs = 20;
         p.neighbours.k = 16;
@@ -85,7 +90,9 @@ TEST(implicit_beats_most_popular)
         lac_mf_model_t m = train(&p, &d.train);
         double hr = hr_model(m, &d);
         printf("  %s HR@10 %.3f\n", cases[c].name, hr);
-        CHECK(hr > 2.0 * pop);   /* measured: 2.1-2.5 x (shared by 4: 2.4 x) */
+        CHECK(hr > 2.0 * pop);   /* measured: 2.0-2.5 x (shared by 4: 2.1 x; uniform 2.5 x) */
+        const double used = cases[c].exponent >= 0 ? cases[c].exponent : cases[c].model == LAC_MF_MODEL_PLAIN ? 0.5 : 0;
+        CHECK(lac_mf_model_params(m).negative_exponent == used);   /* the model keeps the value it used */
         lac_mf_model_destroy(&m);
     }
     harness_triples_free(&d.train);
@@ -191,12 +198,27 @@ static void one_epoch(int loss)
     lac_ctx_destroy(&one);
 }
 
+/* Candidate r of the counter-based rule by the items' weights w (NULL:
+ * uniform): its 53 bits modulo their sum, found by a scan. */
+static int32_t ref_draw(const uint64_t *w, int ni, uint64_t useed, int32_t key, int t, int r)
+{
+    if (!w) return lac_mf_draw_item(useed, key, t, r, ni);
+    uint64_t total = 0, x;
+    for (int j = 0; j < ni; j++) total += w[j];
+    x = lac_mf_draw_bits(useed, key, t, r) % total;
+    int32_t j = 0;
+    while (x >= w[j]) x -= w[j++];
+    return j;
+}
+
 /* Shared negatives (negative_share): one user with 5 interactions of 12
  * items in read order 7, 2, 9, 0, 4, chunks of `share` of its items
  * ascending; each chunk's `negatives` drawn by the counter-based rule with
  * the chunk's index as key, negative t stepped after the chunk's interaction
- * of rank t mod size, with weight size. Against float64, steps in order. */
-static void shared_epoch(int negatives, int share)
+ * of rank t mod size, with weight size. Against float64, steps in order.
+ * skewed: the negatives drawn by the items' weights 1, 4, 9, ... (a table
+ * set here, lac_mf_data.neg_cum). */
+static void shared_epoch(int negatives, int share, int skewed)
 {
     lac_ctx_params cp = lac_ctx_params_default();
     cp.backend = LAC_BACKEND_CPU;
@@ -222,7 +244,15 @@ static void shared_epoch(int negatives, int share)
     p.negative_share = share;
     p.deterministic = 1;
     p.k = k;
+    p.negative_exponent = 0;
     CHECK_OK(one, lac_mf_implicit_data(one, &p, &d));
+    CHECK(d.neg_cum == NULL);   /* exponent 0: uniform */
+    uint64_t wt[12];
+    for (int j = 0; j < ni; j++) wt[j] = (uint64_t)((j + 1) * (j + 1));
+    if (skewed) {
+        d.neg_cum = malloc((size_t)ni * sizeof *d.neg_cum);
+        for (int j = 0; j < ni; j++) d.neg_cum[j] = (j ? d.neg_cum[j - 1] : 0) + wt[j];
+    }
     lac_mf_model_t m = NULL;
     CHECK_OK(one, lac_mf_model_alloc(one, 1, ni, k, &m));
     m->params = p;
@@ -255,7 +285,7 @@ static void shared_epoch(int negatives, int share)
         for (int t = rank - c * share; t < negatives; t += size) {
             int32_t x = 0;
             for (int q = 0; q < LAC_MF_DRAWS; q++) {
-                x = lac_mf_draw_item(useed, share == 1 ? items[a] : c, t, q, ni);
+                x = ref_draw(skewed ? wt : NULL, ni, useed, share == 1 ? items[a] : c, t, q);
                 if (!seen[x]) break;
             }
             todo[m_items] = x, weight[m_items++] = -size;
@@ -282,11 +312,12 @@ static void shared_epoch(int negatives, int share)
         worst = fmax(worst, fabs(bi[j] - m->item_bias[j]));
         for (int f = 0; f < k; f++) worst = fmax(worst, fabs(Q[j][f] - m->Q[j * m->stride + f]));
     }
-    printf("  %d negatives shared by %d: %d steps, largest difference from float64 %.2e, loss %.6f vs %.6f\n",
-           negatives, share, steps, worst, sum, ref_loss);
+    printf("  %d negatives shared by %d%s: %d steps, largest difference from float64 %.2e, loss %.6f vs %.6f\n",
+           negatives, share, skewed ? ", weighted draws" : "", steps, worst, sum, ref_loss);
     CHECK(steps == n + (n + share - 1) / share * negatives);   /* each chunk's negatives once */
     CHECK(worst < 1e-5);
     CHECK_NEAR(sum, ref_loss, 1e-5);
+    free(d.neg_cum);
     lac_mf_model_destroy(&m);
     lac_ctx_destroy(&one);
 }
@@ -295,10 +326,71 @@ TEST(one_epoch_matches_float64_reference)
 {
     one_epoch(LAC_MF_LOSS_XENT);
     one_epoch(LAC_MF_LOSS_BPR);
-    shared_epoch(4, 1);   /* every interaction its own: the items' keys */
-    shared_epoch(4, 2);   /* chunks of 2, 2, 1 */
-    shared_epoch(3, 4);   /* chunks of 4 and 1: the first chunk's last interaction has none */
-    shared_epoch(6, 3);
+    shared_epoch(4, 1, 0);   /* every interaction its own: the items' keys */
+    shared_epoch(4, 2, 0);   /* chunks of 2, 2, 1 */
+    shared_epoch(3, 4, 0);   /* chunks of 4 and 1: the first chunk's last interaction has none */
+    shared_epoch(6, 3, 0);
+    shared_epoch(4, 1, 1);   /* negatives by the items' weights */
+    shared_epoch(6, 3, 1);
+}
+
+/* The negatives' table (lac_mf_implicit_data): item j of 9 with 1 + j^2
+ * interactions; its weight against (1 + j^2)^e / sum in float64, and the
+ * frequency of each item in 180,000 draws of the counter-based rule against
+ * that probability (within 5 standard deviations); exponent 0 (or the
+ * neighbourhood model's default) draws uniformly, without a table. */
+TEST(negatives_by_popularity)
+{
+    harness_triples t;
+    memset(&t, 0, sizeof t);
+    const int ni = 9;
+    for (int64_t j = 0; j < ni; j++)
+        for (int64_t u = 0; u < 1 + j * j; u++) harness_triples_push(&t, u + 1, j + 1, 1.0f);
+    lac_ratings_t r = NULL;
+    CHECK_OK(ctx, lac_ratings_from_arrays(ctx, t.n, t.u, t.i, t.r, &r));
+    const double exps[4] = {0.5, 1.0, 0.0, -1.0};
+    for (int x = 0; x < 4; x++) {
+        lac_mf_data d;
+        CHECK_OK(ctx, lac_mf_data_build(ctx, r, &d));
+        lac_mf_params p = lac_mf_params_default();
+        p.implicit = 1;
+        p.negative_exponent = exps[x];
+        if (x == 3) p.model = LAC_MF_MODEL_NEIGHBOURHOOD;
+        CHECK_OK(ctx, lac_mf_implicit_data(ctx, &p, &d));
+        CHECK_INT(d.num_items, ni);
+        CHECK((d.neg_cum != NULL) == (exps[x] > 0));
+        double prob[9], total = 0.0, worst = 0.0, worst_z = 0.0;
+        for (int j = 0; j < ni; j++) {   /* dense indices are in first-seen order: item id j + 1 is index j */
+            prob[j] = exps[x] > 0 ? pow(1.0 + j * j, exps[x]) : 1.0;
+            total += prob[j];
+        }
+        for (int j = 0; j < ni; j++) {
+            prob[j] /= total;
+            if (d.neg_cum) {
+                double w = (double)(d.neg_cum[j] - (j ? d.neg_cum[j - 1] : 0)) / (double)d.neg_cum[ni - 1];
+                worst = fmax(worst, fabs(w - prob[j]) / prob[j]);
+            }
+        }
+        const int draws = 180000;
+        int64_t hits[9] = {0};
+        for (int a = 0; a < draws; a++) {
+            int32_t n = lac_mf_draw_negative(d.neg_cum, lac_mf_draw_seed(7, a / 1000, a % 7), a % 1000, a % 11, a % 32, ni);
+            CHECK(n >= 0 && n < ni);
+            if (n >= 0 && n < ni) hits[n]++;
+        }
+        for (int j = 0; j < ni; j++) {
+            double sd = sqrt(draws * prob[j] * (1 - prob[j]));
+            worst_z = fmax(worst_z, fabs((double)hits[j] - draws * prob[j]) / sd);
+        }
+        printf("  exponent %g%s: weights within %.1e of (1 + j^2)^e, draws within %.2f sd (item 8: %.4f vs %.4f)\n",
+               exps[x], x == 3 ? " (neighbourhood model's default)" : "", worst, worst_z, (double)hits[8] / draws,
+               prob[8]);
+        CHECK(worst < 1e-9);
+        CHECK(worst_z < 5.0);
+        lac_mf_data_free(&d);
+    }
+    lac_ratings_destroy(&r);
+    harness_triples_free(&t);
 }
 
 TEST(checks_and_model_file)
@@ -323,6 +415,13 @@ TEST(checks_and_model_file)
     p.negative_share = LAC_MF_SHARE_MAX + 1;
     CHECK_STATUS(ctx, lac_mf_train(ctx, &p, r, NULL, NULL, NULL, &m, NULL), LAC_ERR_ARGUMENT);
     p.negative_share = 5;
+    p.negative_exponent = 2.5;
+    CHECK_STATUS(ctx, lac_mf_train(ctx, &p, r, NULL, NULL, NULL, &m, NULL), LAC_ERR_ARGUMENT);
+    p.negative_exponent = -0.5;
+    CHECK_STATUS(ctx, lac_mf_train(ctx, &p, r, NULL, NULL, NULL, &m, NULL), LAC_ERR_ARGUMENT);
+    p.negative_exponent = NAN;
+    CHECK_STATUS(ctx, lac_mf_train(ctx, &p, r, NULL, NULL, NULL, &m, NULL), LAC_ERR_ARGUMENT);
+    p.negative_exponent = 0.75;
     p.loss = LAC_MF_LOSS_BPR;
     p.weighted = 1;
     CHECK_OK(ctx, lac_mf_train(ctx, &p, r, NULL, NULL, NULL, &m, NULL));
@@ -333,6 +432,7 @@ TEST(checks_and_model_file)
     CHECK_OK(ctx, lac_mf_model_load(ctx, path, &back));
     lac_mf_params q = lac_mf_model_params(back);
     CHECK(q.implicit == 1 && q.loss == LAC_MF_LOSS_BPR && q.weighted == 1 && q.negatives == 7 && q.negative_share == 5);
+    CHECK(q.negative_exponent == 0.75);
     lac_mf_update_params up = lac_mf_update_params_default();
     lac_mf_model_t upd = NULL;
     CHECK_STATUS(ctx, lac_mf_update(ctx, &up, back, r, &upd, NULL), LAC_ERR_UNSUPPORTED);
@@ -358,6 +458,7 @@ int main(void)
     if (lac_ctx_create(&p, &ctx) != 0) return 1;
     RUN(implicit_beats_most_popular);
     RUN(one_epoch_matches_float64_reference);
+    RUN(negatives_by_popularity);
     RUN(checks_and_model_file);
     lac_ctx_destroy(&ctx);
     return harness_finish();

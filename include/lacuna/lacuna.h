@@ -953,6 +953,13 @@ typedef struct {
      * costs 1 + negatives / negative_share item steps instead of 1 +
      * negatives. 1: every interaction its own negatives. BPR ignores it. */
     int negative_share;               /* default 1 */
+    /* Implicit feedback's negatives are drawn with probability proportional
+     * to (the item's interactions in the training data)^negative_exponent,
+     * in [0, 2]: 0 uniform, 1 as popular as the item is; the same draws on
+     * every backend. -1 (default): 0.5 for the plain model, 0 for the
+     * neighbourhood model (what ranked best on the data of bench/RESULTS.md);
+     * a trained model's parameters hold the value used. */
+    double negative_exponent;         /* default -1 */
 } lac_mf_params;
 
 typedef enum { LAC_MF_LOSS_XENT = 0, LAC_MF_LOSS_BPR = 1 } lac_mf_loss;

@@ -329,6 +329,7 @@ class lac_mf_params(Structure):
         ("weighted", c_int),
         ("warm_epochs", c_int),
         ("negative_share", c_int),
+        ("negative_exponent", c_double),
     ]
 
 

@@ -151,6 +151,7 @@ _MAGIC = b"LACUNAMF"
 _HEADER = struct.Struct("<qqiidddddffiiQqqq")   # num_users .. item_id_bytes
 _HEADER2_SIZE = 160                              # version 2's addition (src/mf/model_file.c)
 _HEADER3_SIZE = 8                                # version 3's: the bucket keys' table count
+_HEADER4_SIZE = 8                                # version 4's: implicit training's negative exponent
 
 
 def _read_model_bytes(data):
@@ -158,12 +159,13 @@ def _read_model_bytes(data):
         raise _core.LacunaError("not a Lacuna mf model", _lib.LAC_ERR_FORMAT)
     version, header_bytes = struct.unpack_from("<II", data, 8)
     if (version, header_bytes) not in ((1, _HEADER.size), (2, _HEADER.size + _HEADER2_SIZE),
-                                       (3, _HEADER.size + _HEADER2_SIZE + _HEADER3_SIZE)):
-        raise _core.LacunaError("mf model file version %d (header %d bytes): this package reads versions 1 to 3"
+                                       (3, _HEADER.size + _HEADER2_SIZE + _HEADER3_SIZE),
+                                       (4, _HEADER.size + _HEADER2_SIZE + _HEADER3_SIZE + _HEADER4_SIZE)):
+        raise _core.LacunaError("mf model file version %d (header %d bytes): this package reads versions 1 to 4"
                                 % (version, header_bytes), _lib.LAC_ERR_UNSUPPORTED)
     (num_users, num_items, k, use_bias, lam, lam_b, alpha, beta, mean, rmin, rmax, epochs, deterministic, seed,
      rated, ub, ib) = _HEADER.unpack_from(data, 16)
-    off = 16 + header_bytes   # versions 2 and 3 add the model kind, the neighbourhood model's parameters, keys
+    off = 16 + header_bytes   # versions 2 to 4 add the model kind, the neighbourhood model's parameters, keys
 
     def take(dtype, count):
         nonlocal off
@@ -211,7 +213,9 @@ class MF(_core.Closeable):
     Implicit feedback (docs/mf.md): implicit=True reads every rating as an
     interaction (weighted=True: its weight), loss 'xent' (cross-entropy with
     `negatives` sampled negatives each; negative_share interactions sharing
-    one draw of them) or 'bpr'; no validation set.
+    one draw of them) or 'bpr'; negatives drawn with probability proportional
+    to (the item's interactions)^negative_exponent (0: uniform; default: 0.5
+    for the plain model, 0 for the neighbourhood model); no validation set.
     warm_epochs (neighbourhood model): up to that many plain epochs first on
     its factors with W = C = 0 (lac_mf_params.warm_epochs; report_ gives
     warm_epochs and warm_seconds).
@@ -221,7 +225,7 @@ class MF(_core.Closeable):
                  epochs=None, lambda_=None, lambda_bias=None, alpha=None, beta=None, use_bias=None, patience=None,
                  min_gain=None, callback=None, neighbours=None, K=None, p=None, q=None, rates=None, lambdas=None,
                  beta_groups=None, search=False, implicit=False, loss="xent", negatives=None, weighted=False,
-                 warm_epochs=None, negative_share=None):
+                 warm_epochs=None, negative_share=None, negative_exponent=None):
         if model not in _MODELS:
             raise input_error("model must be 'plain' or 'neighbourhood', not %r" % (model,))
         if model == "plain" and any(v is not None for v in (neighbours, K, p, q, rates, lambdas, beta_groups,
@@ -268,8 +272,8 @@ class MF(_core.Closeable):
                     not 0 <= warm_epochs < (1 << 31):
                 raise input_error("warm_epochs must be an integer >= 0, not %r" % (warm_epochs,))
             self._params.warm_epochs = int(warm_epochs)
-        self._set_implicit(implicit, loss, negatives, weighted, negative_share, beta is None, rates is None,
-                           beta_groups is None)
+        self._set_implicit(implicit, loss, negatives, weighted, negative_share, negative_exponent, beta is None,
+                           rates is None, beta_groups is None)
         why = lib.lac_mf_params_check(ctypes.byref(self._params))
         if why:
             raise input_error("mf parameters: " + _lib.text(why))
@@ -308,12 +312,14 @@ class MF(_core.Closeable):
             par.beta_groups = float(beta_groups)
         nb.seed = par.seed
 
-    def _set_implicit(self, implicit, loss, negatives, weighted, negative_share, default_beta, default_rates,
-                      default_beta_groups):
+    def _set_implicit(self, implicit, loss, negatives, weighted, negative_share, negative_exponent, default_beta,
+                      default_rates, default_beta_groups):
         par = self._params
         if not implicit:
-            if loss != "xent" or negatives is not None or weighted or negative_share is not None:
-                raise input_error("loss, negatives, negative_share and weighted go with implicit=True")
+            if loss != "xent" or negatives is not None or weighted or negative_share is not None or \
+                    negative_exponent is not None:
+                raise input_error("loss, negatives, negative_share, negative_exponent and weighted go with "
+                                  "implicit=True")
             return
         if loss not in _LOSSES:
             raise input_error("loss must be 'xent' or 'bpr', not %r" % (loss,))
@@ -330,6 +336,13 @@ class MF(_core.Closeable):
                     not 0 < negative_share <= 64:
                 raise input_error("negative_share must be an integer in [1, 64], not %r" % (negative_share,))
             par.negative_share = int(negative_share)
+        if negative_exponent is not None:
+            if isinstance(negative_exponent, bool) or not isinstance(negative_exponent, (int, float, np.integer,
+                                                                                          np.floating)) or \
+                    not (0 <= negative_exponent <= 2 or negative_exponent == -1):
+                raise input_error("negative_exponent must be a number in [0, 2] (or -1: the model's default), not %r"
+                                  % (negative_exponent,))
+            par.negative_exponent = float(negative_exponent)
         # the command line's implicit defaults (docs/mf.md): a slower decay, larger rates for eq. (1)
         if default_beta:
             par.beta = 0.1
@@ -350,7 +363,7 @@ class MF(_core.Closeable):
         out.update(model=self.model, threads=self.threads, device=self.device)
         if p.implicit:
             out.update(implicit=True, loss=_LOSSES[p.loss], negatives=p.negatives, weighted=bool(p.weighted),
-                       negative_share=p.negative_share)
+                       negative_share=p.negative_share, negative_exponent=p.negative_exponent)
         if p.model == _lib.LAC_MF_MODEL_NEIGHBOURHOOD:
             nb = p.neighbours
             out.update(neighbours=_NBR_METHODS[nb.method], K=nb.k, p=nb.p, q=nb.q,

@@ -14,6 +14,7 @@ void lac_mf_data_free(lac_mf_data *d)
     free(d->col);
     free(d->val);
     free(d->row_order);
+    free(d->neg_cum);
     memset(d, 0, sizeof *d);
 }
 

@@ -1,9 +1,40 @@
-/* Implicit feedback, the front end's part: the interactions' weights and
- * the logit's range (the losses are the backends', src/mf/cpu/implicit_cpu.c). */
+/* Implicit feedback, the front end's part: the interactions' weights, the
+ * logit's range and the negatives' distribution (the losses are the
+ * backends', src/mf/cpu/implicit_cpu.c). */
 #include "mf/mf_internal.h"
 
 #include <float.h>
 #include <math.h>
+#include <stdlib.h>
+
+/* Cumulative integer weights n_j^e (n_j: item j's interactions, at least 1,
+ * so that every item can be drawn), scaled to about 2^40 in all: integers,
+ * so that every backend draws the same items from them. */
+static lac_status negative_table(lac_ctx_t ctx, double exponent, lac_mf_data *d)
+{
+    const int64_t ni = d->num_items;
+    double *w = calloc((size_t)(ni ? ni : 1), sizeof *w);
+    d->neg_cum = malloc((size_t)(ni ? ni : 1) * sizeof *d->neg_cum);
+    if (!w || !d->neg_cum) {
+        free(w);
+        free(d->neg_cum);
+        d->neg_cum = NULL;
+        return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "out of memory for the negatives' weights of %lld items",
+                         (long long)ni);
+    }
+    for (int64_t a = 0; a < d->nnz; a++) w[d->col[a]] += 1.0;
+    double total = 0.0;
+    for (int64_t j = 0; j < ni; j++) total += w[j] = pow(w[j] > 1.0 ? w[j] : 1.0, exponent);
+    const double scale = 1099511627776.0 / total;   /* 2^40 */
+    uint64_t c = 0;
+    for (int64_t j = 0; j < ni; j++) {
+        const double x = floor(w[j] * scale + 0.5);
+        c += x >= 1.0 ? (uint64_t)x : 1u;
+        d->neg_cum[j] = c;
+    }
+    free(w);
+    return LAC_SUCCESS;
+}
 
 lac_status lac_mf_implicit_data(lac_ctx_t ctx, const lac_mf_params *p, lac_mf_data *d)
 {
@@ -20,5 +51,8 @@ lac_status lac_mf_implicit_data(lac_ctx_t ctx, const lac_mf_params *p, lac_mf_da
     d->mean = 0.0;
     d->min = -FLT_MAX;
     d->max = FLT_MAX;
-    return LAC_SUCCESS;
+    free(d->neg_cum);
+    d->neg_cum = NULL;
+    const double exponent = lac_mf_negative_exponent(p);
+    return exponent > 0.0 && d->num_items > 0 ? negative_table(ctx, exponent, d) : LAC_SUCCESS;
 }

@@ -34,6 +34,9 @@ typedef struct {
     int64_t duplicates;       /* (user, item) pairs dropped: the last rating kept */
     double mean;              /* mu */
     float min, max;
+    /* Implicit feedback's negatives (lac_mf_implicit_data): num_items
+     * cumulative integer weights of the items, NULL: uniform draws. */
+    uint64_t *neg_cum;
 } lac_mf_data;
 
 /* Ratings of some file mapped into a model's dense indices; -1 for an id the
@@ -122,6 +125,8 @@ typedef struct {
     /* Interactions sharing one draw of negatives (1: each its own; the
      * rule below, lac_mf_share). */
     int share;
+    /* The negatives' distribution (lac_mf_data.neg_cum; NULL: uniform). */
+    const uint64_t *neg_cum;
     /* One part of the items (the blocks of src/dist/mf_dist.c): with
      * item_part (num_items entries), the epochs train only the ratings of
      * the items j with item_part[j] == part; the neighbourhood terms still see
@@ -155,11 +160,34 @@ static inline LAC_RANDOM_HD uint64_t lac_mf_draw_seed(uint64_t seed, int epoch, 
     return lac_mix64(e ^ lac_mix64((uint64_t)u + 0x51ED270B2A3C2D59ull));
 }
 
-static inline LAC_RANDOM_HD int32_t lac_mf_draw_item(uint64_t user_seed, int32_t j, int t, int r, int64_t num_items)
+static inline LAC_RANDOM_HD uint64_t lac_mf_draw_bits(uint64_t user_seed, int32_t j, int t, int r)
 {
     uint64_t key = (uint64_t)(uint32_t)j << 15 | (uint64_t)t << 5 | (uint64_t)r;   /* t < 1024, r < 32 */
     uint64_t state = user_seed + key * 0x9E3779B97F4A7C15ull;
-    return (int32_t)((lac_splitmix64(&state) >> 11) % (uint64_t)num_items);
+    return lac_splitmix64(&state) >> 11;
+}
+
+static inline LAC_RANDOM_HD int32_t lac_mf_draw_item(uint64_t user_seed, int32_t j, int t, int r, int64_t num_items)
+{
+    return (int32_t)(lac_mf_draw_bits(user_seed, j, t, r) % (uint64_t)num_items);
+}
+
+/* The same draw from the items' cumulative weights cum (lac_mf_data.neg_cum,
+ * integers so that every backend picks the same item; NULL: uniform as
+ * above): the first item whose cumulative weight exceeds the 53-bit draw
+ * modulo the total. */
+static inline LAC_RANDOM_HD int32_t lac_mf_draw_negative(const uint64_t *cum, uint64_t user_seed, int32_t j, int t,
+                                                         int r, int64_t num_items)
+{
+    if (!cum) return lac_mf_draw_item(user_seed, j, t, r, num_items);
+    const uint64_t x = lac_mf_draw_bits(user_seed, j, t, r) % cum[num_items - 1];
+    int64_t lo = 0, hi = num_items - 1;
+    while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (cum[mid] > x) hi = mid;
+        else lo = mid + 1;
+    }
+    return (int32_t)lo;
 }
 
 /* Shared negatives (lac_mf_params.negative_share = B): user u's n

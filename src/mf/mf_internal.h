@@ -148,6 +148,8 @@ static inline float lac_mf_score(lac_mf_model_t m, int64_t u, int64_t j)
  * become the interactions' weights (1, or the ratings with params->weighted,
  * which must be > 0), mu 0 and the range unbounded (r_hat is a logit). */
 lac_status lac_mf_implicit_data(lac_ctx_t ctx, const lac_mf_params *params, lac_mf_data *data);
+/* params->negative_exponent, the model's default resolved (model.c). */
+double lac_mf_negative_exponent(const lac_mf_params *params);
 
 /* The call that trains model m on data (valid may be NULL). */
 lac_mf_call lac_mf_model_call(lac_mf_model_t m, const lac_mf_data *data, const lac_mf_eval *valid);

@@ -34,10 +34,17 @@ static lac_mf_params mf_defaults(void)
     p.negatives = 4;
     p.weighted = 0;
     p.negative_share = 1;
+    p.negative_exponent = -1.0;
     return p;
 }
 
 LAC_PARAMS_INIT(lac_mf_params, mf_defaults())
+
+double lac_mf_negative_exponent(const lac_mf_params *p)
+{
+    if (p->negative_exponent >= 0) return p->negative_exponent;
+    return p->model == LAC_MF_MODEL_PLAIN ? 0.5 : 0.0;
+}
 
 const char *lac_mf_params_check(const lac_mf_params *given)
 {
@@ -58,6 +65,8 @@ const char *lac_mf_params_check(const lac_mf_params *given)
     if (p->warm_epochs < 0 || p->warm_epochs > 1000000) return "warm_epochs must be in [0, 1000000]";
     if (p->weighted != 0 && p->weighted != 1) return "weighted must be 0 or 1";
     if (p->negative_share < 1 || p->negative_share > LAC_MF_SHARE_MAX) return "negative_share must be in [1, 64]";
+    if (!(p->negative_exponent >= 0 && p->negative_exponent <= 2) && p->negative_exponent != -1.0)
+        return "negative_exponent must be in [0, 2] (or -1: the model's default)";
     if (p->model == LAC_MF_MODEL_NEIGHBOURHOOD) {
         const char *why = lac_mf_nbr_params_check(&p->neighbours);
         if (why) return why;
@@ -122,6 +131,7 @@ lac_mf_call lac_mf_model_call(lac_mf_model_t m, const lac_mf_data *data, const l
     c.loss = m->params.loss;
     c.negatives = m->params.negatives;
     c.share = m->params.loss == LAC_MF_LOSS_BPR ? 1 : m->params.negative_share;
+    c.neg_cum = data->neg_cum;
     return c;
 }
 

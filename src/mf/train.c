@@ -302,6 +302,7 @@ lac_status lac_mf_train_checkpointed(lac_ctx_t ctx, const lac_mf_params *params,
         LAC_CHECK(lac_mf_dist_agree(ctx, ctx->rank == 0 ? lac_mf_checkpoint_replaceable(ctx, ck_path) : LAC_SUCCESS));
     lac_mf_params eff = *params;
     if (eff.model == LAC_MF_MODEL_NEIGHBOURHOOD) eff.use_bias = 1;   /* eq. (1) has mu + b_i + bhat_j */
+    eff.negative_exponent = lac_mf_negative_exponent(&eff);
     params = &eff;
     if (train->count == 0) return lac_error(ctx, LAC_ERR_VALUE, "the training ratings are empty");
     if (valid && valid->count == 0) return lac_error(ctx, LAC_ERR_VALUE, "the validation ratings are empty");

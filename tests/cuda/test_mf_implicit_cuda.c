@@ -27,8 +27,24 @@ static double sig(double x) { return 1.0 / (1.0 + exp(-x)); }
 
 static double log_loss(double x) { return x > 0 ? log1p(exp(-x)) : -x + log1p(exp(x)); }
 
-/* One user with 3 interactions (items 2, 0, 4 of 6, weights 1, 2, 0.5). */
-static void one_epoch(int k, int loss, int negatives, int nb, int share)
+/* Negatives by the items' weights (lac_mf_data.neg_cum) that a test sets:
+ * candidate r's 53 bits modulo their sum, found by a scan; NULL: uniform. */
+static const uint64_t skew[6] = {1, 5, 2, 9, 3, 7};
+
+static int32_t ref_draw(const uint64_t *w, uint64_t useed, int32_t key, int t, int r)
+{
+    if (!w) return lac_mf_draw_item(useed, key, t, r, 6);
+    uint64_t total = 0, x;
+    for (int j = 0; j < 6; j++) total += w[j];
+    x = lac_mf_draw_bits(useed, key, t, r) % total;
+    int32_t j = 0;
+    while (x >= w[j]) x -= w[j++];
+    return j;
+}
+
+/* One user with 3 interactions (items 2, 0, 4 of 6, weights 1, 2, 0.5);
+ * skewed: negatives drawn by the weights `skew`. */
+static void one_epoch(int k, int loss, int negatives, int nb, int share, int skewed)
 {
     int32_t col[3] = {2, 0, 4}, order[1] = {0};
     float val[3] = {1.0f, 2.0f, 0.5f};
@@ -50,7 +66,13 @@ static void one_epoch(int k, int loss, int negatives, int nb, int share)
     p.negative_share = share;
     p.k = k;
     p.seed = 11;
+    p.negative_exponent = 0;
     CHECK_OK(gpu, lac_mf_implicit_data(gpu, &p, &d));
+    CHECK(d.neg_cum == NULL);   /* exponent 0: uniform */
+    if (skewed) {
+        d.neg_cum = malloc(6 * sizeof *d.neg_cum);
+        for (int j = 0; j < 6; j++) d.neg_cum[j] = (j ? d.neg_cum[j - 1] : 0) + skew[j];
+    }
     lac_mf_model_t m = NULL;
     CHECK_OK(gpu, lac_mf_model_alloc(gpu, 1, 6, k, &m));
     m->params = p;
@@ -97,7 +119,7 @@ static void one_epoch(int k, int loss, int negatives, int nb, int share)
             for (int t = 0; t < cnt; t++) {
                 int32_t n = 0;
                 for (int r = 0; r < LAC_MF_DRAWS; r++) {
-                    n = lac_mf_draw_item(useed, key, ts[c0 + t], r, 6);
+                    n = ref_draw(skewed ? skew : NULL, useed, key, ts[c0 + t], r);
                     if (n != 2 && n != 0 && n != 4) break;
                 }
                 rows[t] = n;
@@ -147,31 +169,36 @@ static void one_epoch(int k, int loss, int negatives, int nb, int share)
         worst = fmax(worst, fabs(bi[j] - m->item_bias[j]));
         for (int f = 0; f < k; f++) worst = fmax(worst, fabs(Q[j * k + f] - m->Q[j * m->stride + f]));
     }
-    printf("  k %d, %s, %d negatives shared by %d: largest difference from float64 %.2e, loss %.6f vs %.6f\n", k,
-           loss ? "bpr" : "xent", negatives, share, worst, sum, ref_loss);
+    printf("  k %d, %s, %d negatives shared by %d%s: largest difference from float64 %.2e, loss %.6f vs %.6f\n", k,
+           loss ? "bpr" : "xent", negatives, share, skewed ? ", weighted draws" : "", worst, sum, ref_loss);
     if (!(worst < 2e-5)) HARNESS_FAIL("k = %d: the CUDA epoch is %g from the float64 reference", k, worst);
     CHECK_NEAR(sum, ref_loss, 1e-4 * (1 + fabs(ref_loss)));
     free(old);
     free(acc);
     free(P);
     free(Q);
+    free(d.neg_cum);
     lac_mf_model_destroy(&m);
 }
 
 TEST(one_epoch_matches_float64_reference)
 {
-    one_epoch(3, LAC_MF_LOSS_XENT, 2, 4, 1);
-    one_epoch(3, LAC_MF_LOSS_XENT, 5, 4, 1);   /* a second batch of negatives */
-    one_epoch(3, LAC_MF_LOSS_BPR, 1, 1, 1);
-    one_epoch(40, LAC_MF_LOSS_XENT, 2, 4, 1);
-    one_epoch(300, LAC_MF_LOSS_XENT, 2, 1, 1);
-    one_epoch(300, LAC_MF_LOSS_BPR, 1, 1, 1);
+    one_epoch(3, LAC_MF_LOSS_XENT, 2, 4, 1, 0);
+    one_epoch(3, LAC_MF_LOSS_XENT, 5, 4, 1, 0);   /* a second batch of negatives */
+    one_epoch(3, LAC_MF_LOSS_BPR, 1, 1, 1, 0);
+    one_epoch(40, LAC_MF_LOSS_XENT, 2, 4, 1, 0);
+    one_epoch(300, LAC_MF_LOSS_XENT, 2, 1, 1, 0);
+    one_epoch(300, LAC_MF_LOSS_BPR, 1, 1, 1, 0);
     /* shared negatives (chunks of 2 of the 3 items: 2 and 1 interactions; of 4: one chunk of 3) */
-    one_epoch(3, LAC_MF_LOSS_XENT, 4, 4, 2);
-    one_epoch(3, LAC_MF_LOSS_XENT, 5, 4, 4);
-    one_epoch(3, LAC_MF_LOSS_XENT, 3, 1, 4);    /* a negative a cell: one at a time */
-    one_epoch(40, LAC_MF_LOSS_XENT, 8, 4, 2);   /* the last chunk's 8: two batches */
-    one_epoch(300, LAC_MF_LOSS_XENT, 4, 1, 4);
+    one_epoch(3, LAC_MF_LOSS_XENT, 4, 4, 2, 0);
+    one_epoch(3, LAC_MF_LOSS_XENT, 5, 4, 4, 0);
+    one_epoch(3, LAC_MF_LOSS_XENT, 3, 1, 4, 0);    /* a negative a cell: one at a time */
+    one_epoch(40, LAC_MF_LOSS_XENT, 8, 4, 2, 0);   /* the last chunk's 8: two batches */
+    one_epoch(300, LAC_MF_LOSS_XENT, 4, 1, 4, 0);
+    /* negatives by the items' weights (the plain model's default) */
+    one_epoch(3, LAC_MF_LOSS_XENT, 5, 4, 1, 1);
+    one_epoch(3, LAC_MF_LOSS_BPR, 1, 1, 1, 1);
+    one_epoch(40, LAC_MF_LOSS_XENT, 8, 4, 2, 1);
 }
 
 static void rank(lac_ctx_t ctx, lac_mf_model_t m, const loo *d, lac_mf_rank_report *rep)

@@ -146,6 +146,9 @@ int cmd_mf_train(int argc, char **argv)
          .help = "--implicit, xent: B interactions of a user (items ascending) share one draw of negatives, each "
                  "scored once with weight B (1: every interaction its own)",
          CLI_IN(1, 64), .show_default = 1},
+        {"--negative-exponent", NULL, CLI_DOUBLE, &p.negative_exponent, "E",
+         .help = "--implicit: negatives drawn with probability proportional to (the item's interactions)^E, in "
+                 "[0, 2] (0: uniform; default 0.5 for the plain model, 0 for the neighbourhood model)"},
         {"--weighted", NULL, CLI_FLAG, &p.weighted, NULL,
          .help = "--implicit: the rating column is the interaction's weight (> 0), not just seen"},
         {"--deterministic", NULL, CLI_FLAG, &p.deterministic, NULL,
@@ -200,8 +203,10 @@ int cmd_mf_train(int argc, char **argv)
     if (p.implicit && valid_path)
         return cli_usage_error(cmd, "--implicit takes no --valid (hold interactions out and rank them instead)");
     if (!p.implicit && (cli_find(&command, "--loss")->seen || cli_find(&command, "--negatives")->seen ||
-                        cli_find(&command, "--weighted")->seen || cli_find(&command, "--negative-share")->seen))
-        return cli_usage_error(cmd, "--loss, --negatives, --negative-share and --weighted go with --implicit");
+                        cli_find(&command, "--weighted")->seen || cli_find(&command, "--negative-share")->seen ||
+                        cli_find(&command, "--negative-exponent")->seen))
+        return cli_usage_error(cmd, "--loss, --negatives, --negative-share, --negative-exponent and --weighted go "
+                                    "with --implicit");
     if (p.implicit && kind == LAC_MF_MODEL_NEIGHBOURHOOD && p.loss == LAC_MF_LOSS_BPR && !strncmp(device, "cuda", 4))
         return cli_usage_error(cmd, "--implicit --loss bpr with --model neighbourhood trains on the CPU only: use "
                                     "--device cpu or auto (cross-entropy trains on CUDA)");
@@ -289,6 +294,7 @@ int cmd_mf_train(int argc, char **argv)
                 cli_json_int(&j, "negatives", p.negatives);
                 cli_json_int(&j, "negative_share", p.negative_share);
             }
+            cli_json_real(&j, "negative_exponent", lac_mf_model_params(model).negative_exponent, "%.6g");
             cli_json_real(&j, "train_loss", ps.last_loss, "%.6g");
         }
         cli_json_int(&j, "ratings", lac_ratings_count(train));

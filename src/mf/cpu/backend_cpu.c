@@ -32,6 +32,7 @@ static void cpu_end(lac_ctx_t ctx, lac_mf_state *s)
     free(s->seen);
     free(s->rank);
     free(s->part_items);
+    free(s->part_cum);
     free(s->part_users);
     free(s->valid_start);
     free(s->valid_order);

@@ -3,7 +3,7 @@
  * the gradient of a ranking loss as its error e):
  *   cross-entropy: each interaction (i, j) with weight c is a positive,
  *     e = c (1 - sigmoid(r_hat)); `negatives` items i has not seen, drawn
- *     uniformly, are negatives, e = -sigmoid(r_hat) (with shared
+ *     by the items' weights (call.neg_cum; uniform without), are negatives, e = -sigmoid(r_hat) (with shared
  *     negatives, call.share: a chunk's negatives, weighted by its size);
  *   BPR: one unseen j' per interaction, x = r_hat(i, j) - r_hat(i, j'),
  *     e = c sigmoid(-x) at (i, j) and -c sigmoid(-x) at (i, j') (both
@@ -13,7 +13,7 @@
  * the CUDA backend's too, so one thread is reproducible.
  * A part of the items (call.item_part: an MPI rank's held item block,
  * src/dist/mf_dist.c) trains the part's positives, and negatives drawn
- * uniformly from the part's unseen items only (the other blocks' rows are
+ * by the same weights from the part's unseen items only (the other blocks' rows are
  * being trained elsewhere), as many as the part's share of one process's
  * (user_part_epoch): over the epoch's P parts each item then receives one
  * process's expected negative weight. The user's
@@ -34,11 +34,11 @@ static inline double log_loss(double x) { return x > 0 ? log1p(exp(-x)) : -x + l
 
 /* Negative t of the interaction with item j, or of the chunk with key j
  * (the rules of mf_backend.h). */
-static int32_t draw_negative(uint64_t user_seed, int32_t j, int t, int64_t ni, const float *seen)
+static int32_t draw_negative(const uint64_t *cum, uint64_t user_seed, int32_t j, int t, int64_t ni, const float *seen)
 {
     int32_t n = 0;
     for (int r = 0; r < LAC_MF_DRAWS; r++) {
-        n = lac_mf_draw_item(user_seed, j, t, r, ni);
+        n = lac_mf_draw_negative(cum, user_seed, j, t, r, ni);
         if (seen[n] != seen[n]) break;
     }
     return n;
@@ -85,7 +85,7 @@ static double user_epoch(const lac_mf_state *s, const lac_mf_step_consts *c, int
         int32_t j = d->col[a];
         float weight = d->val[a];
         if (s->call.loss == LAC_MF_LOSS_BPR) {
-            loss += step_pair(c, &w, u, j, draw_negative(useed, j, 0, ni, seen), weight, seen);
+            loss += step_pair(c, &w, u, j, draw_negative(s->call.neg_cum, useed, j, 0, ni, seen), weight, seen);
             continue;
         }
         loss += step_one(c, &w, u, j, 1, weight, seen);
@@ -94,27 +94,36 @@ static double user_epoch(const lac_mf_state *s, const lac_mf_step_consts *c, int
         int cnt = lac_mf_share(s->rank ? s->rank[a] : 0, d->row_start[u + 1] - d->row_start[u], s->call.share,
                                s->call.negatives, j, &t, &size, &key);
         for (; cnt > 0; cnt--, t += size)
-            loss += step_one(c, &w, u, draw_negative(useed, key, t, ni, seen), 0, (float)size, seen);
+            loss += step_one(c, &w, u, draw_negative(s->call.neg_cum, useed, key, t, ni, seen), 0, (float)size, seen);
     }
     for (int64_t a = d->row_start[u]; a < d->row_start[u + 1]; a++) seen[d->col[a]] = NAN;
     return loss;
 }
 
-/* Negative g of user u's negatives within the part: uniform over the part's
- * items, the first of LAC_MF_DRAWS candidates u has not seen. */
+/* Negative g of user u's negatives within the part: by the items' weights
+ * over the part's items (uniform without), the first of LAC_MF_DRAWS
+ * candidates u has not seen. */
 static int32_t draw_in_part(const lac_mf_state *s, uint64_t part_seed, int64_t g, const float *seen)
 {
     int32_t n = 0;
     for (int r = 0; r < LAC_MF_DRAWS; r++) {
-        n = s->part_items[lac_mf_draw_item(part_seed, (int32_t)(g >> 10), (int)(g & 1023), r, s->part_size)];
+        n = s->part_items[lac_mf_draw_negative(s->part_cum, part_seed, (int32_t)(g >> 10), (int)(g & 1023), r,
+                                               s->part_size)];
         if (seen[n] != seen[n]) break;
     }
     return n;
 }
 
+/* Item j's weight in the draws (1: uniform). */
+static double item_weight(const uint64_t *cum, int64_t j)
+{
+    return cum ? (double)(cum[j] - (j ? cum[j - 1] : 0)) : 1.0;
+}
+
 /* One user's epoch on a part of the items. Cross-entropy: one process
- * draws n x negatives from u's unseen items, of which a part of U_b unseen
- * items gets n x negatives x U_b / U in expectation; that count (rounded at
+ * draws n x negatives from u's unseen items, of which a part of unseen
+ * weight U_b (items, when uniform) gets n x negatives x U_b / U in
+ * expectation; that count (rounded at
  * random, so the expectation holds) is drawn within the part, each negative
  * of weight `share`, and spread over the part's positives (the g-th after
  * positive g mod n_b; after none when u has no positive here: u's items
@@ -132,13 +141,18 @@ static double user_part_epoch(const lac_mf_state *s, const lac_mf_step_consts *c
     uint64_t pseed = lac_mix64(lac_mf_draw_seed(s->call.seed, epoch, u) ^ (0xA24BAED4963EE407ull * (uint64_t)(me + 1)));
     double loss = 0.0;
     int64_t nb = 0, negs = 0;
+    double seen_w = 0.0, seen_part_w = 0.0;   /* the weight of u's items, all and here */
     for (int64_t a = lo; a < hi; a++) {
+        const double wj = item_weight(s->call.neg_cum, d->col[a]);
         seen[d->col[a]] = d->val[a];
         nb += part[d->col[a]] == me;
+        seen_w += wj;
+        seen_part_w += part[d->col[a]] == me ? wj : 0.0;
     }
     const int bpr = s->call.loss == LAC_MF_LOSS_BPR, share = s->call.share > 1 ? s->call.share : 1;
+    const double all_w = s->call.neg_cum ? (double)s->call.neg_cum[ni - 1] : (double)ni;
     if (!bpr && ni > n && s->part_size > nb) {
-        double want = (double)s->call.negatives * (double)n * (double)(s->part_size - nb) / (double)(ni - n) / share;
+        double want = (double)s->call.negatives * (double)n * (s->part_w - seen_part_w) / (all_w - seen_w) / share;
         double u01 = (double)(lac_mix64(pseed + 0x632BE59BD9B4E019ull) >> 11) * (1.0 / 9007199254740992.0);
         negs = (int64_t)want + (u01 < want - floor(want));
     }
@@ -190,6 +204,13 @@ static lac_status part_begin(lac_ctx_t ctx, lac_mf_state *s)
         s->part_users = lac_malloc(ctx, (size_t)(s->part_user_count ? s->part_user_count : 1) * sizeof *s->part_users);
         if (!s->part_items || !s->part_users) return LAC_ERR_OUT_OF_MEMORY;
     }
+    s->part_w = 0.0;
+    for (int64_t x = 0; x < s->part_size; x++) s->part_w += item_weight(s->call.neg_cum, s->part_items[x]);
+    if (!s->call.neg_cum) return LAC_SUCCESS;
+    s->part_cum = lac_malloc(ctx, (size_t)(s->part_size ? s->part_size : 1) * sizeof *s->part_cum);
+    if (!s->part_cum) return LAC_ERR_OUT_OF_MEMORY;
+    for (int64_t x = 0; x < s->part_size; x++)
+        s->part_cum[x] = (x ? s->part_cum[x - 1] : 0) + (uint64_t)item_weight(s->call.neg_cum, s->part_items[x]);
     return LAC_SUCCESS;
 }
 

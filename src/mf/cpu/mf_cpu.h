@@ -29,6 +29,8 @@ struct lac_mf_state {
     int32_t *rank;            /* implicit feedback with shared negatives: each
                                * interaction's rank in its user's items, ascending */
     int32_t *part_items;      /* implicit feedback with call.item_part: the part's items, ascending */
+    uint64_t *part_cum;       /* their cumulative weights (call.neg_cum; NULL: uniform) */
+    double part_w;            /* their weight in all */
     int64_t part_size;
     int32_t *part_users;      /* ... and the users with interactions, in row order (the slices') */
     int64_t part_user_count;

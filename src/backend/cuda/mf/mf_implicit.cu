@@ -16,6 +16,7 @@ struct lac_mf_cuda_implicit {
     int64_t cells, steps;
     float *neg_weight, *user_scale;
     int64_t *seen_start;
+    uint64_t *neg_cum;              /* the items' cumulative weights (NULL: uniform draws) */
     int32_t *seen_items, *cell_user, *row_item, *rep_first, *rep_count, *neg;
     /* the neighbourhood model: the negatives' cells and their draws' keys */
     int64_t nbr_count;
@@ -27,7 +28,7 @@ void lac_mf_cuda_implicit_end(lac_mf_cuda_implicit *m)
 {
     if (!m) return;
     void *ptrs[] = {m->seen_start, m->seen_items, m->cell_user, m->row_item, m->rep_first, m->rep_count, m->neg,
-                    m->neg_weight, m->user_scale, m->nbr_cell, m->nbr_user, m->nbr_key, m->nbr_t};
+                    m->neg_weight, m->user_scale, m->nbr_cell, m->nbr_user, m->nbr_key, m->nbr_t, m->neg_cum};
     for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
         if (ptrs[i]) cudaFree(ptrs[i]);
     free(m);
@@ -90,10 +91,20 @@ static int32_t *sorted_items(const lac_mf_data *d)
     return items;
 }
 
-/* The users' items (ascending, given: freed here) to the device. */
+/* The users' items (ascending, given: freed here) and the items' weights to
+ * the device. */
 static lac_status upload_seen(lac_ctx_t ctx, lac_mf_cuda_implicit *m, int32_t *items)
 {
     const lac_mf_data *d = m->call->data;
+    if (m->call->neg_cum) {
+        uint64_t *cum = (uint64_t *)malloc((size_t)(d->num_items ? d->num_items : 1) * sizeof *cum);
+        if (cum) memcpy(cum, m->call->neg_cum, (size_t)d->num_items * sizeof *cum);
+        lac_status st = give(ctx, &m->neg_cum, cum, (size_t)d->num_items);
+        if (st != LAC_SUCCESS) {
+            free(items);
+            return st;
+        }
+    }
     int64_t *start = (int64_t *)malloc((size_t)(d->num_users + 1) * sizeof *start);
     if (start) memcpy(start, d->row_start, (size_t)(d->num_users + 1) * sizeof *start);
     if (!start || !items) free(items), items = NULL;
@@ -188,6 +199,7 @@ lac_status lac_mf_cuda_implicit_epoch(lac_ctx_t ctx, lac_mf_cuda_implicit *m, co
     dr.neg = m->neg;
     dr.neg_weight = m->neg_weight;
     dr.user_scale = m->user_scale;
+    dr.neg_cum = m->neg_cum;
     lac_mf_cuda_implicit_args a;
     a.base = *base;
     a.neg = m->neg;
@@ -343,5 +355,6 @@ lac_status lac_mf_cuda_implicit_nbr_draw(lac_ctx_t ctx, lac_mf_cuda_implicit *m,
     a.num_items = m->call->data->num_items;
     a.seed = m->call->seed;
     a.epoch = epoch;
+    a.neg_cum = m->neg_cum;
     return lac_mf_cuda_implicit_launch_nbr_draws(ctx, &a);
 }

@@ -26,6 +26,7 @@ struct lac_mf_cuda_draw_args {
     int32_t *neg;                   /* cells x negatives: item rows (shared: -1 after the cell's last) */
     float *neg_weight;              /* cells: the negatives' weight (lists: share > 1 or user_scale; NULL: 1) */
     const float *user_scale;        /* per user: its negatives' weight (call.negative_scale; NULL: 1) */
+    const uint64_t *neg_cum;        /* num_items: the items' cumulative weights (NULL: uniform) */
 };
 
 /* The arguments of one epoch (passed by value). */
@@ -47,6 +48,7 @@ struct lac_mf_cuda_nbr_draw_args {
     int64_t count, num_items;
     uint64_t seed;
     int epoch;
+    const uint64_t *neg_cum;        /* num_items: the items' cumulative weights (NULL: uniform) */
 };
 lac_status lac_mf_cuda_implicit_launch_nbr_draws(lac_ctx_t ctx, const lac_mf_cuda_nbr_draw_args *a);
 

@@ -24,13 +24,14 @@
 
 /* The first candidate for negative t (key: the item, or the chunk of
  * shared ones) that the user has not seen (items: theirs, ascending), or
- * the last: lac_mf_draw_item's rule. */
-static __device__ __forceinline__ int32_t draw_unseen(uint64_t seed, int32_t key, int t, const int32_t *items, int len,
-                                                      int64_t num_items)
+ * the last: lac_mf_draw_negative's rule (cum: the items' weights, NULL:
+ * uniform). */
+static __device__ __forceinline__ int32_t draw_unseen(const uint64_t *cum, uint64_t seed, int32_t key, int t,
+                                                      const int32_t *items, int len, int64_t num_items)
 {
     int32_t n = 0;
     for (int r = 0; r < LAC_MF_DRAWS; r++) {
-        n = lac_mf_draw_item(seed, key, t, r, num_items);
+        n = lac_mf_draw_negative(cum, seed, key, t, r, num_items);
         if (find_item(items, len, n) < 0) break;
     }
     return n;
@@ -63,7 +64,7 @@ static __global__ void draw_negatives(lac_mf_cuda_draw_args a)
     const uint64_t seed = lac_mf_draw_seed(a.seed, a.epoch, u);
     if (!SHARED) {
         const int t = (int)(x - cell * per);
-        a.neg[x] = replica_row(a, draw_unseen(seed, j, t, items, len, a.num_items), cell);
+        a.neg[x] = replica_row(a, draw_unseen(a.neg_cum, seed, j, t, items, len, a.num_items), cell);
         return;
     }
     int first, size;
@@ -72,7 +73,8 @@ static __global__ void draw_negatives(lac_mf_cuda_draw_args a)
     if (a.neg_weight) a.neg_weight[cell] = (float)size * (a.user_scale ? __ldg(a.user_scale + u) : 1.0f);
     for (int b = 0; b < a.negatives; b++) {
         a.neg[cell * a.negatives + b] =
-            b < cnt ? replica_row(a, draw_unseen(seed, key, first + b * size, items, len, a.num_items), cell) : -1;
+            b < cnt ? replica_row(a, draw_unseen(a.neg_cum, seed, key, first + b * size, items, len, a.num_items), cell)
+                    : -1;
         if (b >= cnt) break;   /* -1 ends the cell's list */
     }
 }
@@ -87,7 +89,7 @@ static __global__ void draw_nbr_negatives(lac_mf_cuda_nbr_draw_args a)
     const int64_t s0 = __ldg(a.seen_start + u);
     const int32_t *items = a.seen_items + s0;
     const int len = (int)(__ldg(a.seen_start + u + 1) - s0);
-    const int32_t n = draw_unseen(lac_mf_draw_seed(a.seed, a.epoch, u), key, t, items, len, a.num_items);
+    const int32_t n = draw_unseen(a.neg_cum, lac_mf_draw_seed(a.seed, a.epoch, u), key, t, items, len, a.num_items);
     int32_t *c = a.code + __ldg(a.cell + x);
     *c = (*c & ~LAC_MF_ITEM_MASK) | n;
 }

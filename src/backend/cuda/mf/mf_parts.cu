@@ -26,6 +26,7 @@ struct lac_mf_cuda_part {
     lac_mf_factors fac;         /* the part's rows, packed on the host */
     int32_t *users_of, *items_of;   /* model index of each local user / item */
     float *scale;               /* implicit cross-entropy: each local user's negatives' weight */
+    uint64_t *cum;              /* implicit: the local items' cumulative weights (call.neg_cum's; NULL: uniform) */
     lac_mf_state *one;          /* the one-device training of the part */
 };
 
@@ -55,20 +56,51 @@ static lac_status make_sub(lac_ctx_t ctx, lac_mf_cuda_part *q)
                              : lac_error(ctx, st, "out of host memory for the ratings of mf part %d", q->call.part);
 }
 
-/* Implicit cross-entropy: one process draws n x negatives from a user's U
- * unseen items, U_b of them in the part, so n x negatives x U_b / U land
- * here in expectation; the part's training draws negatives for each of the
- * user's n_b positives here, each of weight n U_b / (U n_b). */
+/* Item j's weight in the draws (call.neg_cum; 1: uniform). */
+static double item_weight(const uint64_t *cum, int64_t j)
+{
+    return cum ? (double)(cum[j] - (j ? cum[j - 1] : 0)) : 1.0;
+}
+
+/* Implicit: the local items' cumulative weights, so that the part draws its
+ * own items by the weights one process draws them with. */
+static lac_status make_cum(lac_ctx_t ctx, lac_mf_cuda_part *q)
+{
+    const lac_mf_data *s = &q->sub;
+    if (!q->call.neg_cum) return LAC_SUCCESS;
+    q->cum = (uint64_t *)lac_malloc(ctx, (size_t)(s->num_items ? s->num_items : 1) * sizeof(uint64_t));
+    if (!q->cum) return LAC_ERR_OUT_OF_MEMORY;
+    for (int64_t x = 0; x < s->num_items; x++)
+        q->cum[x] = (x ? q->cum[x - 1] : 0) + (uint64_t)item_weight(q->call.neg_cum, q->items_of[x]);
+    return LAC_SUCCESS;
+}
+
+/* Implicit cross-entropy: one process draws n x negatives from a user's
+ * unseen items, of weight U (items, when uniform), U_b of it in the part, so
+ * n x negatives x U_b / U land here in expectation; the part's training
+ * draws negatives for each of the user's n_b positives here, each of weight
+ * n U_b / (U n_b). */
 static lac_status make_scale(lac_ctx_t ctx, lac_mf_cuda_part *q)
 {
     const lac_mf_data *d = q->call.data, *s = &q->sub;
+    const uint64_t *cum = q->call.neg_cum;
     q->scale = (float *)lac_malloc(ctx, (size_t)(s->num_users ? s->num_users : 1) * sizeof(float));
     if (!q->scale) return LAC_ERR_OUT_OF_MEMORY;
+    double part_w = 0.0;
+    for (int64_t x = 0; x < s->num_items; x++) part_w += item_weight(cum, q->items_of[x]);
+    const double all_w = cum ? (double)cum[d->num_items - 1] : (double)d->num_items;
     for (int64_t x = 0; x < s->num_users; x++) {
         const int64_t u = q->users_of[x], n = d->row_start[u + 1] - d->row_start[u];
-        const int64_t nb = s->row_start[x + 1] - s->row_start[x], unseen = d->num_items - n;
-        q->scale[x] = unseen > 0 && nb > 0 ? (float)((double)n * (double)(s->num_items - nb) / ((double)unseen * nb))
-                                           : 0.0f;
+        const int64_t nb = s->row_start[x + 1] - s->row_start[x];
+        double seen_w = 0.0, seen_part_w = 0.0;
+        for (int64_t a = d->row_start[u]; a < d->row_start[u + 1]; a++) {
+            const double w = item_weight(cum, d->col[a]);
+            seen_w += w;
+            seen_part_w += q->call.item_part[d->col[a]] == q->call.part ? w : 0.0;
+        }
+        q->scale[x] = all_w > seen_w && nb > 0
+                          ? (float)((double)n * (part_w - seen_part_w) / ((all_w - seen_w) * (double)nb))
+                          : 0.0f;
     }
     return LAC_SUCCESS;
 }
@@ -100,6 +132,7 @@ void lac_mf_cuda_part_end(lac_ctx_t ctx, lac_mf_cuda_part *q)
     free(q->users_of);
     free(q->items_of);
     free(q->scale);
+    free(q->cum);
     cudaFreeHost(q->fac.P);
     cudaFreeHost(q->fac.Q);
     cudaFreeHost(q->fac.user_bias);
@@ -118,6 +151,7 @@ lac_status lac_mf_cuda_part_begin(lac_ctx_t ctx, const lac_mf_call *call, lac_mf
     q->call = *call;
     lac_status st = make_sub(ctx, q);
     if (st == LAC_SUCCESS && call->implicit && call->loss != LAC_MF_LOSS_BPR) st = make_scale(ctx, q);
+    if (st == LAC_SUCCESS && call->implicit) st = make_cum(ctx, q);
     lac_mf_factors *f = &q->fac;
     *f = call->factors;
     f->num_users = q->sub.num_users;
@@ -141,6 +175,7 @@ lac_status lac_mf_cuda_part_begin(lac_ctx_t ctx, const lac_mf_call *call, lac_mf
         c.item_part = NULL;
         c.rounds = 0;
         c.negative_scale = q->scale;
+        c.neg_cum = q->cum;   /* the local items' */
         st = lac_mf_cuda_one_begin(ctx, &c, &q->one);
     }
     if (st != LAC_SUCCESS) {
