@@ -190,6 +190,12 @@ static inline LAC_RANDOM_HD int32_t lac_mf_draw_negative(const uint64_t *cum, ui
     return (int32_t)lo;
 }
 
+/* Item j's weight in those draws (1: uniform), for a part's own table. */
+static inline double lac_mf_item_weight(const uint64_t *cum, int64_t j)
+{
+    return cum ? (double)(cum[j] - (j ? cum[j - 1] : 0)) : 1.0;
+}
+
 /* Shared negatives (lac_mf_params.negative_share = B): user u's n
  * interactions, items ascending, are chunks of B (the last one n mod B when
  * that is not 0); chunk c's `negatives` negatives are drawn as above with c

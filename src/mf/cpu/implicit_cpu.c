@@ -114,12 +114,6 @@ static int32_t draw_in_part(const lac_mf_state *s, uint64_t part_seed, int64_t g
     return n;
 }
 
-/* Item j's weight in the draws (1: uniform). */
-static double item_weight(const uint64_t *cum, int64_t j)
-{
-    return cum ? (double)(cum[j] - (j ? cum[j - 1] : 0)) : 1.0;
-}
-
 /* One user's epoch on a part of the items. Cross-entropy: one process
  * draws n x negatives from u's unseen items, of which a part of unseen
  * weight U_b (items, when uniform) gets n x negatives x U_b / U in
@@ -143,7 +137,7 @@ static double user_part_epoch(const lac_mf_state *s, const lac_mf_step_consts *c
     int64_t nb = 0, negs = 0;
     double seen_w = 0.0, seen_part_w = 0.0;   /* the weight of u's items, all and here */
     for (int64_t a = lo; a < hi; a++) {
-        const double wj = item_weight(s->call.neg_cum, d->col[a]);
+        const double wj = lac_mf_item_weight(s->call.neg_cum, d->col[a]);
         seen[d->col[a]] = d->val[a];
         nb += part[d->col[a]] == me;
         seen_w += wj;
@@ -205,12 +199,12 @@ static lac_status part_begin(lac_ctx_t ctx, lac_mf_state *s)
         if (!s->part_items || !s->part_users) return LAC_ERR_OUT_OF_MEMORY;
     }
     s->part_w = 0.0;
-    for (int64_t x = 0; x < s->part_size; x++) s->part_w += item_weight(s->call.neg_cum, s->part_items[x]);
+    for (int64_t x = 0; x < s->part_size; x++) s->part_w += lac_mf_item_weight(s->call.neg_cum, s->part_items[x]);
     if (!s->call.neg_cum) return LAC_SUCCESS;
     s->part_cum = lac_malloc(ctx, (size_t)(s->part_size ? s->part_size : 1) * sizeof *s->part_cum);
     if (!s->part_cum) return LAC_ERR_OUT_OF_MEMORY;
     for (int64_t x = 0; x < s->part_size; x++)
-        s->part_cum[x] = (x ? s->part_cum[x - 1] : 0) + (uint64_t)item_weight(s->call.neg_cum, s->part_items[x]);
+        s->part_cum[x] = (x ? s->part_cum[x - 1] : 0) + (uint64_t)lac_mf_item_weight(s->call.neg_cum, s->part_items[x]);
     return LAC_SUCCESS;
 }
 

@@ -56,12 +56,6 @@ static lac_status make_sub(lac_ctx_t ctx, lac_mf_cuda_part *q)
                              : lac_error(ctx, st, "out of host memory for the ratings of mf part %d", q->call.part);
 }
 
-/* Item j's weight in the draws (call.neg_cum; 1: uniform). */
-static double item_weight(const uint64_t *cum, int64_t j)
-{
-    return cum ? (double)(cum[j] - (j ? cum[j - 1] : 0)) : 1.0;
-}
-
 /* Implicit: the local items' cumulative weights, so that the part draws its
  * own items by the weights one process draws them with. */
 static lac_status make_cum(lac_ctx_t ctx, lac_mf_cuda_part *q)
@@ -71,7 +65,7 @@ static lac_status make_cum(lac_ctx_t ctx, lac_mf_cuda_part *q)
     q->cum = (uint64_t *)lac_malloc(ctx, (size_t)(s->num_items ? s->num_items : 1) * sizeof(uint64_t));
     if (!q->cum) return LAC_ERR_OUT_OF_MEMORY;
     for (int64_t x = 0; x < s->num_items; x++)
-        q->cum[x] = (x ? q->cum[x - 1] : 0) + (uint64_t)item_weight(q->call.neg_cum, q->items_of[x]);
+        q->cum[x] = (x ? q->cum[x - 1] : 0) + (uint64_t)lac_mf_item_weight(q->call.neg_cum, q->items_of[x]);
     return LAC_SUCCESS;
 }
 
@@ -87,14 +81,14 @@ static lac_status make_scale(lac_ctx_t ctx, lac_mf_cuda_part *q)
     q->scale = (float *)lac_malloc(ctx, (size_t)(s->num_users ? s->num_users : 1) * sizeof(float));
     if (!q->scale) return LAC_ERR_OUT_OF_MEMORY;
     double part_w = 0.0;
-    for (int64_t x = 0; x < s->num_items; x++) part_w += item_weight(cum, q->items_of[x]);
+    for (int64_t x = 0; x < s->num_items; x++) part_w += lac_mf_item_weight(cum, q->items_of[x]);
     const double all_w = cum ? (double)cum[d->num_items - 1] : (double)d->num_items;
     for (int64_t x = 0; x < s->num_users; x++) {
         const int64_t u = q->users_of[x], n = d->row_start[u + 1] - d->row_start[u];
         const int64_t nb = s->row_start[x + 1] - s->row_start[x];
         double seen_w = 0.0, seen_part_w = 0.0;
         for (int64_t a = d->row_start[u]; a < d->row_start[u + 1]; a++) {
-            const double w = item_weight(cum, d->col[a]);
+            const double w = lac_mf_item_weight(cum, d->col[a]);
             seen_w += w;
             seen_part_w += q->call.item_part[d->col[a]] == q->call.part ? w : 0.0;
         }
