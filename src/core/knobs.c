@@ -33,7 +33,7 @@ static const struct {
     [LAC_KNOB_MAP_CUDA_PART_TILES] = {"LACUNA_MAP_CUDA_PART_TILES", "8192-row tiles a block partitions per chunk (many targets)"},
     [LAC_KNOB_MAP_CUDA_FIXED] = {"LACUNA_MAP_CUDA_FIXED", "0: deterministic sums through the sorted plan, not in fixed point; shared|global: force where the fixed-point words live"},
     [LAC_KNOB_MAP_CUDA_FIXED_GRID] = {"LACUNA_MAP_CUDA_FIXED_GRID", "blocks of the fixed-point deterministic pass (tests)"},
-    [LAC_KNOB_MF_CUDA_LANES] = {"LACUNA_MF_CUDA_LANES", "lanes that share a user row (CUSGD++)"},
+    [LAC_KNOB_MF_CUDA_LANES] = {"LACUNA_MF_CUDA_LANES", "lanes that share a user row (CUSGD++, the neighbourhood model)"},
     [LAC_KNOB_MF_CUDA_AHEAD] = {"LACUNA_MF_CUDA_AHEAD", "item rows loaded ahead (CUSGD++)"},
     [LAC_KNOB_MF_CUDA_GROUPS] = {"LACUNA_MF_CUDA_GROUPS", "user groups in flight (CUSGD++)"},
     [LAC_KNOB_MF_CUDA_HOT] = {"LACUNA_MF_CUDA_HOT", "ratings that make an item hot (replicated rows)"},
@@ -53,6 +53,8 @@ static const struct {
     [LAC_KNOB_IMPUTE_CUDA_FILTER] = {"LACUNA_IMPUTE_CUDA_FILTER", "degree of the subspace pass's Chebyshev filter (default 4)"},
     [LAC_KNOB_IMPUTE_CUDA_SUBSPACE_MAX] = {"LACUNA_IMPUTE_CUDA_SUBSPACE_MAX",
                                            "largest subspace block, percent of min(m, n) (default 75; beyond: the full eigensolve)"},
+    [LAC_KNOB_MF_CUDA_NBR_MASK] = {"LACUNA_MF_CUDA_NBR_MASK",
+                                   "0: the GPU neighbourhood model searches each user's ratings every epoch (no per-rating masks)"},
 };
 
 /* The environment as the process first saw it: read once. */

@@ -5,7 +5,9 @@
  *    parameters to rounding, for every register layout: F = K = 32 (8 lanes,
  *    4 neighbour slots each), small F and K not multiples of 32 (F = 20,
  *    K = 6), F = 40 with K = 40, F = 128 with K = 16, and the general path
- *    (F = 300, K = 300);
+ *    (F = 300, K = 300); for K <= 32 both with the per-rating neighbour
+ *    masks (the default, 32 lanes a group; 8 and 16 through the knob) and
+ *    with the knob that searches every epoch;
  *  - trained with early stopping on generated data with planted item
  *    neighbourhoods, the validation RMSE is within 0.005 of the CPU's, and
  *    better than plain MF's on the GPU with the same F; predictions of the
@@ -26,8 +28,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static lac_ctx_t gpu, gpu_fp16, gpu_chunks, cpu, cpu_all;   /* cpu: one thread; cpu_all: every core; gpu_fp16: GSM in
-                                                            * fp16; gpu_chunks: simLSH in chunks of 4,096 ratings */
+/* cpu: one thread; cpu_all: every core; gpu_fp16: GSM in fp16; gpu_chunks:
+ * simLSH in chunks of 4,096 ratings; gpu_search: no masks; gpu_lanes[i]:
+ * the masked kernel with 8 or 16 lanes a group */
+static lac_ctx_t gpu, gpu_fp16, gpu_chunks, gpu_search, gpu_lanes[2], cpu, cpu_all;
 
 /* users x per ratings, user u rating items u * per .. u * per + per - 1. */
 static lac_ratings_t disjoint_ratings(int users, int per)
@@ -114,7 +118,11 @@ TEST(one_epoch_of_disjoint_users_matches_the_cpu)
     int Fs[] = {32, 20, 40, 128, 300}, Ks[] = {32, 6, 40, 16, 300};
     const lac_mf_backend *cu = lac_mf_backend_cuda();
     CHECK(cu && cu->neighbourhood);
-    for (int c = 0; c < 5 && cu; c++) {
+    lac_ctx_t ctxs[4] = {gpu, gpu_search, gpu_lanes[0], gpu_lanes[1]};
+    const char *hows[4] = {"", " (searching)", " (8 lanes)", " (16 lanes)"};
+    for (int run = 0; run < 20 && cu; run++) {
+        const int c = run % 5;
+        lac_ctx_t g = ctxs[run / 5];
         int F = Fs[c], K = Ks[c] < d.num_items ? Ks[c] : (int)d.num_items - 1;
         lac_mf_model_t a = random_model(&d, F, K, per, 9 + c), b = random_model(&d, F, K, per, 9 + c);
         lac_mf_call ca = lac_mf_model_call(a, &d, NULL), cb = lac_mf_model_call(b, &d, NULL);
@@ -122,10 +130,10 @@ TEST(one_epoch_of_disjoint_users_matches_the_cpu)
         double ea = 0, eb = 0;
         CHECK_OK(cpu, lac_mf_cpu_backend.begin(cpu, &ca, &sa));
         CHECK_OK(cpu, lac_mf_cpu_backend.epoch(cpu, sa, 0.7f, 0, &ea));
-        CHECK_OK(gpu, cu->begin(gpu, &cb, &sb));
+        CHECK_OK(g, cu->begin(g, &cb, &sb));
         if (sb) {
-            CHECK_OK(gpu, cu->epoch(gpu, sb, 0.7f, 0, &eb));
-            CHECK_OK(gpu, cu->download(gpu, sb));
+            CHECK_OK(g, cu->epoch(g, sb, 0.7f, 0, &eb));
+            CHECK_OK(g, cu->download(g, sb));
         }
         double worst = 0;
         worst = fmax(worst, largest_gap(a->P, b->P, a->num_users * a->stride));
@@ -134,11 +142,12 @@ TEST(one_epoch_of_disjoint_users_matches_the_cpu)
         worst = fmax(worst, largest_gap(a->item_bias, b->item_bias, a->num_items));
         worst = fmax(worst, largest_gap(a->W, b->W, a->num_items * K));
         worst = fmax(worst, largest_gap(a->C, b->C, a->num_items * K));
-        printf("    F = %d, K = %d: largest gap %.3g, sse CPU %.6g CUDA %.6g\n", F, K, worst, ea, eb);
-        if (worst > 5e-5) HARNESS_FAIL("F = %d, K = %d: CUDA and CPU parameters differ by %g", F, K, worst);
+        const char *how = hows[run / 5];
+        printf("    F = %d, K = %d%s: largest gap %.3g, sse CPU %.6g CUDA %.6g\n", F, K, how, worst, ea, eb);
+        if (worst > 5e-5) HARNESS_FAIL("F = %d, K = %d%s: CUDA and CPU parameters differ by %g", F, K, how, worst);
         CHECK_NEAR(eb, ea, 1e-4 * ea);
         lac_mf_cpu_backend.end(cpu, sa);
-        cu->end(gpu, sb);
+        cu->end(g, sb);
         lac_mf_model_destroy(&a);
         lac_mf_model_destroy(&b);
     }
@@ -384,6 +393,12 @@ int main(void)
     if (lac_ctx_create(&p, &gpu_fp16) != 0) return 1;
     p.knobs = "LACUNA_NBR_CUDA_CHUNK=4096";
     if (lac_ctx_create(&p, &gpu_chunks) != 0) return 1;
+    p.knobs = "LACUNA_MF_CUDA_NBR_MASK=0";
+    if (lac_ctx_create(&p, &gpu_search) != 0) return 1;
+    p.knobs = "LACUNA_MF_CUDA_LANES=8";
+    if (lac_ctx_create(&p, &gpu_lanes[0]) != 0) return 1;
+    p.knobs = "LACUNA_MF_CUDA_LANES=16";
+    if (lac_ctx_create(&p, &gpu_lanes[1]) != 0) return 1;
     RUN(one_epoch_of_disjoint_users_matches_the_cpu);
     RUN(trained_rmse_within_0005_of_the_cpu);
     RUN(gsm_lists_are_the_cpus);
@@ -392,6 +407,9 @@ int main(void)
     lac_ctx_destroy(&gpu);
     lac_ctx_destroy(&gpu_fp16);
     lac_ctx_destroy(&gpu_chunks);
+    lac_ctx_destroy(&gpu_search);
+    lac_ctx_destroy(&gpu_lanes[0]);
+    lac_ctx_destroy(&gpu_lanes[1]);
     lac_ctx_destroy(&cpu);
     lac_ctx_destroy(&cpu_all);
     return harness_finish();

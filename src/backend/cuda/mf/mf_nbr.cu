@@ -2,8 +2,9 @@
  * S^K of every item row of the schedule, w_j | c_j of every item (a replica
  * row of v_j updates its item's: replicas averaged would slow the learning
  * of w_j and c_j, measured), R(i) with its ratings, bhat at the epoch's
- * start; the
- * epoch and validation launches; the kept epoch's W and C; the copies to and
+ * start; for the masked kernel the masks of the streams' cells
+ * (mf_nbr_mask.cu) and each row's slots' bhat; the epoch and validation
+ * launches; the kept epoch's W and C; the copies to and
  * from the host's num_items x K arrays. mf_sgd.cu, the table, calls these
  * beside its own for P, Q and the biases. */
 #include "backend/cuda/mf/mf_nbr_cuda.h"
@@ -24,12 +25,16 @@ struct lac_mf_cuda_nbr {
     int32_t *rated_items;
     float *rated_vals;
     float *bhat;                   /* num_items */
+    lac_mf_cuda_nbr_masks masks;   /* the masked kernel's */
+    float *slot_bhat;              /* rows x K, the masked kernel's */
 };
 
 void lac_mf_cuda_nbr_end(lac_mf_cuda_nbr *n)
 {
     if (!n) return;
-    void *ptrs[] = {n->nbr, n->WC, n->wc_row, n->kept, n->rated_start, n->rated_items, n->rated_vals, n->bhat};
+    lac_mf_cuda_nbr_masks_free(&n->masks);
+    void *ptrs[] = {n->nbr,         n->WC,          n->wc_row,     n->kept,     n->rated_start,
+                    n->rated_items, n->rated_vals,  n->bhat,       n->slot_bhat};
     for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
         if (ptrs[i]) cudaFree(ptrs[i]);
     free(n);
@@ -45,7 +50,10 @@ lac_status lac_mf_cuda_nbr_begin(lac_ctx_t ctx, const lac_mf_call *call, int pie
     n->K = f->nbr_k;
     n->num_users = f->num_users;
     n->num_items = f->num_items;
-    n->kernel = lac_mf_cuda_nbr_choose(pieces, f->nbr_k);
+    /* the masks only for cells that stay the same every epoch (implicit
+     * feedback draws its negatives' cells anew) */
+    const int masked = !call->implicit && lac_knob_int(ctx, LAC_KNOB_MF_CUDA_NBR_MASK, 1) != 0;
+    n->kernel = lac_mf_cuda_nbr_choose(pieces, f->nbr_k, masked, (int)lac_knob_int(ctx, LAC_KNOB_MF_CUDA_LANES, 0));
     *kernel = n->kernel;
     *out = n;
     return LAC_SUCCESS;
@@ -78,7 +86,8 @@ static lac_status copy_wc(lac_ctx_t ctx, const lac_mf_cuda_nbr *n, float *dev, f
     return LAC_SUCCESS;
 }
 
-lac_status lac_mf_cuda_nbr_upload(lac_ctx_t ctx, lac_mf_cuda_nbr *n, const lac_mf_schedule *sch)
+lac_status lac_mf_cuda_nbr_upload(lac_ctx_t ctx, lac_mf_cuda_nbr *n, const lac_mf_schedule *sch,
+                                  const lac_mf_cuda_epoch_args *base)
 {
     const lac_mf_factors *f = &n->call->factors;
     const lac_mf_data *d = n->call->data;
@@ -114,6 +123,21 @@ lac_status lac_mf_cuda_nbr_upload(lac_ctx_t ctx, lac_mf_cuda_nbr *n, const lac_m
     LAC_CHECK(to_device(ctx, &n->rated_vals, f->rated_vals, (size_t)d->nnz));
     LAC_CUDA_CHECK(ctx, cudaMalloc((void **)&n->bhat, (size_t)(n->num_items ? n->num_items : 1) * sizeof(float)));
     LAC_CUDA_CHECK(ctx, cudaStreamSynchronize(ctx->cuda->stream));
+    if (n->kernel.masked) {
+        int built = 0;
+        LAC_CHECK(lac_mf_cuda_nbr_masks_build(ctx, base, sch->groups, n->nbr, n->K, n->rated_start, n->rated_items,
+                                              n->rated_vals, &n->masks, &built));
+        if (built)
+            LAC_CUDA_CHECK(ctx, cudaMalloc((void **)&n->slot_bhat, (rows ? rows : 1) * K * sizeof(float)));
+        if (built)
+            lac_log(ctx, LAC_LOG_INFO, "mf CUDA: neighbour masks of %lld cells, %lld of their neighbours rated",
+                    (long long)(sch->groups * sch->steps), (long long)n->masks.rated);
+        else {   /* the same lanes and groups, searching */
+            lac_log(ctx, LAC_LOG_INFO, "mf CUDA: no neighbour masks (K > 32, offsets past 32 bits or memory): "
+                                       "the epochs search each user's ratings");
+            n->kernel = lac_mf_cuda_nbr_choose(base->stride / 4, n->K, 0, n->kernel.lanes);
+        }
+    }
     return LAC_SUCCESS;
 }
 
@@ -124,12 +148,16 @@ static lac_mf_cuda_nbr_args make_args(const lac_mf_cuda_nbr *n, const lac_mf_cud
     a.base = *base;
     a.nbr = n->nbr;
     a.WC = n->WC;
-    a.wc_row = n->wc_row;
+    a.wc_row = n->rows > n->num_items ? n->wc_row : NULL;
     a.K = n->K;
     a.rated_start = n->rated_start;
     a.rated_items = n->rated_items;
     a.rated_vals = n->rated_vals;
     a.bhat = n->bhat;
+    a.mask = n->masks.mask;
+    a.moff = n->masks.moff;
+    a.mvals = n->masks.mvals;
+    a.slot_bhat = n->slot_bhat;
     a.gb = (float)(g->b * scale);
     a.gbh = (float)(g->bhat * scale);
     a.gu = (float)(g->u * scale);
@@ -150,7 +178,10 @@ lac_status lac_mf_cuda_nbr_epoch(lac_ctx_t ctx, lac_mf_cuda_nbr *n, const lac_mf
                                  unsigned blocks)
 {
     lac_mf_cuda_nbr_args a = make_args(n, base, scale);
-    LAC_CHECK(lac_mf_cuda_nbr_launch_bhat(ctx, base->item_bias, n->num_items, n->bhat));
+    if (n->kernel.masked)
+        LAC_CHECK(lac_mf_cuda_nbr_launch_slot_bhat(ctx, base->item_bias, n->nbr, n->rows * n->K, n->slot_bhat));
+    else
+        LAC_CHECK(lac_mf_cuda_nbr_launch_bhat(ctx, base->item_bias, n->num_items, n->bhat));
     return lac_mf_cuda_nbr_launch_epoch(ctx, &n->kernel, blocks, &a);
 }
 

@@ -6,7 +6,11 @@
  * replica row of v_j, when the knob LACUNA_MF_CUDA_HOT asks for them, updates
  * its item's), each user's training ratings (R(i), items ascending: a
  * neighbour is found by a binary search), and bhat at the epoch's start (the
- * residuals' baselines, as on the CPU). */
+ * residuals' baselines, as on the CPU). R^K(i;j) is the same every epoch, so
+ * for K <= 32 (explicit ratings, whose stream cells do not change) it is
+ * found once before training: a 32-bit mask per stream cell and the ratings
+ * of its bits, which the epoch reads instead of searching R(i) (the knob
+ * LACUNA_MF_CUDA_NBR_MASK=0 keeps the search). */
 
 /* Ratings a lane group of the neighbourhood model, by default (mf_sgd.cu). */
 #define LAC_MF_NBR_RATINGS_PER_GROUP 8192
@@ -20,12 +24,18 @@ struct lac_mf_cuda_nbr_args {
     lac_mf_cuda_epoch_args base;    /* the streams, P, Q, biases (base.lr unused) */
     const int32_t *nbr;             /* rows x K: S^K of the row's item */
     float *WC;                      /* num_items x 2K: w_j, then c_j */
-    const int32_t *wc_row;          /* rows: the item of each item row (its WC row) */
+    const int32_t *wc_row;          /* rows: the item of each item row (its WC row); NULL: rows = items */
     int K;
     const int64_t *rated_start;     /* num_users + 1 */
     const int32_t *rated_items;     /* ascending within a user */
     const float *rated_vals;
     const float *bhat;              /* num_items: bhat at the epoch's start */
+    /* the masked kernel's (NULL for the searching one): per stream cell the
+     * bits k of S^K(j) that R(i) holds and the offset of their ratings in
+     * mvals (slot order); bhat at the epoch's start of each row's slots */
+    const uint32_t *mask, *moff;
+    const float *mvals;
+    const float *slot_bhat;         /* rows x K */
     float gb, gbh, gu, gv, gw, gc;  /* the groups' rates at this epoch */
     float lb, lbh, lu, lv, lw, lc;  /* and regularisers */
     int implicit;                   /* cross-entropy: ratings are weights, negatives' negated (lac_mf_xent_error) */
@@ -38,13 +48,34 @@ typedef void (*lac_mf_cuda_nbr_fn)(lac_mf_cuda_nbr_args);
 struct lac_mf_cuda_nbr_kernel {
     lac_mf_cuda_nbr_fn fn;
     int lanes, groups_per_block;
+    int masked;                     /* fn reads the masks (K <= 32, registers' path) */
 };
-lac_mf_cuda_nbr_kernel lac_mf_cuda_nbr_choose(int pieces, int K);
+/* masked: the mask-reading kernel where one exists for pieces and K, else
+ * the searching one; lanes 8, 16 or 32 asks for that many (0: the default). */
+lac_mf_cuda_nbr_kernel lac_mf_cuda_nbr_choose(int pieces, int K, int masked, int lanes);
 lac_status lac_mf_cuda_nbr_occupancy(lac_ctx_t ctx, const lac_mf_cuda_nbr_kernel *k, int *blocks_per_sm);
 lac_status lac_mf_cuda_nbr_launch_epoch(lac_ctx_t ctx, const lac_mf_cuda_nbr_kernel *k, unsigned blocks,
                                         const lac_mf_cuda_nbr_args *a);
 /* bhat[j] = item_bias[j * LAC_MF_BIAS_STRIDE] for the num_items own rows. */
 lac_status lac_mf_cuda_nbr_launch_bhat(lac_ctx_t ctx, const float *item_bias, int64_t num_items, float *bhat);
+/* slot_bhat[r K + k] = item_bias of nbr[r K + k] (0 for no neighbour), rows x K. */
+lac_status lac_mf_cuda_nbr_launch_slot_bhat(lac_ctx_t ctx, const float *item_bias, const int32_t *nbr, int64_t cells,
+                                            float *slot_bhat);
+
+/* The masks (mf_nbr_mask.cu): for every cell of the streams (groups x steps
+ * of base), the bits of R(i) ∩ S^K(j) and their ratings, made once per
+ * training. *built 0 (and nothing allocated) where they cannot be: K > 32,
+ * offsets past 32 bits, or too little device memory. */
+struct lac_mf_cuda_nbr_masks {
+    uint32_t *mask, *moff;
+    float *mvals;
+    int64_t rated;                  /* entries of mvals */
+};
+lac_status lac_mf_cuda_nbr_masks_build(lac_ctx_t ctx, const lac_mf_cuda_epoch_args *base, int64_t groups,
+                                       const int32_t *nbr, int K, const int64_t *rated_start,
+                                       const int32_t *rated_items, const float *rated_vals,
+                                       lac_mf_cuda_nbr_masks *out, int *built);
+void lac_mf_cuda_nbr_masks_free(lac_mf_cuda_nbr_masks *m);
 /* Adds the validation set's squared errors (eq. 1, clamped) into
  * sse[0 .. LAC_MF_SSE_SLOTS). */
 lac_status lac_mf_cuda_nbr_launch_validation(lac_ctx_t ctx, const lac_mf_cuda_nbr_args *a, const int32_t *user,
@@ -57,8 +88,11 @@ typedef struct lac_mf_cuda_nbr lac_mf_cuda_nbr;
 /* Chooses the kernel for the call (factors.nbr_k > 0) before the schedule. */
 lac_status lac_mf_cuda_nbr_begin(lac_ctx_t ctx, const lac_mf_call *call, int pieces, lac_mf_cuda_nbr **out,
                                  lac_mf_cuda_nbr_kernel *kernel);
-/* Uploads S^K, W, C, R(i) for the schedule's item rows. */
-lac_status lac_mf_cuda_nbr_upload(lac_ctx_t ctx, lac_mf_cuda_nbr *n, const lac_mf_schedule *sch);
+/* Uploads S^K, W, C, R(i) for the schedule's item rows; for the masked
+ * kernel makes the masks of base's streams (falling back to the searching
+ * kernel where they cannot be made). */
+lac_status lac_mf_cuda_nbr_upload(lac_ctx_t ctx, lac_mf_cuda_nbr *n, const lac_mf_schedule *sch,
+                                  const lac_mf_cuda_epoch_args *base);
 /* One epoch at scale (the rates' factor 1 / (1 + beta t^1.5)); base holds the
  * streams and the factors. */
 lac_status lac_mf_cuda_nbr_epoch(lac_ctx_t ctx, lac_mf_cuda_nbr *n, const lac_mf_cuda_epoch_args *base, float scale,

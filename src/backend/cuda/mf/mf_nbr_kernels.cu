@@ -13,7 +13,11 @@
  * w_j and c_j go back to global memory through L2 (Hogwild, like v_j). The
  * residuals' baselines take bhat at the epoch's start (as on the CPU), the
  * user's current b_i. K past G x KW or rows wider than the registers hold
- * take a general path: a warp per group, u_i in global memory. */
+ * take a general path: a warp per group, u_i in global memory.
+ * The masked kernel (MASK, K <= 32) searches nothing: each cell's mask and
+ * the offset of its ratings come with the cell, a step ahead with v_j the
+ * lane's slots' ratings (mvals at the offset plus the set bits below the
+ * slot) and their bhat at the epoch's start; |R^K(i;j)| is the mask's count. */
 #include "backend/cuda/mf/mf_nbr_cuda.h"
 
 #include <math.h>
@@ -39,6 +43,13 @@ static __device__ __forceinline__ void find_items(const int32_t *items, int len,
         if (len > 0 && __ldg(items + b) < x[s]) b++;
         pos[s] = (x[s] >= 0 && b < len && __ldg(items + b) == x[s]) ? b : -1;
     }
+}
+
+/* The w_j | c_j row of item row j: its item's (replica rows), or j itself
+ * (wc_row NULL: no replicas), without a dependent load. */
+static __device__ __forceinline__ int64_t wc_row_of(const lac_mf_cuda_nbr_args &a, int64_t j)
+{
+    return a.wc_row ? (int64_t)__ldg(a.wc_row + j) : j;
 }
 
 static __device__ __forceinline__ float4 nbr_step4(float keep, float4 a, float t, float4 b)
@@ -75,18 +86,21 @@ static __device__ __forceinline__ void nbr_finish_run(const lac_mf_cuda_epoch_ar
     }
 }
 
-/* Item row j's data for lane sub: v_j pieces, bhat_j, neighbours, w, c. */
+/* Item row j's data for lane sub: v_j pieces, bhat_j, neighbours, w, c; for
+ * the masked kernel the cell's mask and its slots' ratings and bhat. */
 template <int G, int V, int KW>
 struct nbr_row {
     float4 q[V];
     float bj;
     int32_t nb[KW];
     float w[KW], c[KW];
+    uint32_t m;
+    float rv[KW], bh[KW];
 };
 
-template <int G, int V, int KW>
+template <int G, int V, int KW, bool MASK>
 static __device__ __forceinline__ void load_item(nbr_row<G, V, KW> &r, const lac_mf_cuda_nbr_args &a, int32_t cd,
-                                                 int sub, int pieces)
+                                                 uint32_t m, uint32_t off, int sub, int pieces)
 {
     const bool present = cd >= 0;
     const int64_t j = cd & LAC_MF_ITEM_MASK;
@@ -99,7 +113,7 @@ static __device__ __forceinline__ void load_item(nbr_row<G, V, KW> &r, const lac
     r.bj = present ? __ldcg(a.base.item_bias + j * LAC_MF_BIAS_STRIDE) : 0.0f;
     const int K = a.K;
     const int32_t *nb = a.nbr + j * K;
-    const float *wc = a.WC + (present ? (int64_t)__ldg(a.wc_row + j) : 0) * 2 * K;
+    const float *wc = a.WC + (present ? wc_row_of(a, j) : 0) * 2 * K;
 #pragma unroll
     for (int s = 0; s < KW; s++) {
         const int k = sub + G * s;
@@ -107,10 +121,16 @@ static __device__ __forceinline__ void load_item(nbr_row<G, V, KW> &r, const lac
         r.nb[s] = in ? __ldg(nb + k) : -1;
         r.w[s] = in ? __ldcg(wc + k) : 0.0f;
         r.c[s] = in ? __ldcg(wc + K + k) : 0.0f;
+        if (MASK) {
+            const bool rated = in && ((m >> k) & 1u);
+            r.rv[s] = rated ? __ldg(a.mvals + off + __popc(m & ((1u << k) - 1u))) : 0.0f;
+            r.bh[s] = rated ? __ldg(a.slot_bhat + j * K + k) : 0.0f;
+        }
     }
+    r.m = present ? m : 0u;
 }
 
-template <int G, int V, int KW>
+template <int G, int V, int KW, bool MASK>
 static __global__ void __launch_bounds__(32 * LAC_MF_WARPS_PER_BLOCK) nbr_epoch(lac_mf_cuda_nbr_args a)
 {
     constexpr int GROUPS_PER_WARP = 32 / G;
@@ -135,15 +155,20 @@ static __global__ void __launch_bounds__(32 * LAC_MF_WARPS_PER_BLOCK) nbr_epoch(
     const float *vals = NULL;
     int len = 0;
 
+    const uint32_t *cmask = MASK ? a.mask + group * b.steps : NULL, *cmoff = MASK ? a.moff + group * b.steps : NULL;
+
     int32_t c[LAC_MF_CODE_AHEAD];
     float r[LAC_MF_CODE_AHEAD];
+    uint32_t mk[LAC_MF_CODE_AHEAD], mo[LAC_MF_CODE_AHEAD];
 #pragma unroll
     for (int d = 0; d < LAC_MF_CODE_AHEAD; d++) {
         c[d] = __ldg(code + d);
         r[d] = __ldg(rating + d);
+        mk[d] = MASK ? __ldg(cmask + d) : 0u;
+        mo[d] = MASK ? __ldg(cmoff + d) : 0u;
     }
     nbr_row<G, V, KW> cur, nxt;
-    load_item<G, V, KW>(nxt, a, c[0], sub, pieces);
+    load_item<G, V, KW, MASK>(nxt, a, c[0], mk[0], mo[0], sub, pieces);
 
     for (int64_t t0 = 0; t0 < steps; t0 += LAC_MF_CODE_AHEAD) {
 #pragma unroll
@@ -153,10 +178,17 @@ static __global__ void __launch_bounds__(32 * LAC_MF_WARPS_PER_BLOCK) nbr_epoch(
             cur = nxt;
             const int64_t t = t0 + d;
             /* the next step's item row, a step ahead */
-            if (t + 1 < steps) load_item<G, V, KW>(nxt, a, c[(d + 1) % LAC_MF_CODE_AHEAD], sub, pieces);
+            if (t + 1 < steps) {
+                const int e = (d + 1) % LAC_MF_CODE_AHEAD;
+                load_item<G, V, KW, MASK>(nxt, a, c[e], mk[e], mo[e], sub, pieces);
+            }
             if (t + LAC_MF_CODE_AHEAD < steps) {
                 c[d] = __ldg(code + t + LAC_MF_CODE_AHEAD);
                 r[d] = __ldg(rating + t + LAC_MF_CODE_AHEAD);
+                if (MASK) {
+                    mk[d] = __ldg(cmask + t + LAC_MF_CODE_AHEAD);
+                    mo[d] = __ldg(cmoff + t + LAC_MF_CODE_AHEAD);
+                }
             }
             /* padding (cd < 0) still takes part in the shuffles, as no update */
             if (cd >= 0 && (cd & LAC_MF_RUN_START)) {
@@ -171,10 +203,12 @@ static __global__ void __launch_bounds__(32 * LAC_MF_WARPS_PER_BLOCK) nbr_epoch(
                     p[v] = p0[v] = pc < pieces ? __ldcg(pu + pc) : make_float4(0.f, 0.f, 0.f, 0.f);
                 }
                 bu = bu0 = __ldcg(b.user_bias + user);
-                const int64_t lo = __ldg(a.rated_start + user);
-                items = a.rated_items + lo;
-                vals = a.rated_vals + lo;
-                len = (int)(__ldg(a.rated_start + user + 1) - lo);
+                if (!MASK) {
+                    const int64_t lo = __ldg(a.rated_start + user);
+                    items = a.rated_items + lo;
+                    vals = a.rated_vals + lo;
+                    len = (int)(__ldg(a.rated_start + user + 1) - lo);
+                }
             }
             float dot = 0.0f;
 #pragma unroll
@@ -183,14 +217,20 @@ static __global__ void __launch_bounds__(32 * LAC_MF_WARPS_PER_BLOCK) nbr_epoch(
                 dot = fmaf(x.w, y.w, fmaf(x.z, y.z, fmaf(x.y, y.y, fmaf(x.x, y.x, dot))));
             }
             int pos[KW];
-            find_items<KW>(items, len, cur.nb, pos);
+            if (MASK) {
+#pragma unroll
+                for (int s = 0; s < KW; s++) pos[s] = ((cur.m >> (sub + G * s)) & 1u) ? 0 : -1;
+            } else {
+                find_items<KW>(items, len, cur.nb, pos);
+            }
             const float base = b.mean + bu;
             float resid[KW], sr = 0.0f, sc = 0.0f, nr = 0.0f, nk = 0.0f;
 #pragma unroll
             for (int s = 0; s < KW; s++) {
                 resid[s] = 0.0f;
                 if (pos[s] >= 0) {
-                    resid[s] = __ldg(vals + pos[s]) - base - __ldg(a.bhat + cur.nb[s]);
+                    resid[s] = MASK ? cur.rv[s] - base - cur.bh[s]
+                                    : __ldg(vals + pos[s]) - base - __ldg(a.bhat + cur.nb[s]);
                     sr = fmaf(resid[s], cur.w[s], sr);
                     nr += 1.0f;
                 } else if (cur.nb[s] >= 0) {
@@ -201,7 +241,7 @@ static __global__ void __launch_bounds__(32 * LAC_MF_WARPS_PER_BLOCK) nbr_epoch(
             dot = group_sum<G>(dot);
             sr = group_sum<G>(sr);
             sc = group_sum<G>(sc);
-            nr = group_sum<G>(nr);
+            nr = MASK ? (float)__popc(cur.m) : group_sum<G>(nr);
             nk = group_sum<G>(nk);
             const float ncount = nk - nr;
             const float rr = nr > 0.0f ? 1.0f / sqrtf(nr) : 0.0f, rc = ncount > 0.0f ? 1.0f / sqrtf(ncount) : 0.0f;
@@ -221,7 +261,7 @@ static __global__ void __launch_bounds__(32 * LAC_MF_WARPS_PER_BLOCK) nbr_epoch(
                 p[v] = nbr_step4(keep_u, pf, su, qf);
                 if (pc < pieces) __stcg(qj + pc, nbr_step4(keep_v, qf, sv, pf));
             }
-            float *wc = a.WC + (int64_t)__ldg(a.wc_row + j) * 2 * K;
+            float *wc = a.WC + wc_row_of(a, j) * 2 * K;
             const float ew = a.gw * e * rr, ec = a.gc * e * rc;
 #pragma unroll
             for (int s = 0; s < KW; s++) {
@@ -267,7 +307,7 @@ static __global__ void __launch_bounds__(32 * LAC_MF_WARPS_PER_BLOCK) nbr_epoch_
             len = (int)(a.rated_start[user + 1] - lo);
         }
         const int64_t j = cd & LAC_MF_ITEM_MASK;
-        float *qj = b.Q + j * stride, *w = a.WC + (int64_t)a.wc_row[j] * 2 * K, *cc = w + K;
+        float *qj = b.Q + j * stride, *w = a.WC + wc_row_of(a, j) * 2 * K, *cc = w + K;
         const int32_t *nb = a.nbr + j * K;
         float part = 0.0f;
         for (int f = lane; f < stride; f += 32) part = fmaf(__ldcg(pu + f), __ldcg(qj + f), part);
@@ -318,6 +358,16 @@ static __global__ void __launch_bounds__(32 * LAC_MF_WARPS_PER_BLOCK) nbr_epoch_
         __syncwarp();
     }
     if (lane == 0) atomicAdd(b.sse + group % LAC_MF_SSE_SLOTS, (double)sse);
+}
+
+static __global__ void slot_bhat(const float *__restrict__ item_bias, const int32_t *__restrict__ nbr, int64_t n,
+                                 float *__restrict__ out)
+{
+    const int64_t x = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (x < n) {
+        const int32_t j = nbr[x];
+        out[x] = j >= 0 ? item_bias[(int64_t)j * LAC_MF_BIAS_STRIDE] : 0.0f;
+    }
 }
 
 static __global__ void copy_bhat(const float *__restrict__ item_bias, int64_t n, float *__restrict__ bhat)
@@ -378,37 +428,55 @@ static __global__ void nbr_validation_sse(lac_mf_cuda_nbr_args a, const int32_t 
     if (lane == 0) atomicAdd(sse_out + (warp & (LAC_MF_SSE_SLOTS - 1)), (double)sse);
 }
 
-template <int G, int V>
+/* The masked kernel only where the mask's 32 bits hold G x KW slots (the
+ * other cases name an instantiation that exists and are never returned). */
+template <int G, int V, bool MASK>
 static lac_mf_cuda_nbr_fn by_slots(int kw)
 {
     switch (kw) {
-    case 1: return nbr_epoch<G, V, 1>;
-    case 2: return nbr_epoch<G, V, 2>;
-    case 4: return nbr_epoch<G, V, 4>;
-    case 8: return nbr_epoch<G, V, 8>;
+    case 1: return nbr_epoch<G, V, 1, MASK>;
+    case 2: return MASK && G > 16 ? NULL : nbr_epoch<G, V, (MASK && G > 16 ? 1 : 2), MASK>;
+    case 4: return MASK && G > 8 ? NULL : nbr_epoch<G, V, (MASK && G > 8 ? 1 : 4), MASK>;
+    case 8: return MASK ? NULL : nbr_epoch<G, V, (MASK ? 1 : 8), MASK>;
     default: return NULL;
     }
 }
 
-/* G = 8 lanes for rows up to 16 float4 (F <= 64 padded), 16 up to 32 (F <=
- * 128), 32 up to 64 (F <= 256), each lane one or two float4 of u_i; K slots
- * a lane rounded up to 1, 2, 4 or 8 (K <= 8 G). Otherwise the general path. */
-lac_mf_cuda_nbr_kernel lac_mf_cuda_nbr_choose(int pieces, int K)
+template <int G>
+static lac_mf_cuda_nbr_fn by_rows(int pieces, int kw, bool mask)
+{
+    if (pieces <= G) return mask ? by_slots<G, 1, true>(kw) : by_slots<G, 1, false>(kw);
+    return mask ? by_slots<G, 2, true>(kw) : by_slots<G, 2, false>(kw);
+}
+
+/* G lanes a group, each one or two float4 of u_i (rows up to 2 G float4)
+ * and K slots rounded up to 1, 2, 4 or 8 a lane (K <= 8 G); otherwise the
+ * general path. Searching: G = 8 for rows up to 16 float4 (F <= 64
+ * padded), 16 up to 32, 32 up to 64. The masked kernel (K <= 32) takes 32
+ * lanes, a slot each: with the lookups gone a step's time is mostly its
+ * chain of dependent instructions, which fewer slots a lane shorten
+ * (bench/RESULTS.md). lanes (8, 16 or 32; 0: the default) overrides where
+ * the row fits. */
+lac_mf_cuda_nbr_kernel lac_mf_cuda_nbr_choose(int pieces, int K, int masked, int lanes)
 {
     lac_mf_cuda_nbr_kernel k;
     k.fn = NULL;
-    k.lanes = pieces <= 16 ? 8 : pieces <= 32 ? 16 : 32;
+    const bool mask = masked && K <= 32;
+    k.lanes = mask ? 32 : pieces <= 16 ? 8 : pieces <= 32 ? 16 : 32;
+    if ((lanes == 8 || lanes == 16 || lanes == 32) && pieces <= 2 * lanes) k.lanes = lanes;
     int kw = 1;
     while (kw * k.lanes < K) kw *= 2;
-    if (pieces <= 64 && kw <= 8) {
-        if (k.lanes == 8) k.fn = pieces <= 8 ? by_slots<8, 1>(kw) : by_slots<8, 2>(kw);
-        else if (k.lanes == 16) k.fn = by_slots<16, 2>(kw);
-        else k.fn = by_slots<32, 2>(kw);
+    if (pieces <= 2 * k.lanes && kw <= 8) {
+        if (k.lanes == 8) k.fn = by_rows<8>(pieces, kw, mask);
+        else if (k.lanes == 16) k.fn = by_rows<16>(pieces, kw, mask);
+        else k.fn = by_rows<32>(pieces, kw, mask);
     }
+    k.masked = mask && k.fn;
     if (!k.fn) {
         k.lanes = 32;
         k.fn = nbr_epoch_general;
         k.groups_per_block = LAC_MF_WARPS_PER_BLOCK;
+        k.masked = 0;
         return k;
     }
     k.groups_per_block = LAC_MF_WARPS_PER_BLOCK * (32 / k.lanes);
@@ -434,6 +502,15 @@ lac_status lac_mf_cuda_nbr_launch_bhat(lac_ctx_t ctx, const float *item_bias, in
 {
     if (num_items == 0) return LAC_SUCCESS;
     copy_bhat<<<(unsigned)((num_items + 255) / 256), 256, 0, ctx->cuda->stream>>>(item_bias, num_items, bhat);
+    LAC_CUDA_CHECK_LAUNCH(ctx);
+    return LAC_SUCCESS;
+}
+
+lac_status lac_mf_cuda_nbr_launch_slot_bhat(lac_ctx_t ctx, const float *item_bias, const int32_t *nbr, int64_t cells,
+                                            float *out)
+{
+    if (cells == 0) return LAC_SUCCESS;
+    slot_bhat<<<(unsigned)((cells + 255) / 256), 256, 0, ctx->cuda->stream>>>(item_bias, nbr, cells, out);
     LAC_CUDA_CHECK_LAUNCH(ctx);
     return LAC_SUCCESS;
 }

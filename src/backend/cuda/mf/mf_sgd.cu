@@ -35,7 +35,10 @@
  * steps, and on the MovieLens-10M shape (H200, 2026-11-24) 8,448 groups lost
  * so many of the popular items' updates (or, with atomic adds, overshot) that
  * the best validation RMSE was 0.550 against the CPU's 0.537; 1,024 groups
- * with whole rows gave 0.538, 256 gave 0.5378 (bench/RESULTS.md).
+ * with whole rows gave 0.538, 256 gave 0.5378 (bench/RESULTS.md). With the
+ * per-rating neighbour masks (mf_nbr_mask.cu) 2,048 and 4,096 groups were
+ * measured again (2026-11-25): faster epochs, but worse RMSE on the ML-10M
+ * shape and on planted neighbourhoods, so the default stayed.
  *
  * Tuning knobs (core/knobs.h, for measurements): LACUNA_MF_CUDA_LANES,
  * _AHEAD, _GROUPS, _HOT, _RUN_MAX. */
@@ -162,6 +165,8 @@ static lac_status upload_all(lac_ctx_t ctx, lac_mf_state *s, const lac_mf_call *
     return LAC_SUCCESS;
 }
 
+static lac_mf_cuda_epoch_args epoch_args(const lac_mf_state *s, float lr);
+
 lac_status lac_mf_cuda_one_begin(lac_ctx_t ctx, const lac_mf_call *call, lac_mf_state **out)
 {
     LAC_CHECK(lac_cuda_use_device(ctx));
@@ -250,8 +255,10 @@ lac_status lac_mf_cuda_one_begin(lac_ctx_t ctx, const lac_mf_call *call, lac_mf_
             (long long)s->steps, 100.0 * (1.0 - (double)sd->nnz / ((double)s->groups * (double)s->steps)),
             (long long)s->hot_items, (long long)sch.hot, (long long)(s->rows - d->num_items));
     LAC_CHECK_GOTO(upload_all(ctx, s, call, &sch), st, fail);
-    if (s->nbr)
-        LAC_CHECK_GOTO(lac_mf_cuda_nbr_upload(ctx, s->nbr, &sch), st, fail);
+    if (s->nbr) {   /* the masks walk the uploaded streams */
+        lac_mf_cuda_epoch_args a = epoch_args(s, 0.0f);
+        LAC_CHECK_GOTO(lac_mf_cuda_nbr_upload(ctx, s->nbr, &sch, &a), st, fail);
+    }
     if (s->implicit && s->nbr)
         LAC_CHECK_GOTO(lac_mf_cuda_implicit_nbr_upload(ctx, s->implicit, &sch), st, fail);
     else if (s->implicit)
