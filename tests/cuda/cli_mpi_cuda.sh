@@ -121,9 +121,22 @@ mpi 2 "$tool" mf train train.txt resumed.model $o --epochs 6 --checkpoint ck.bin
 rs=$(key rmse straight.json); rr=$(key rmse resumed.json)
 check "mf -np 2 GPU ranks: 3 + 3 resumed epochs ($rr) within $TOL of 6 straight ones ($rs)" \
     "[ $rc -eq 0 ] && [ $rc2 -eq 0 ] && [ $rc3 -eq 0 ] && close $rr $rs"
-mpi 2 "$tool" mf train train.txt nbr.model --model neighbourhood --no-search --epochs 2 --device cuda --quiet 2>err.txt; rc=$?
-check "the neighbourhood model over GPU ranks exits 2, says where it trains, writes nothing" \
-    "[ $rc -eq 2 ] && grep -q 'with --device cpu' err.txt && [ ! -e nbr.model ]"
+# The neighbourhood model on GPU ranks: each part keeps every item's row
+# (the neighbours' baselines), R(i) of the rank's users whole.
+o="--model neighbourhood -K 16 --valid valid.txt --no-search --epochs 20 -k 32 --json --quiet"
+"$tool" mf train train.txt nbr1.model $o --device cuda > nbr1.json
+rb=$(key valid_rmse nbr1.json)
+for np in 2 3; do
+    mpi $np "$tool" mf train train.txt nbr$np.model $o --device cuda > nbr$np.json; rc=$?
+    rn=$(key valid_rmse nbr$np.json)
+    echo "mf neighbourhood: validation RMSE one GPU $rb, -np $np GPU ranks $rn"
+    check "mf neighbourhood -np $np GPU ranks: exit 0, RMSE $rn within $TOL of one GPU's $rb" \
+        "[ $rc -eq 0 ] && close $rn $rb"
+    "$tool" mf predict nbr$np.model valid.txt --json > nbrpred$np.json
+    rp=$(key rmse nbrpred$np.json)
+    check "mf neighbourhood -np $np GPU ranks: the written model predicts the reported RMSE ($rp, $rn)" \
+        "\"$py\" -c 'import sys; sys.exit(0 if abs($rp - $rn) <= 1e-5 * $rn else 1)'"
+done
 mpi 2 "$tool" mf train train.txt imp.model --implicit --model neighbourhood --epochs 2 --device cuda --quiet \
     2>err.txt; rc=$?
 check "implicit feedback with the neighbourhood model over GPU ranks exits 2, says where it trains, writes nothing" \

@@ -12,7 +12,14 @@
  * implicit feedback: then the part's training draws the negatives from its
  * own items, `negatives` a positive of weight negative_scale, the user's
  * share of one process's (make_scale); a user without a positive in the
- * part gets none there (the CPU's part epoch gives it some). */
+ * part gets none there (the CPU's part epoch gives it some).
+ * The neighbourhood model's part (ratings) keeps the model's item indices
+ * (every item a row on the device, the part's with ratings): a rating's
+ * terms read its user's whole row R(i) (rated_*, this rank's users, model
+ * item ids) and the baselines bhat of neighbours in any block, which an
+ * epoch call takes from every item bias of the host arrays, as this rank
+ * last held them (the rotation gathers them after each epoch;
+ * src/dist/mf_dist.c). */
 #include "backend/cuda/mf/mf_multi_cuda.h"
 #include "backend/cuda/mf/mf_parts_cuda.h"
 #include "mf/schedule.h"
@@ -24,9 +31,14 @@ struct lac_mf_cuda_part {
     lac_mf_call call;           /* the rotation's: host arrays in the model's indices */
     lac_mf_data sub;            /* the part's ratings in local indices */
     lac_mf_factors fac;         /* the part's rows, packed on the host */
-    int32_t *users_of, *items_of;   /* model index of each local user / item */
+    int32_t *users_of, *items_of;   /* model index of each local user / item (of the part) */
     float *scale;               /* implicit cross-entropy: each local user's negatives' weight */
     uint64_t *cum;              /* implicit: the local items' cumulative weights (call.neg_cum's; NULL: uniform) */
+    int64_t part_items;         /* the part's items (items_of's length) */
+    int whole_items;            /* the neighbourhood model: local item index = model index */
+    int64_t *rated_start;       /* the neighbourhood model: R(i) of each local user, */
+    int32_t *rated_items;       /* model item ids, ascending */
+    float *rated_vals;
     lac_mf_state *one;          /* the one-device training of the part */
 };
 
@@ -42,9 +54,11 @@ static lac_status make_sub(lac_ctx_t ctx, lac_mf_cuda_part *q)
     lac_status st = item_local && q->items_of && q->users_of ? LAC_SUCCESS : LAC_ERR_OUT_OF_MEMORY;
     int64_t ni = 0, nu = 0;
     for (int64_t j = 0; st == LAC_SUCCESS && j < d->num_items; j++) {
-        item_local[j] = part[j] == q->call.part ? (int32_t)ni : -1;
+        item_local[j] = part[j] != q->call.part ? -1 : q->whole_items ? (int32_t)j : (int32_t)ni;
         if (part[j] == q->call.part) q->items_of[ni++] = (int32_t)j;
     }
+    q->part_items = ni;
+    if (q->whole_items) ni = d->num_items;
     for (int64_t x = 0; st == LAC_SUCCESS && x < d->num_users; x++) {
         int64_t a = d->row_start[x];
         while (a < d->row_start[x + 1] && item_local[d->col[a]] < 0) a++;
@@ -99,7 +113,33 @@ static lac_status make_scale(lac_ctx_t ctx, lac_mf_cuda_part *q)
     return LAC_SUCCESS;
 }
 
-/* The part's rows of the model's host arrays into its packed rows (in 1), or back. */
+/* The neighbourhood model: each local user's whole row R(i) from the model's. */
+static lac_status make_rated(lac_ctx_t ctx, lac_mf_cuda_part *q)
+{
+    const lac_mf_factors *g = &q->call.factors;
+    const int64_t nu = q->sub.num_users;
+    q->rated_start = (int64_t *)lac_malloc(ctx, (size_t)(nu + 1) * sizeof(int64_t));
+    if (!q->rated_start) return LAC_ERR_OUT_OF_MEMORY;
+    q->rated_start[0] = 0;
+    for (int64_t x = 0; x < nu; x++) {
+        const int64_t u = q->users_of[x];
+        q->rated_start[x + 1] = q->rated_start[x] + (g->rated_start[u + 1] - g->rated_start[u]);
+    }
+    const size_t total = (size_t)q->rated_start[nu];
+    q->rated_items = (int32_t *)lac_malloc(ctx, (total ? total : 1) * sizeof(int32_t));
+    q->rated_vals = (float *)lac_malloc(ctx, (total ? total : 1) * sizeof(float));
+    if (!q->rated_items || !q->rated_vals) return LAC_ERR_OUT_OF_MEMORY;
+    for (int64_t x = 0; x < nu; x++) {
+        const int64_t u = q->users_of[x], a = g->rated_start[u], len = g->rated_start[u + 1] - a;
+        memcpy(q->rated_items + q->rated_start[x], g->rated_items + a, (size_t)len * sizeof(int32_t));
+        memcpy(q->rated_vals + q->rated_start[x], g->rated_vals + a, (size_t)len * sizeof(float));
+    }
+    return LAC_SUCCESS;
+}
+
+/* The part's rows of the model's host arrays into its packed rows (in 1), or
+ * back. With whole items, every item bias goes in (the neighbours'
+ * baselines) and only the part's rows come back. */
 static void exchange(lac_mf_cuda_part *q, int in)
 {
     const lac_mf_factors *g = &q->call.factors, *f = &q->fac;
@@ -110,12 +150,21 @@ static void exchange(lac_mf_cuda_part *q, int in)
         if (in) f->user_bias[u] = g->user_bias[q->users_of[u]];
         else g->user_bias[q->users_of[u]] = f->user_bias[u];
     }
-    for (int64_t j = 0; j < f->num_items; j++) {
-        float *mine = f->Q + j * f->stride, *model = g->Q + (int64_t)q->items_of[j] * g->stride;
+    const size_t wc = (size_t)g->nbr_k * sizeof(float);
+    for (int64_t x = 0; x < q->part_items; x++) {
+        const int64_t j = q->items_of[x], local = q->whole_items ? j : x;
+        float *mine = f->Q + local * f->stride, *model = g->Q + j * g->stride;
         memcpy(in ? mine : model, in ? model : mine, row);
-        if (in) f->item_bias[j] = g->item_bias[q->items_of[j]];
-        else g->item_bias[q->items_of[j]] = f->item_bias[j];
+        if (in) f->item_bias[local] = g->item_bias[j];
+        else g->item_bias[j] = f->item_bias[local];
+        if (wc) {
+            float *mw = f->W + local * g->nbr_k, *gw = g->W + j * g->nbr_k;
+            float *mc = f->C + local * g->nbr_k, *gc = g->C + j * g->nbr_k;
+            memcpy(in ? mw : gw, in ? gw : mw, wc);
+            memcpy(in ? mc : gc, in ? gc : mc, wc);
+        }
     }
+    if (in && q->whole_items) memcpy(f->item_bias, g->item_bias, (size_t)g->num_items * sizeof(float));
 }
 
 void lac_mf_cuda_part_end(lac_ctx_t ctx, lac_mf_cuda_part *q)
@@ -127,6 +176,11 @@ void lac_mf_cuda_part_end(lac_ctx_t ctx, lac_mf_cuda_part *q)
     free(q->items_of);
     free(q->scale);
     free(q->cum);
+    free(q->rated_start);
+    free(q->rated_items);
+    free(q->rated_vals);
+    cudaFreeHost(q->fac.W);
+    cudaFreeHost(q->fac.C);
     cudaFreeHost(q->fac.P);
     cudaFreeHost(q->fac.Q);
     cudaFreeHost(q->fac.user_bias);
@@ -137,30 +191,47 @@ void lac_mf_cuda_part_end(lac_ctx_t ctx, lac_mf_cuda_part *q)
 lac_status lac_mf_cuda_part_begin(lac_ctx_t ctx, const lac_mf_call *call, lac_mf_cuda_part **out)
 {
     *out = NULL;
-    if (call->factors.nbr_k)
-        return lac_error(ctx, LAC_ERR_UNSUPPORTED, "mf over MPI ranks on the GPU trains the plain model; "
-                                                   "train the neighbourhood model over ranks with --device cpu");
+    if (call->factors.nbr_k && call->implicit)
+        return lac_error(ctx, LAC_ERR_UNSUPPORTED, "mf over MPI ranks on the GPU trains the neighbourhood model on "
+                                                   "ratings; train its implicit feedback over ranks with --device cpu");
     lac_mf_cuda_part *q = (lac_mf_cuda_part *)calloc(1, sizeof *q);
     if (!q) return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "out of host memory for an mf part");
     q->call = *call;
+    q->whole_items = call->factors.nbr_k > 0;
     lac_status st = make_sub(ctx, q);
     if (st == LAC_SUCCESS && call->implicit && call->loss != LAC_MF_LOSS_BPR) st = make_scale(ctx, q);
     if (st == LAC_SUCCESS && call->implicit) st = make_cum(ctx, q);
+    if (st == LAC_SUCCESS && q->whole_items && make_rated(ctx, q) != LAC_SUCCESS)
+        st = lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "out of host memory for the rows R(i) of mf part %d", call->part);
     lac_mf_factors *f = &q->fac;
     *f = call->factors;
     f->num_users = q->sub.num_users;
     f->num_items = q->sub.num_items;
-    f->P = f->Q = f->user_bias = f->item_bias = NULL;
-    /* pinned: the rows cross PCIe every epoch call */
+    f->P = f->Q = f->user_bias = f->item_bias = f->W = f->C = NULL;
+    if (q->whole_items) {
+        f->rated_start = q->rated_start;
+        f->rated_items = q->rated_items;
+        f->rated_vals = q->rated_vals;
+    }
+    /* pinned: the rows cross PCIe every epoch call; zeroed, since the rows
+     * of items outside the part go to the device untrained */
     const size_t pu = (size_t)(f->num_users * f->stride + 1), qi = (size_t)(f->num_items * f->stride + 1);
+    const size_t wc = (size_t)(f->num_items * f->nbr_k + 1);
     if (st == LAC_SUCCESS && (cudaMallocHost((void **)&f->P, pu * sizeof(float)) != cudaSuccess ||
                               cudaMallocHost((void **)&f->Q, qi * sizeof(float)) != cudaSuccess ||
                               cudaMallocHost((void **)&f->user_bias, (size_t)(f->num_users + 1) * sizeof(float)) !=
                                   cudaSuccess ||
                               cudaMallocHost((void **)&f->item_bias, (size_t)(f->num_items + 1) * sizeof(float)) !=
-                                  cudaSuccess))
+                                  cudaSuccess ||
+                              (f->nbr_k && (cudaMallocHost((void **)&f->W, wc * sizeof(float)) != cudaSuccess ||
+                                            cudaMallocHost((void **)&f->C, wc * sizeof(float)) != cudaSuccess))))
         st = lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "out of pinned host memory for the rows of mf part %d", call->part);
     if (st == LAC_SUCCESS) {
+        memset(f->Q, 0, qi * sizeof(float));
+        if (f->nbr_k) {
+            memset(f->W, 0, wc * sizeof(float));
+            memset(f->C, 0, wc * sizeof(float));
+        }
         exchange(q, 1);
         lac_mf_call c = *call;
         c.data = &q->sub;
