@@ -5,9 +5,12 @@
  * stopping on, so the kept epoch is restored through the rotation) must come
  * within 0.005 of one device's, and predictions of the downloaded model must
  * reproduce the RMSE reported during training (every block gathered into the
- * model's indices). More shares than users, the neighbourhood model and
- * implicit feedback train on the first device (logged), and deterministic
- * training is refused as on one device. A checkpoint written by a rotation
+ * model's indices). The neighbourhood model rotates too (every training
+ * holding all item rows for the neighbours' baselines): within 0.005 of one
+ * device's RMSE on data with planted item clusters, and the downloaded model
+ * (W, C and R(i) gathered) predicts what training reported. More shares than
+ * users and implicit feedback train on the first device (logged), and
+ * deterministic training is refused as on one device. A checkpoint written by a rotation
  * resumes at its end to the same model (on the rotation and on the CPU), and
  * a training broken off after 3 epochs on two shares and resumed on three
  * comes as close as one without a break. */
@@ -40,19 +43,26 @@ static lac_ctx_t make_ctx(int n)
     return c;
 }
 
-static void split_generated(int64_t users, int64_t items, int64_t ratings, uint64_t seed, lac_ratings_t *train,
-                            lac_ratings_t *valid)
+static void split_generated_clusters(int64_t users, int64_t items, int64_t ratings, uint64_t seed, int clusters,
+                                     lac_ratings_t *train, lac_ratings_t *valid)
 {
     lac_mf_gen_params g = lac_mf_gen_params_default();
     g.users = users;
     g.items = items;
     g.ratings = ratings;
     g.seed = seed;
+    g.item_clusters = clusters;
     lac_ratings_t all = NULL;
     CHECK_OK(cpu, lac_mf_generate(cpu, &g, &all));
     lac_mf_split_params sp = lac_mf_split_params_default();
     CHECK_OK(cpu, lac_mf_split(cpu, &sp, all, train, valid));
     lac_ratings_destroy(&all);
+}
+
+static void split_generated(int64_t users, int64_t items, int64_t ratings, uint64_t seed, lac_ratings_t *train,
+                            lac_ratings_t *valid)
+{
+    split_generated_clusters(users, items, ratings, seed, 0, train, valid);
 }
 
 /* Trains on ctx; checks the downloaded model's RMSE against the report. */
@@ -126,7 +136,7 @@ TEST(more_shares_than_users_trains_on_the_first_device)
     lac_ratings_destroy(&r);
 }
 
-TEST(deterministic_refused_and_neighbourhood_on_the_first_device)
+TEST(deterministic_refused)
 {
     lac_ratings_t train = NULL, valid = NULL;
     split_generated(2000, 800, 100000, 11, &train, &valid);
@@ -136,14 +146,37 @@ TEST(deterministic_refused_and_neighbourhood_on_the_first_device)
     lac_mf_model_t m = NULL;
     CHECK(lac_mf_train(shares[2], &p, train, valid, NULL, NULL, &m, NULL) == LAC_ERR_UNSUPPORTED);
     CHECK(m == NULL);
-    p.deterministic = 0;
-    p.model = LAC_MF_MODEL_NEIGHBOURHOOD;
-    p.epochs = 3;
-    seen[0] = 0;
-    CHECK_OK(shares[2], lac_mf_train(shares[2], &p, train, valid, NULL, NULL, &m, NULL));
-    if (!strstr(seen, "the neighbourhood model trains on the first of the context's 2 devices"))
-        HARNESS_FAIL("no fallback logged: %s", seen);
-    lac_mf_model_destroy(&m);
+    lac_ratings_destroy(&train);
+    lac_ratings_destroy(&valid);
+}
+
+/* The neighbourhood model on 2 and 3 shares against one device, on planted
+ * item clusters (where its terms matter), with simLSH and exact lists. */
+TEST(neighbourhood_rotation_within_0005_of_one_device)
+{
+    lac_ratings_t train = NULL, valid = NULL;
+    split_generated_clusters(6000, 1200, 400000, 5, 30, &train, &valid);
+    for (int exact = 0; exact < 2; exact++) {
+        lac_mf_params p = lac_mf_params_default();
+        p.k = 32;
+        p.model = LAC_MF_MODEL_NEIGHBOURHOOD;
+        p.neighbours.k = 16;
+        if (exact) p.neighbours.method = LAC_MF_NBR_GSM;
+        int e1 = 0, e2 = 0, e3 = 0;
+        double r1 = train_rmse(one, &p, train, valid, &e1);
+        seen[0] = 0;
+        double r2 = train_rmse(shares[2], &p, train, valid, &e2);
+        if (!strstr(seen, "2 devices, the rotation over 2 x 2 blocks")) HARNESS_FAIL("cuda:0,0 did not rotate: %s", seen);
+        seen[0] = 0;
+        double r3 = train_rmse(shares[3], &p, train, valid, &e3);
+        if (!strstr(seen, "3 devices, the rotation over 3 x 3 blocks"))
+            HARNESS_FAIL("cuda:0,0,0 did not rotate: %s", seen);
+        printf("    neighbourhood (%s lists), K 16: valid RMSE cuda:0 %.4f (%d epochs), cuda:0,0 %.4f (%d), "
+               "cuda:0,0,0 %.4f (%d)\n",
+               exact ? "exact" : "simLSH", r1, e1, r2, e2, r3, e3);
+        if (!(fabs(r2 - r1) <= 0.005)) HARNESS_FAIL("neighbourhood cuda:0,0 valid RMSE %.5f vs cuda:0 %.5f", r2, r1);
+        if (!(fabs(r3 - r1) <= 0.005)) HARNESS_FAIL("neighbourhood cuda:0,0,0 valid RMSE %.5f vs cuda:0 %.5f", r3, r1);
+    }
     lac_ratings_destroy(&train);
     lac_ratings_destroy(&valid);
 }
@@ -219,7 +252,8 @@ int main(void)
     if (!one || !shares[2] || !shares[3] || !shares[5]) return harness_finish();
     RUN(rotation_rmse_within_0005_of_one_device);
     RUN(more_shares_than_users_trains_on_the_first_device);
-    RUN(deterministic_refused_and_neighbourhood_on_the_first_device);
+    RUN(deterministic_refused);
+    RUN(neighbourhood_rotation_within_0005_of_one_device);
     RUN(checkpoints_of_a_rotation_resume);
     lac_ctx_destroy(&one);
     for (int n = 0; n < 6; n++) lac_ctx_destroy(&shares[n]);

@@ -21,7 +21,16 @@
  * on its device.
  * Over several machines or with NCCL the same exchange would be the ring's
  * send/receive of one item block a sub-epoch (src/dist/mf_dist.c runs it
- * over MPI ranks on the CPU); on one host the peer copies are that ring. */
+ * over MPI ranks on the CPU); on one host the peer copies are that ring.
+ * The neighbourhood model: a rating's terms read its user's whole row R(i)
+ * and the baselines bhat of its item's neighbours, in any block. So each
+ * training (p, b) holds every item's rows, numbered block-major (block b's
+ * items are the rows [item_first[b], item_first[b + 1]), so a block moves as
+ * one range, w_j | c_j with it), S^K and R(i) in those numbers, and the item
+ * biases of the other blocks as the homes held them at the epoch's start
+ * (copied to every training before it; the CPU's rotation over ranks reads
+ * them as the rank last held them, likewise at most an epoch old).
+ * Validation then runs on the host over the downloaded model. */
 #include "backend/cuda/mf/mf_multi_cuda.h"
 #include "backend/cuda/mf/mf_cuda.h"
 
@@ -44,6 +53,15 @@ struct lac_mf_cuda_multi {
     int device[LAC_MAX_DEVICES];
     cudaEvent_t trained[LAC_MAX_DEVICES], moved[LAC_MAX_DEVICES];
     int host_current;                          /* call.factors hold the current model */
+    /* the neighbourhood model (nbr 1): every training sees all items, block-major */
+    int nbr;
+    int32_t *lists;                            /* S^K, rows and ids block-major */
+    int64_t *rated_start[LAC_MAX_DEVICES];     /* R(i) of user block p's users, */
+    int32_t *rated_items[LAC_MAX_DEVICES];     /* block-major ids ascending */
+    float *rated_vals[LAC_MAX_DEVICES];
+    float *aQ[LAC_MAX_DEVICES], *aib[LAC_MAX_DEVICES];   /* set p: every item's rows, block-major, */
+    float *aW[LAC_MAX_DEVICES], *aC[LAC_MAX_DEVICES];    /* what share p's trainings upload and download */
+    cudaEvent_t refreshed[LAC_MAX_DEVICES];
     /* validation on the first device: the model gathered block after block */
     int64_t user_first[LAC_MAX_DEVICES + 1], item_first[LAC_MAX_DEVICES + 1];
     float *gP, *gQ, *gub, *gib;                /* gib: LAC_MF_BIAS_STRIDE apart */
@@ -58,7 +76,6 @@ int lac_mf_cuda_multi_wanted(lac_ctx_t ctx, const lac_mf_call *call)
     const int D = ctx->cuda->share_count;
     if (D < 2) return 0;
     const char *why = call->implicit            ? "implicit feedback"
-                      : call->factors.nbr_k     ? "the neighbourhood model"
                       : call->item_part         ? "a part of the items"
                       : call->data->num_users < D ? "fewer users than devices"
                       : call->data->num_items < D ? "fewer items than devices"
@@ -68,6 +85,15 @@ int lac_mf_cuda_multi_wanted(lac_ctx_t ctx, const lac_mf_call *call)
     return 0;
 }
 
+/* Row of block b's x-th item in a training's item arrays. */
+static int64_t item_row(const lac_mf_cuda_multi *m, int b, int64_t x) { return m->nbr ? m->item_first[b] + x : x; }
+
+/* Item rows of one training: its block's, or every item (block-major). */
+static int64_t training_items(const lac_mf_cuda_multi *m, int b)
+{
+    return m->nbr ? m->item_first[m->D] : m->block_items[b];
+}
+
 /* The ratings of user block p and item block b, in local indices. */
 static lac_status make_sub(lac_ctx_t ctx, lac_mf_cuda_multi *m, int p, int b)
 {
@@ -75,9 +101,9 @@ static lac_status make_sub(lac_ctx_t ctx, lac_mf_cuda_multi *m, int p, int b)
     int32_t *local = (int32_t *)lac_malloc(ctx, (size_t)(d->num_items ? d->num_items : 1) * sizeof *local);
     lac_status st = local ? LAC_SUCCESS : LAC_ERR_OUT_OF_MEMORY;
     for (int64_t j = 0; st == LAC_SUCCESS && j < d->num_items; j++)
-        local[j] = m->item_block[j] == b ? m->item_local[j] : -1;
+        local[j] = m->item_block[j] == b ? (int32_t)item_row(m, b, m->item_local[j]) : -1;
     if (st == LAC_SUCCESS)
-        st = lac_mf_block_data(ctx, d, m->users_of[p], m->block_users[p], local, m->block_items[b],
+        st = lac_mf_block_data(ctx, d, m->users_of[p], m->block_users[p], local, training_items(m, b),
                                &m->sub[p * m->D + b]);
     free(local);
     return st == LAC_SUCCESS ? st : lac_error(ctx, st, "out of host memory for the ratings of mf block (%d, %d)", p, b);
@@ -95,13 +121,36 @@ static void exchange_rows(float *rows, float *row_bias, float *F, float *bias, c
     }
 }
 
+/* The neighbourhood model's item rows: the model's into every set
+ * (to_blocks 1), or block b's range of set b (each home's current block)
+ * back into the model's. */
+static void exchange_items_all(lac_mf_cuda_multi *m, const lac_mf_factors *f, int to_blocks)
+{
+    const size_t row = (size_t)f->stride * sizeof(float), wc = (size_t)f->nbr_k * sizeof(float);
+    for (int b = 0; b < m->D; b++)
+        for (int64_t x = 0; x < m->block_items[b]; x++) {
+            const int64_t j = m->items_of[b][x], r = item_row(m, b, x);
+            for (int p = to_blocks ? 0 : b; p < (to_blocks ? m->D : b + 1); p++) {
+                float *q = m->aQ[p] + r * f->stride, *w = m->aW[p] + r * f->nbr_k, *c = m->aC[p] + r * f->nbr_k;
+                memcpy(to_blocks ? q : f->Q + j * f->stride, to_blocks ? f->Q + j * f->stride : q, row);
+                memcpy(to_blocks ? w : f->W + j * f->nbr_k, to_blocks ? f->W + j * f->nbr_k : w, wc);
+                memcpy(to_blocks ? c : f->C + j * f->nbr_k, to_blocks ? f->C + j * f->nbr_k : c, wc);
+                if (to_blocks) m->aib[p][r] = f->item_bias[j];
+                else f->item_bias[j] = m->aib[p][r];
+            }
+        }
+}
+
 /* The model's arrays f into the blocks' host rows (to_blocks 1), or back. */
 static void exchange(lac_mf_cuda_multi *m, const lac_mf_factors *f, int to_blocks)
 {
     for (int p = 0; p < m->D; p++) {
         exchange_rows(m->hP[p], m->hub[p], f->P, f->user_bias, m->users_of[p], m->block_users[p], f->stride, to_blocks);
-        exchange_rows(m->hQ[p], m->hib[p], f->Q, f->item_bias, m->items_of[p], m->block_items[p], f->stride, to_blocks);
+        if (!m->nbr)
+            exchange_rows(m->hQ[p], m->hib[p], f->Q, f->item_bias, m->items_of[p], m->block_items[p], f->stride,
+                          to_blocks);
     }
+    if (m->nbr) exchange_items_all(m, f, to_blocks);
 }
 
 /* The home trainings (p, p) from the call's host arrays (to_device 1), or
@@ -139,10 +188,6 @@ static lac_status valid_set_up(lac_ctx_t ctx, lac_mf_cuda_multi *m)
 {
     const lac_mf_eval *v = m->call.valid;
     const lac_mf_factors *f = &m->call.factors;
-    for (int p = 0; p < m->D; p++) {
-        m->user_first[p + 1] = m->user_first[p] + m->block_users[p];
-        m->item_first[p + 1] = m->item_first[p] + m->block_items[p];
-    }
     m->gv_count = v->count;
     int32_t *user = (int32_t *)lac_malloc(ctx, (size_t)v->count * sizeof *user);
     int32_t *item = (int32_t *)lac_malloc(ctx, (size_t)v->count * sizeof *item);
@@ -176,6 +221,78 @@ static lac_status valid_set_up(lac_ctx_t ctx, lac_mf_cuda_multi *m)
     return st;
 }
 
+typedef struct {
+    int32_t row;   /* the item's block-major number */
+    int64_t at;    /* its entry in the model's R(i) */
+} rated_entry;
+
+static int compare_rated(const void *a, const void *b)
+{
+    const int32_t x = ((const rated_entry *)a)->row, y = ((const rated_entry *)b)->row;
+    return (x > y) - (x < y);
+}
+
+/* The neighbourhood model's lists and rows in block-major item numbers, and
+ * the sets of every item's host rows. */
+static lac_status set_up_nbr(lac_ctx_t ctx, lac_mf_cuda_multi *m)
+{
+    const lac_mf_factors *f = &m->call.factors;
+    const int64_t N = f->num_items, K = f->nbr_k;
+    int32_t *at = (int32_t *)lac_malloc(ctx, (size_t)(N ? N : 1) * sizeof *at);   /* model item -> row */
+    m->lists = (int32_t *)lac_malloc(ctx, (size_t)(N * K + 1) * sizeof(int32_t));
+    if (!at || !m->lists) {
+        free(at);
+        return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "out of host memory for the mf rotation's lists");
+    }
+    for (int64_t j = 0; j < N; j++) at[j] = (int32_t)item_row(m, m->item_block[j], m->item_local[j]);
+    for (int64_t j = 0; j < N; j++)
+        for (int64_t k = 0; k < K; k++) {
+            const int32_t x = f->nbr[j * K + k];
+            m->lists[(int64_t)at[j] * K + k] = x >= 0 && x < N ? at[x] : x;
+        }
+    lac_status st = LAC_SUCCESS;
+    for (int p = 0; st == LAC_SUCCESS && p < m->D; p++) {
+        const int64_t nu = m->block_users[p];
+        m->rated_start[p] = (int64_t *)lac_malloc(ctx, (size_t)(nu + 1) * sizeof(int64_t));
+        if (!m->rated_start[p]) {
+            st = LAC_ERR_OUT_OF_MEMORY;
+            break;
+        }
+        m->rated_start[p][0] = 0;
+        for (int64_t x = 0; x < nu; x++) {
+            const int64_t u = m->users_of[p][x];
+            m->rated_start[p][x + 1] = m->rated_start[p][x] + (f->rated_start[u + 1] - f->rated_start[u]);
+        }
+        const size_t total = (size_t)m->rated_start[p][nu];
+        m->rated_items[p] = (int32_t *)lac_malloc(ctx, (total ? total : 1) * sizeof(int32_t));
+        m->rated_vals[p] = (float *)lac_malloc(ctx, (total ? total : 1) * sizeof(float));
+        rated_entry *pair = (rated_entry *)lac_malloc(ctx, (total ? total : 1) * sizeof(rated_entry));
+        if (!m->rated_items[p] || !m->rated_vals[p] || !pair) st = LAC_ERR_OUT_OF_MEMORY;
+        /* each row renumbered and sorted again (the kernels search it) */
+        for (int64_t x = 0; st == LAC_SUCCESS && x < nu; x++) {
+            const int64_t u = m->users_of[p][x], a = f->rated_start[u], len = f->rated_start[u + 1] - a;
+            rated_entry *row = pair + m->rated_start[p][x];
+            for (int64_t e = 0; e < len; e++) {
+                row[e].row = at[f->rated_items[a + e]];
+                row[e].at = a + e;
+            }
+            qsort(row, (size_t)len, sizeof *row, compare_rated);
+            for (int64_t e = 0; e < len; e++) {
+                m->rated_items[p][m->rated_start[p][x] + e] = row[e].row;
+                m->rated_vals[p][m->rated_start[p][x] + e] = f->rated_vals[row[e].at];
+            }
+        }
+        free(pair);
+        m->aQ[p] = (float *)lac_calloc(ctx, (size_t)(N * f->stride + 1), sizeof(float));
+        m->aib[p] = (float *)lac_calloc(ctx, (size_t)(N + 1), sizeof(float));
+        m->aW[p] = (float *)lac_calloc(ctx, (size_t)(N * K + 1), sizeof(float));
+        m->aC[p] = (float *)lac_calloc(ctx, (size_t)(N * K + 1), sizeof(float));
+        if (!m->aQ[p] || !m->aib[p] || !m->aW[p] || !m->aC[p]) st = LAC_ERR_OUT_OF_MEMORY;
+    }
+    free(at);
+    return st == LAC_SUCCESS ? st : lac_error(ctx, st, "out of host memory for the mf rotation's item rows");
+}
+
 static lac_status set_up(lac_ctx_t ctx, lac_mf_cuda_multi *m)
 {
     const lac_mf_data *d = m->call.data;
@@ -202,6 +319,11 @@ static lac_status set_up(lac_ctx_t ctx, lac_mf_cuda_multi *m)
     }
     for (int64_t x = 0; x < d->num_users; x++) m->users_of[m->user_block[x]][m->user_local[x]] = (int32_t)x;
     for (int64_t x = 0; x < d->num_items; x++) m->items_of[m->item_block[x]][m->item_local[x]] = (int32_t)x;
+    for (int p = 0; p < D; p++) {
+        m->user_first[p + 1] = m->user_first[p] + m->block_users[p];
+        m->item_first[p + 1] = m->item_first[p] + m->block_items[p];
+    }
+    if (m->nbr) LAC_CHECK(set_up_nbr(ctx, m));
     exchange(m, f, 1);
     for (int p = 0; p < D; p++) m->device[p] = ctx->cuda->shares[p]->device;
     for (int p = 0; p < D; p++) {
@@ -209,23 +331,32 @@ static lac_status set_up(lac_ctx_t ctx, lac_mf_cuda_multi *m)
         lac_cuda_share_scope scope(ctx, p);
         LAC_CUDA_CHECK(ctx, cudaEventCreateWithFlags(&m->trained[p], cudaEventDisableTiming));
         LAC_CUDA_CHECK(ctx, cudaEventCreateWithFlags(&m->moved[p], cudaEventDisableTiming));
+        LAC_CUDA_CHECK(ctx, cudaEventCreateWithFlags(&m->refreshed[p], cudaEventDisableTiming));
         for (int b = 0; b < D; b++) {
             lac_mf_call c = m->call;
             lac_mf_factors *sf = &m->fac[p * D + b];
             *sf = *f;
             sf->num_users = m->block_users[p];
-            sf->num_items = m->block_items[b];
+            sf->num_items = training_items(m, b);
             sf->P = m->hP[p];
             sf->user_bias = m->hub[p];
-            sf->Q = m->hQ[b];
-            sf->item_bias = m->hib[b];
+            sf->Q = m->nbr ? m->aQ[p] : m->hQ[b];
+            sf->item_bias = m->nbr ? m->aib[p] : m->hib[b];
+            if (m->nbr) {
+                sf->W = m->aW[p];
+                sf->C = m->aC[p];
+                sf->nbr = m->lists;
+                sf->rated_start = m->rated_start[p];
+                sf->rated_items = m->rated_items[p];
+                sf->rated_vals = m->rated_vals[p];
+            }
             c.data = &m->sub[p * D + b];
             c.valid = NULL;   /* validated on the host, over the whole model */
             c.factors = *sf;
             LAC_CHECK(lac_mf_cuda_one_begin(ctx, &c, &m->part[p * D + b]));
         }
     }
-    if (m->call.valid && m->call.valid->count) LAC_CHECK(valid_set_up(ctx, m));
+    if (!m->nbr && m->call.valid && m->call.valid->count) LAC_CHECK(valid_set_up(ctx, m));
     int64_t lo = d->nnz, hi = 0;
     for (int i = 0; i < D * D; i++) {
         lo = m->sub[i].nnz < lo ? m->sub[i].nnz : lo;
@@ -245,6 +376,7 @@ void lac_mf_cuda_multi_end(lac_ctx_t ctx, lac_mf_cuda_multi *m)
         for (int b = 0; b < m->D; b++) lac_mf_cuda_one_end(ctx, m->part[p * m->D + b]);
         if (m->trained[p]) cudaEventDestroy(m->trained[p]);
         if (m->moved[p]) cudaEventDestroy(m->moved[p]);
+        if (m->refreshed[p]) cudaEventDestroy(m->refreshed[p]);
     }
     for (int i = 0; i < m->D * m->D; i++) lac_mf_block_data_free(&m->sub[i]);
     for (int p = 0; p < m->D; p++) {
@@ -254,7 +386,15 @@ void lac_mf_cuda_multi_end(lac_ctx_t ctx, lac_mf_cuda_multi *m)
         free(m->hub[p]);
         free(m->hQ[p]);
         free(m->hib[p]);
+        free(m->rated_start[p]);
+        free(m->rated_items[p]);
+        free(m->rated_vals[p]);
+        free(m->aQ[p]);
+        free(m->aib[p]);
+        free(m->aW[p]);
+        free(m->aC[p]);
     }
+    free(m->lists);
     free(m->user_block);
     free(m->item_block);
     free(m->user_local);
@@ -274,6 +414,7 @@ lac_status lac_mf_cuda_multi_begin(lac_ctx_t ctx, const lac_mf_call *call, lac_m
     if (!m) return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "out of host memory for the mf rotation");
     m->D = ctx->cuda->share_count;
     m->call = *call;
+    m->nbr = call->factors.nbr_k > 0;
     lac_status st = set_up(ctx, m);
     if (st != LAC_SUCCESS) {
         lac_mf_cuda_multi_end(ctx, m);
@@ -297,10 +438,62 @@ static lac_status pass_users(lac_ctx_t ctx, lac_mf_cuda_multi *m, int p, int b, 
     return LAC_SUCCESS;
 }
 
+/* One range of item rows (block b's) from training `from` to training `to`:
+ * the factors, the biases and, for the neighbourhood model, w_j | c_j. */
+static lac_status move_items(lac_ctx_t ctx, lac_mf_cuda_multi *m, int b, int from_share, lac_mf_state *from,
+                             int to_share, lac_mf_state *to)
+{
+    lac_mf_cuda_one_arrays src = lac_mf_cuda_one_get_arrays(from), dst = lac_mf_cuda_one_get_arrays(to);
+    const int64_t rows = m->block_items[b], r0 = item_row(m, b, 0);
+    const int dd = m->device[to_share], sd = m->device[from_share];
+    cudaStream_t stream = ctx->cuda->stream;
+    if (!rows) return LAC_SUCCESS;
+    LAC_CUDA_CHECK(ctx, cudaMemcpyPeerAsync(dst.Q + r0 * dst.stride, dd, src.Q + r0 * src.stride, sd,
+                                            (size_t)(rows * src.stride) * sizeof(float), stream));
+    LAC_CUDA_CHECK(ctx, cudaMemcpyPeerAsync(dst.item_bias + r0 * LAC_MF_BIAS_STRIDE, dd,
+                                            src.item_bias + r0 * LAC_MF_BIAS_STRIDE, sd,
+                                            (size_t)rows * LAC_MF_BIAS_STRIDE * sizeof(float), stream));
+    if (src.WC)
+        LAC_CUDA_CHECK(ctx, cudaMemcpyPeerAsync(dst.WC + r0 * 2 * src.K, dd, src.WC + r0 * 2 * src.K, sd,
+                                                (size_t)(rows * 2 * src.K) * sizeof(float), stream));
+    return LAC_SUCCESS;
+}
+
+/* The neighbourhood model, before an epoch: every training takes the item
+ * biases of the other blocks from their homes (the baselines bhat), and no
+ * share starts training before every copy out of its home is done. */
+static lac_status refresh_biases(lac_ctx_t ctx, lac_mf_cuda_multi *m)
+{
+    const int D = m->D;
+    for (int p = 0; p < D; p++) {
+        lac_cuda_share_scope scope(ctx, p);
+        cudaStream_t stream = ctx->cuda->stream;
+        for (int b = 0; b < D; b++) {
+            lac_mf_cuda_one_arrays dst = lac_mf_cuda_one_get_arrays(m->part[p * D + b]);
+            for (int q = 0; q < D; q++) {
+                const int64_t rows = m->block_items[q], r0 = item_row(m, q, 0);
+                if ((p == q && b == q) || !rows) continue;
+                lac_mf_cuda_one_arrays src = lac_mf_cuda_one_get_arrays(m->part[q * D + q]);
+                LAC_CUDA_CHECK(ctx, cudaMemcpyPeerAsync(dst.item_bias + r0 * LAC_MF_BIAS_STRIDE, m->device[p],
+                                                        src.item_bias + r0 * LAC_MF_BIAS_STRIDE, m->device[q],
+                                                        (size_t)rows * LAC_MF_BIAS_STRIDE * sizeof(float), stream));
+            }
+        }
+        LAC_CUDA_CHECK(ctx, cudaEventRecord(m->refreshed[p], stream));
+    }
+    for (int p = 0; p < D; p++) {
+        lac_cuda_share_scope scope(ctx, p);
+        for (int q = 0; q < D; q++)
+            if (q != p) LAC_CUDA_CHECK(ctx, cudaStreamWaitEvent(ctx->cuda->stream, m->refreshed[q], 0));
+    }
+    return LAC_SUCCESS;
+}
+
 lac_status lac_mf_cuda_multi_epoch(lac_ctx_t ctx, lac_mf_cuda_multi *m, float lr, int epoch, double *train_sse)
 {
     const int D = m->D;
     m->host_current = 0;
+    if (m->nbr) LAC_CHECK(refresh_biases(ctx, m));
     for (int s = 0; s < D; s++) {
         for (int p = 0; p < D; p++) {   /* the D blocks at once, a stream each */
             const int b = (p + s) % D;
@@ -317,18 +510,10 @@ lac_status lac_mf_cuda_multi_epoch(lac_ctx_t ctx, lac_mf_cuda_multi *m, float lr
         }
         for (int p = 0; p < D; p++) {   /* item block b from share p to p - 1, which trains it next */
             const int b = (p + s) % D, to = (p + D - 1) % D;
-            lac_mf_cuda_one_arrays src = lac_mf_cuda_one_get_arrays(m->part[p * D + b]);
-            lac_mf_cuda_one_arrays dst = lac_mf_cuda_one_get_arrays(m->part[to * D + b]);
             lac_cuda_share_scope scope(ctx, to);
             cudaStream_t stream = ctx->cuda->stream;
             LAC_CUDA_CHECK(ctx, cudaStreamWaitEvent(stream, m->trained[p], 0));
-            if (src.num_items) {
-                LAC_CUDA_CHECK(ctx, cudaMemcpyPeerAsync(dst.Q, m->device[to], src.Q, m->device[p],
-                                                        (size_t)(src.num_items * src.stride) * sizeof(float), stream));
-                LAC_CUDA_CHECK(ctx, cudaMemcpyPeerAsync(dst.item_bias, m->device[to], src.item_bias, m->device[p],
-                                                        (size_t)src.num_items * LAC_MF_BIAS_STRIDE * sizeof(float),
-                                                        stream));
-            }
+            LAC_CHECK(move_items(ctx, m, b, p, m->part[p * D + b], to, m->part[to * D + b]));
             LAC_CUDA_CHECK(ctx, cudaEventRecord(m->moved[to], stream));
         }
     }
@@ -350,6 +535,10 @@ lac_status lac_mf_cuda_multi_epoch(lac_ctx_t ctx, lac_mf_cuda_multi *m, float lr
 
 lac_status lac_mf_cuda_multi_valid_rmse(lac_ctx_t ctx, lac_mf_cuda_multi *m, double *rmse)
 {
+    if (m->nbr && m->call.valid && m->call.valid->count) {   /* eq. (1) over the downloaded model */
+        LAC_CHECK(host_current(ctx, m));
+        return lac_mf_eval_factors(ctx, &m->call.factors, m->call.valid, NULL, rmse, NULL);
+    }
     if (!m->gv_count) {
         *rmse = NAN;
         return LAC_SUCCESS;

@@ -90,7 +90,6 @@ lac_status lac_mf_cuda_nbr_upload(lac_ctx_t ctx, lac_mf_cuda_nbr *n, const lac_m
                                   const lac_mf_cuda_epoch_args *base)
 {
     const lac_mf_factors *f = &n->call->factors;
-    const lac_mf_data *d = n->call->data;
     n->rows = sch->rows;
     size_t K = (size_t)n->K, rows = (size_t)n->rows;
     /* S^K of every row: a replica row has its item's list */
@@ -119,8 +118,11 @@ lac_status lac_mf_cuda_nbr_upload(lac_ctx_t ctx, lac_mf_cuda_nbr *n, const lac_m
     LAC_CUDA_CHECK(ctx, cudaMalloc((void **)&n->WC, (size_t)(n->num_items ? n->num_items : 1) * 2 * K * sizeof(float)));
     LAC_CHECK(copy_wc(ctx, n, n->WC, f->W, f->C, 1));
     LAC_CHECK(to_device(ctx, &n->rated_start, (const int64_t *)f->rated_start, (size_t)n->num_users + 1));
-    LAC_CHECK(to_device(ctx, &n->rated_items, f->rated_items, (size_t)d->nnz));
-    LAC_CHECK(to_device(ctx, &n->rated_vals, f->rated_vals, (size_t)d->nnz));
+    /* R(i) is the users' whole rows: more than the call's ratings when those
+     * are one block of a rotation */
+    const size_t rated = (size_t)f->rated_start[n->num_users];
+    LAC_CHECK(to_device(ctx, &n->rated_items, f->rated_items, rated));
+    LAC_CHECK(to_device(ctx, &n->rated_vals, f->rated_vals, rated));
     LAC_CUDA_CHECK(ctx, cudaMalloc((void **)&n->bhat, (size_t)(n->num_items ? n->num_items : 1) * sizeof(float)));
     LAC_CUDA_CHECK(ctx, cudaStreamSynchronize(ctx->cuda->stream));
     if (n->kernel.masked) {
@@ -215,3 +217,5 @@ lac_status lac_mf_cuda_nbr_copy(lac_ctx_t ctx, lac_mf_cuda_nbr *n, int kept, flo
     }
     return copy_wc(ctx, n, kept ? n->kept : n->WC, W, C, to_device);
 }
+
+float *lac_mf_cuda_nbr_wc(const lac_mf_cuda_nbr *n) { return n ? n->WC : NULL; }

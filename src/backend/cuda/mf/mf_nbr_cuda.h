@@ -104,6 +104,9 @@ lac_status lac_mf_cuda_nbr_validation(lac_ctx_t ctx, lac_mf_cuda_nbr *n, const l
  * K each) or from them, current (kept 0) or the kept copy (1). */
 lac_status lac_mf_cuda_nbr_keep(lac_ctx_t ctx, lac_mf_cuda_nbr *n, int restore);
 lac_status lac_mf_cuda_nbr_copy(lac_ctx_t ctx, lac_mf_cuda_nbr *n, int kept, float *W, float *C, int to_device);
+/* The device's w_j | c_j rows (num_items x 2K), which the several-device
+ * rotation moves with the item blocks. */
+float *lac_mf_cuda_nbr_wc(const lac_mf_cuda_nbr *n);
 void lac_mf_cuda_nbr_end(lac_mf_cuda_nbr *n);
 
 #endif

@@ -335,7 +335,8 @@ lac_status lac_mf_cuda_one_spread(lac_ctx_t ctx, lac_mf_state *s) { return repli
 
 lac_mf_cuda_one_arrays lac_mf_cuda_one_get_arrays(const lac_mf_state *s)
 {
-    lac_mf_cuda_one_arrays a = {s->P, s->Q, s->user_bias, s->item_bias, s->num_users, s->num_items, s->stride};
+    lac_mf_cuda_one_arrays a = {s->P,           s->Q,           s->user_bias, s->item_bias, s->num_users, s->num_items,
+                                s->stride,      lac_mf_cuda_nbr_wc(s->nbr), s->nbr ? s->call.factors.nbr_k : 0};
     return a;
 }
 
