@@ -308,6 +308,10 @@ static lac_status code_sums(lac_ctx_t ctx, const lac_mf_nbr_params *p, const lac
         hp.log = ctx->log;
         hp.log_user = ctx->log_user;
         hp.log_level = ctx->log_level;
+        /* one process's sums: under mpirun every rank searches whole (as
+         * train.c's find_neighbours), and these calls come from the
+         * search's threads, where a map over the ranks cannot run */
+        hp.knobs = "LACUNA_DIST=off";
         if (lac_ctx_create(&hp, &own) != LAC_SUCCESS)
             return lac_error(ctx, LAC_ERR_INTERNAL, "a host context for the code sums: %s", lac_last_error(NULL));
         host = own;
