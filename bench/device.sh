@@ -21,6 +21,7 @@
 #                          cuda:0, host and device arrays (several GPUs in one process;
 #                          on one device this measures the split's overhead); MAP_MULTI_M rows
 #   DEVICE_TEST_FILTER=re  sections test and sanitize run only the CUDA tests whose names match
+#   DEVICE_TEST_VERBOSE=1  section test prints every test's output (ctest -V), passing ones too
 #   DEVICE_BUILD_TARGETS="lacuna map_bench ..."  section build makes only these targets
 # Peers come from a git-ignored folder carried beside the repo (PEERS, default
 # .peers/): seed_map_naive.cu (naive atomicAdd kernel); the PyTorch peer is
@@ -129,7 +130,8 @@ section_build() {
 
 section_test() {
     say "test: ctest -L cuda"
-    (cd "$BUILD" && ctest -L cuda ${DEVICE_TEST_FILTER:+-R "$DEVICE_TEST_FILTER"} --output-on-failure --timeout 500) \
+    (cd "$BUILD" && ctest -L cuda ${DEVICE_TEST_FILTER:+-R "$DEVICE_TEST_FILTER"} ${DEVICE_TEST_VERBOSE:+-V} \
+        --output-on-failure --timeout 500) \
         >"$OUT/test.log" 2>&1
     local rc=$?
     grep -E "tests passed|tests failed|passed, .* failed|FAIL" "$OUT/test.log" | head -20 | tee -a "$SUMMARY"
