@@ -138,14 +138,15 @@ static inline void reference(const case_data *d, const lac_map_params *p, double
             else if (p->op == LAC_MAP_MAX) acc[k] = (isnan(x) || x > acc[k]) ? x : acc[k];
             else {
                 double t = acc[k] + x;
-                carry[k] += fabs(acc[k]) >= fabs(x) ? (acc[k] - t) + x : (x - t) + acc[k];
+                if (isfinite(t))   /* an infinite or NaN sum carries nothing */
+                    carry[k] += fabs(acc[k]) >= fabs(x) ? (acc[k] - t) + x : (x - t) + acc[k];
                 acc[k] = t;
             }
             wsum[k] += w;
             hits[k]++;
         }
     for (int64_t k = 0; k < slots; k++) {
-        if (p->op != LAC_MAP_MIN && p->op != LAC_MAP_MAX) acc[k] += carry[k];
+        if (p->op != LAC_MAP_MIN && p->op != LAC_MAP_MAX && isfinite(acc[k])) acc[k] += carry[k];
         double old = d->T0[k];
         if (p->accumulate) {
             if (p->op == LAC_MAP_SUM || p->op == LAC_MAP_COUNT) out[k] = old + acc[k];
