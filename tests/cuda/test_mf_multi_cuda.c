@@ -80,20 +80,31 @@ static double train_rmse(lac_ctx_t ctx, const lac_mf_params *p, lac_ratings_t tr
     return r.valid_rmse;
 }
 
+/* r[n], e[n]: the RMSE and epochs on n = 1 (one device), 2 and 3 shares,
+ * checking that the shares rotated. */
+static void train_on_shares(const lac_mf_params *p, lac_ratings_t train, lac_ratings_t valid, double r[4], int e[4])
+{
+    r[1] = train_rmse(one, p, train, valid, &e[1]);
+    for (int n = 2; n <= 3; n++) {
+        char want[64];
+        snprintf(want, sizeof want, "%d devices, the rotation over %d x %d blocks", n, n, n);
+        seen[0] = 0;
+        r[n] = train_rmse(shares[n], p, train, valid, &e[n]);
+        if (!strstr(seen, want)) HARNESS_FAIL("%d shares did not rotate: %s", n, seen);
+    }
+}
+
 static void compare(int64_t users, int64_t items, int64_t ratings, uint64_t seed, int k)
 {
     lac_ratings_t train = NULL, valid = NULL;
     split_generated(users, items, ratings, seed, &train, &valid);
     lac_mf_params p = lac_mf_params_default();
     p.k = k;
-    int e1 = 0, e2 = 0, e3 = 0, ec = 0;
-    double r1 = train_rmse(one, &p, train, valid, &e1);
-    seen[0] = 0;
-    double r2 = train_rmse(shares[2], &p, train, valid, &e2);
-    if (!strstr(seen, "2 devices, the rotation over 2 x 2 blocks")) HARNESS_FAIL("cuda:0,0 did not rotate: %s", seen);
-    seen[0] = 0;
-    double r3 = train_rmse(shares[3], &p, train, valid, &e3);
-    if (!strstr(seen, "3 devices, the rotation over 3 x 3 blocks")) HARNESS_FAIL("cuda:0,0,0 did not rotate: %s", seen);
+    double r[4];
+    int e[4] = {0}, ec = 0;
+    train_on_shares(&p, train, valid, r, e);
+    const double r1 = r[1], r2 = r[2], r3 = r[3];
+    const int e1 = e[1], e2 = e[2], e3 = e[3];
     double rc = train_rmse(cpu, &p, train, valid, &ec);
     printf("    %lld x %lld, %lld ratings, k = %d: valid RMSE CPU %.4f (%d epochs), cuda:0 %.4f (%d), cuda:0,0 %.4f "
            "(%d), cuda:0,0,0 %.4f (%d)\n",
@@ -162,15 +173,11 @@ TEST(neighbourhood_rotation_within_0005_of_one_device)
         p.model = LAC_MF_MODEL_NEIGHBOURHOOD;
         p.neighbours.k = 16;
         if (exact) p.neighbours.method = LAC_MF_NBR_GSM;
-        int e1 = 0, e2 = 0, e3 = 0;
-        double r1 = train_rmse(one, &p, train, valid, &e1);
-        seen[0] = 0;
-        double r2 = train_rmse(shares[2], &p, train, valid, &e2);
-        if (!strstr(seen, "2 devices, the rotation over 2 x 2 blocks")) HARNESS_FAIL("cuda:0,0 did not rotate: %s", seen);
-        seen[0] = 0;
-        double r3 = train_rmse(shares[3], &p, train, valid, &e3);
-        if (!strstr(seen, "3 devices, the rotation over 3 x 3 blocks"))
-            HARNESS_FAIL("cuda:0,0,0 did not rotate: %s", seen);
+        double r[4];
+        int e[4] = {0};
+        train_on_shares(&p, train, valid, r, e);
+        const double r1 = r[1], r2 = r[2], r3 = r[3];
+        const int e1 = e[1], e2 = e[2], e3 = e[3];
         printf("    neighbourhood (%s lists), K 16: valid RMSE cuda:0 %.4f (%d epochs), cuda:0,0 %.4f (%d), "
                "cuda:0,0,0 %.4f (%d)\n",
                exact ? "exact" : "simLSH", r1, e1, r2, e2, r3, e3);
