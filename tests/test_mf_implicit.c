@@ -105,16 +105,45 @@ TEST(implicit_beats_most_popular)
 
 static double sig(double x) { return 1.0 / (1.0 + exp(-x)); }
 
+/* A one-thread CPU context: the epochs below are followed step by step. */
+static lac_ctx_t one_thread(void)
+{
+    lac_ctx_params cp = lac_ctx_params_default();
+    cp.backend = LAC_BACKEND_CPU;
+    cp.threads = 1;
+    lac_ctx_t one = NULL;
+    CHECK_OK(NULL, lac_ctx_create(&cp, &one));
+    return one;
+}
+
+/* count rows of F (the model's stride) and their biases drawn at random,
+ * the same values into the float64 reference's ref (count x k) and refb. */
+static void draw_rows(float *F, float *bias, int stride, int count, int k, double *ref, double *refb,
+                      unsigned long long *s)
+{
+    for (int r = 0; r < count; r++) {
+        refb[r] = bias[r] = (float)(0.2 * harness_rand_uniform(s) - 0.1);
+        for (int f = 0; f < k; f++) ref[r * k + f] = F[r * stride + f] = (float)(harness_rand_uniform(s) - 0.5);
+    }
+}
+
+/* One epoch of the CPU backend's call at learning rate lr; its summed loss. */
+static double cpu_epoch(lac_ctx_t one, const lac_mf_call *call, double lr)
+{
+    lac_mf_state *st = NULL;
+    double sum = 0.0;
+    CHECK_OK(one, lac_mf_cpu_backend.begin(one, call, &st));
+    CHECK_OK(one, lac_mf_cpu_backend.epoch(one, st, (float)lr, 0, &sum));
+    lac_mf_cpu_backend.end(one, st);
+    return sum;
+}
+
 /* One epoch of the plain kernel on 3 users x 2 items, each user with one
  * interaction, so that its one negative is the other item; users in count
  * order (ties: index). Against rule (5) in float64 with e the loss gradient. */
 static void one_epoch(int loss)
 {
-    lac_ctx_params cp = lac_ctx_params_default();
-    cp.backend = LAC_BACKEND_CPU;
-    cp.threads = 1;
-    lac_ctx_t one;
-    CHECK_OK(NULL, lac_ctx_create(&cp, &one));
+    lac_ctx_t one = one_thread();
     int64_t us[3] = {1, 2, 3}, is[3] = {1, 2, 1};
     float w[3] = {1.0f, 2.0f, 0.5f};
     lac_ratings_t r = NULL;
@@ -134,20 +163,10 @@ static void one_epoch(int loss)
     m->params = p;
     double P[3][3], Q[2][3], bu[3], bi[2];
     unsigned long long s = 5;
-    for (int u = 0; u < 3; u++) {
-        bu[u] = m->user_bias[u] = (float)(0.2 * harness_rand_uniform(&s) - 0.1);
-        for (int f = 0; f < 3; f++) P[u][f] = m->P[u * m->stride + f] = (float)(harness_rand_uniform(&s) - 0.5);
-    }
-    for (int j = 0; j < 2; j++) {
-        bi[j] = m->item_bias[j] = (float)(0.2 * harness_rand_uniform(&s) - 0.1);
-        for (int f = 0; f < 3; f++) Q[j][f] = m->Q[j * m->stride + f] = (float)(harness_rand_uniform(&s) - 0.5);
-    }
+    draw_rows(m->P, m->user_bias, m->stride, 3, 3, &P[0][0], bu, &s);
+    draw_rows(m->Q, m->item_bias, m->stride, 2, 3, &Q[0][0], bi, &s);
     lac_mf_call call = lac_mf_model_call(m, &d, NULL);
-    lac_mf_state *st = NULL;
-    CHECK_OK(one, lac_mf_cpu_backend.begin(one, &call, &st));
-    double lr = 0.3, sum = 0.0, ref_loss = 0.0;
-    CHECK_OK(one, lac_mf_cpu_backend.epoch(one, st, (float)lr, 0, &sum));
-    lac_mf_cpu_backend.end(one, st);
+    double lr = 0.3, ref_loss = 0.0, sum = cpu_epoch(one, &call, lr);
     /* the reference: users 0, 1, 2 (one interaction each: index order) */
     const int pos[3] = {0, 1, 0};
     const double weight[3] = {1.0, 2.0, 0.5};
@@ -224,11 +243,7 @@ static int32_t ref_draw(const uint64_t *w, int ni, uint64_t useed, int32_t key, 
  * set here, lac_mf_data.neg_cum). */
 static void shared_epoch(int negatives, int share, int skewed)
 {
-    lac_ctx_params cp = lac_ctx_params_default();
-    cp.backend = LAC_BACKEND_CPU;
-    cp.threads = 1;
-    lac_ctx_t one;
-    CHECK_OK(NULL, lac_ctx_create(&cp, &one));
+    lac_ctx_t one = one_thread();
     const int n = 5, ni = 12, k = 3, sorted[5] = {0, 2, 4, 7, 9};
     int32_t items[5] = {7, 2, 9, 0, 4}, order[1] = {0};
     float w[5] = {1, 1, 1, 1, 1};
@@ -262,18 +277,10 @@ static void shared_epoch(int negatives, int share, int skewed)
     m->params = p;
     double P[3], Q[12][3], bu, bi[12];
     unsigned long long s = 9;
-    bu = m->user_bias[0] = (float)(0.2 * harness_rand_uniform(&s) - 0.1);
-    for (int f = 0; f < k; f++) P[f] = m->P[f] = (float)(harness_rand_uniform(&s) - 0.5);
-    for (int j = 0; j < ni; j++) {
-        bi[j] = m->item_bias[j] = (float)(0.2 * harness_rand_uniform(&s) - 0.1);
-        for (int f = 0; f < k; f++) Q[j][f] = m->Q[j * m->stride + f] = (float)(harness_rand_uniform(&s) - 0.5);
-    }
+    draw_rows(m->P, m->user_bias, m->stride, 1, k, P, &bu, &s);
+    draw_rows(m->Q, m->item_bias, m->stride, ni, k, &Q[0][0], bi, &s);
     lac_mf_call call = lac_mf_model_call(m, &d, NULL);
-    lac_mf_state *st = NULL;
-    CHECK_OK(one, lac_mf_cpu_backend.begin(one, &call, &st));
-    double lr = 0.2, sum = 0.0, ref_loss = 0.0;
-    CHECK_OK(one, lac_mf_cpu_backend.epoch(one, st, (float)lr, 0, &sum));
-    lac_mf_cpu_backend.end(one, st);
+    double lr = 0.2, ref_loss = 0.0, sum = cpu_epoch(one, &call, lr);
     /* the reference */
     int seen[12] = {0};
     for (int a = 0; a < n; a++) seen[items[a]] = 1;

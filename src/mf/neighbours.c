@@ -299,8 +299,12 @@ static lac_status code_sums(lac_ctx_t ctx, const lac_mf_nbr_params *p, const lac
     int threads = lac_threads(ctx);
     /* Calls this small cost a device more (a launch and two copies each) than
      * the sums themselves: with a CUDA context they run on the host's threads,
-     * through a host context. */
+     * through a host context. Either context maps in this process only: the
+     * calls come from the search's threads, where a map over MPI ranks cannot
+     * run, and under mpirun every rank searches whole (a search's many small
+     * maps would cost more in reductions than they save). */
     lac_ctx_t host = ctx, own = NULL;
+    const int ranks = ctx->ranks;
     if (ctx->backend == LAC_BACKEND_CUDA) {
         lac_ctx_params hp = lac_ctx_params_default();
         hp.backend = LAC_BACKEND_CPU;
@@ -308,14 +312,12 @@ static lac_status code_sums(lac_ctx_t ctx, const lac_mf_nbr_params *p, const lac
         hp.log = ctx->log;
         hp.log_user = ctx->log_user;
         hp.log_level = ctx->log_level;
-        /* one process's sums: under mpirun every rank searches whole (as
-         * train.c's find_neighbours), and these calls come from the
-         * search's threads, where a map over the ranks cannot run */
         hp.knobs = "LACUNA_DIST=off";
         if (lac_ctx_create(&hp, &own) != LAC_SUCCESS)
             return lac_error(ctx, LAC_ERR_INTERNAL, "a host context for the code sums: %s", lac_last_error(NULL));
         host = own;
     }
+    host->ranks = 1;
     int64_t ni = d->num_items, nunits = 0;
     lac_map_op op = p->method == LAC_MF_NBR_MINHASH ? LAC_MAP_MIN : LAC_MAP_SUM;
     float empty = op == LAC_MAP_MIN ? INFINITY : 0.0f;
@@ -329,6 +331,7 @@ static lac_status code_sums(lac_ctx_t ctx, const lac_mf_nbr_params *p, const lac
         free(units);
         free(mean);
         free(rows);
+        ctx->ranks = ranks;
         lac_ctx_destroy(&own);
         return LAC_ERR_OUT_OF_MEMORY;
     }
@@ -404,6 +407,7 @@ static lac_status code_sums(lac_ctx_t ctx, const lac_mf_nbr_params *p, const lac
     free(mean);
     free(rows);
     if (st < 0 && own) st = lac_error(ctx, st, "%s", lac_last_error(own));
+    ctx->ranks = ranks;
     lac_ctx_destroy(&own);
     return st;
 }

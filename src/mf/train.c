@@ -143,14 +143,10 @@ static lac_status sort_rated_items(lac_ctx_t ctx, lac_mf_model_t m, const lac_mf
 static lac_status find_neighbours(lac_ctx_t ctx, lac_mf_model_t m, const lac_nbr_data *both)
 {
     lac_mf_nbr_t n = NULL;
-    /* Over MPI ranks every rank holds all the ratings and searches them
-     * whole: its map calls stay in the process (a search's many small maps
-     * cost more in reductions than they save; the training keeps rank 0's). */
-    const int ranks = ctx->ranks;
-    ctx->ranks = 1;
-    lac_status found = lac_mf_nbr_search(ctx, &m->params.neighbours, both, 1, &n);
-    ctx->ranks = ranks;
-    LAC_CHECK(found);
+    /* Over MPI ranks every rank holds all the ratings and searches them whole
+     * (its map calls stay in the process, neighbours.c); the training keeps
+     * rank 0's lists. */
+    LAC_CHECK(lac_mf_nbr_search(ctx, &m->params.neighbours, both, 1, &n));
     lac_status st = lac_mf_model_alloc_nbr(ctx, m, n->k);
     if (st == LAC_SUCCESS) {
         memcpy(m->nbr, n->list, (size_t)n->num_items * (size_t)n->k * sizeof *m->nbr);

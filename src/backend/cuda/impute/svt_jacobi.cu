@@ -47,6 +47,17 @@ __device__ __forceinline__ int round_robin(int pos, int step, int pe)
     return pos == 0 ? 0 : (pos - 1 + step) % (pe - 1) + 1;
 }
 
+/* The columns (ci, cj) that pair t holds at this step, or ci = -1 when t is
+ * past the pairs or the pair meets the padding column (p odd). */
+__device__ __forceinline__ void step_pair(int t, int step, int pe, int pairs, int p, int *ci, int *cj)
+{
+    *ci = *cj = -1;
+    if (t >= pairs) return;
+    *ci = round_robin(t, step, pe);
+    *cj = round_robin(pe - 1 - t, step, pe);
+    if (*ci >= p || *cj >= p) *ci = -1;
+}
+
 template <int G, typename T> __device__ __forceinline__ T group_sum(T v)
 {
 #pragma unroll
@@ -125,12 +136,9 @@ __device__ bool small_block_certified(const REAL *W, int LS, int L, int p, doubl
     for (int step = 0; step < pe - 1; step++) {
         for (int base = 0; base < pairs; base += groups) {
             const int t = base + group;
-            int ci = -1, cj = -1;
-            if (t < pairs) {
-                ci = round_robin(t, step, pe);
-                cj = round_robin(pe - 1 - t, step, pe);
-                if (ci >= p || cj >= p || !(alpha[ci] < lam2 && alpha[cj] < lam2)) ci = -1;
-            }
+            int ci, cj;
+            step_pair(t, step, pe, pairs, p, &ci, &cj);
+            if (ci >= 0 && !(alpha[ci] < lam2 && alpha[cj] < lam2)) ci = -1;   /* only pairs below lambda */
             REAL ga = 0;
             if (ci >= 0)
                 for (int l = lane; l < L; l += G) ga += W[(size_t)ci * LS + l] * W[(size_t)cj * LS + l];
@@ -241,12 +249,8 @@ __global__ void __launch_bounds__(1024) svt_jacobi_kernel(lac_svt_batch<REAL> b,
             /* The same trip count for every thread: the shuffles need whole warps. */
             for (int base = 0; base < pairs; base += groups) {
                 const int t = base + group;
-                int ci = -1, cj = -1;
-                if (t < pairs) {
-                    ci = round_robin(t, step, pe);
-                    cj = round_robin(pe - 1 - t, step, pe);
-                    if (ci >= p || cj >= p) ci = -1;
-                }
+                int ci, cj;
+                step_pair(t, step, pe, pairs, p, &ci, &cj);
                 REAL al = 0, be = 0, ga = 0;
                 if (ci >= 0) {
                     const REAL *wi = W + (size_t)ci * LS, *wj = W + (size_t)cj * LS;
