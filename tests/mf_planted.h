@@ -1,6 +1,6 @@
 /* Generated interactions with planted preferences, split leave-one-out, and
- * most-popular's HR@10 on them (tests/test_mf_implicit.c, the CUDA tests).
- * Include after harness.h. */
+ * most-popular's HR@10 on them (tests/test_mf_implicit.c, the CUDA tests),
+ * and a model's HR@10 / NDCG@10 on them. Include after harness.h and lacuna.h. */
 #ifndef LACUNA_TESTS_MF_PLANTED_H
 #define LACUNA_TESTS_MF_PLANTED_H
 
@@ -94,6 +94,24 @@ static double hr_popular(const loo *d)
     free(pop);
     free(mine);
     return (double)hits / (double)n;
+}
+
+/* HR@10 and NDCG@10 of m on the held-out interactions (full ranking, lac_mf_rank_evaluate). */
+static inline void loo_rank(lac_ctx_t ctx, lac_mf_model_t m, const loo *d, lac_mf_rank_report *rep)
+{
+    int64_t n = 0, *u = malloc(sizeof(int64_t) * (size_t)d->users), *i = malloc(sizeof(int64_t) * (size_t)d->users);
+    float *one = malloc(sizeof(float) * (size_t)d->users);
+    for (int64_t uid = 1; uid <= d->users; uid++)
+        if (d->held[uid]) u[n] = uid, i[n] = d->held[uid], one[n++] = 1.0f;
+    lac_ratings_t test = NULL;
+    CHECK_OK(ctx, lac_ratings_from_arrays(ctx, n, u, i, one, &test));
+    lac_mf_rank_params rp = lac_mf_rank_params_default();
+    rp.negatives = 0;
+    CHECK_OK(ctx, lac_mf_rank_evaluate(ctx, &rp, m, test, rep));
+    lac_ratings_destroy(&test);
+    free(u);
+    free(i);
+    free(one);
 }
 
 #endif

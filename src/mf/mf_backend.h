@@ -196,6 +196,29 @@ static inline double lac_mf_item_weight(const uint64_t *cum, int64_t j)
     return cum ? (double)(cum[j] - (j ? cum[j - 1] : 0)) : 1.0;
 }
 
+/* A part of the items (item_part[j] == part, of weight part_w in those
+ * draws) and user u of d: the share of u's unseen weight that lies in the
+ * part (one process's negatives of u land there in that proportion; 0 when
+ * u has seen every item), and u's interactions there (*in_part). The parts'
+ * trainings draw that share of one process's negatives within the part
+ * (implicit_cpu.c; on CUDA mf_parts.cu, mf_multi.cu). */
+static inline double lac_mf_part_share(const lac_mf_data *d, const uint64_t *cum, const int32_t *item_part, int part,
+                                       double part_w, int64_t u, int64_t *in_part)
+{
+    double seen_w = 0.0, seen_part_w = 0.0;
+    int64_t nb = 0;
+    for (int64_t a = d->row_start[u]; a < d->row_start[u + 1]; a++) {
+        const double w = lac_mf_item_weight(cum, d->col[a]);
+        const int here = item_part[d->col[a]] == part;
+        seen_w += w;
+        seen_part_w += here ? w : 0.0;
+        nb += here;
+    }
+    *in_part = nb;
+    const double all_w = cum ? (double)cum[d->num_items - 1] : (double)d->num_items;
+    return all_w > seen_w ? (part_w - seen_part_w) / (all_w - seen_w) : 0.0;
+}
+
 /* Shared negatives (lac_mf_params.negative_share = B): user u's n
  * interactions, items ascending, are chunks of B (the last one n mod B when
  * that is not 0); chunk c's `negatives` negatives are drawn as above with c

@@ -172,7 +172,7 @@ static const lac_mf_backend *pick_backend(lac_ctx_t ctx, const lac_mf_params *p,
 {
     if (ctx->backend != LAC_BACKEND_CUDA) return &lac_mf_cpu_backend;
     /* over MPI ranks the automatic choice trains each rank's blocks on the
-     * CPU; --device cuda on the rank's GPU (the plain model, mf_parts.cu) */
+     * CPU; --device cuda on the rank's GPU (mf_parts.cu) */
     if (ctx->ranks > 1 && ctx->params.backend == LAC_BACKEND_AUTO) return &lac_mf_cpu_backend;
     if (p->implicit && p->model == LAC_MF_MODEL_NEIGHBOURHOOD && p->loss == LAC_MF_LOSS_BPR) {   /* no CUDA kernel */
         if (ctx->params.backend == LAC_BACKEND_AUTO) return &lac_mf_cpu_backend;

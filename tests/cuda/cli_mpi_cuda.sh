@@ -6,7 +6,7 @@
 # process's (float rounding of the different sums for map's float sums,
 # exactly for min/max/count), the CPU's within float tolerance, and
 # --deterministic gives the same bits from run to run; mf trains ratings and
-# implicit feedback (the plain model) by the rotation over GPU ranks. Skipped
+# implicit feedback (both models) by the rotation over GPU ranks. Skipped
 # (77) without a GPU, MPI in the build, mpirun or numpy.
 set -u
 tool=$1
@@ -137,20 +137,22 @@ for np in 2 3; do
     check "mf neighbourhood -np $np GPU ranks: the written model predicts the reported RMSE ($rp, $rn)" \
         "\"$py\" -c 'import sys; sys.exit(0 if abs($rp - $rn) <= 1e-5 * $rn else 1)'"
 done
-mpi 2 "$tool" mf train train.txt imp.model --implicit --model neighbourhood --epochs 2 --device cuda --quiet \
-    2>err.txt; rc=$?
-check "implicit feedback with the neighbourhood model over GPU ranks exits 2, says where it trains, writes nothing" \
-    "[ $rc -eq 2 ] && grep -q 'with --device cpu' err.txt && [ ! -e imp.model ]"
+mpi 2 "$tool" mf train train.txt imp.model --implicit --model neighbourhood --loss bpr --epochs 2 --device cuda \
+    --quiet 2>err.txt; rc=$?
+check "implicit BPR with the neighbourhood model over GPU ranks exits 2, says where it trains, writes nothing" \
+    "[ $rc -eq 2 ] && grep -q 'trains on the CPU only' err.txt && [ ! -e imp.model ]"
 # Implicit feedback on GPU ranks (mf_parts.cu: a part's negatives drawn from
-# its items, weighted as the user's share of one process's): planted
+# its items, weighted as the user's share of one process's; the
+# neighbourhood model's as its stream's negatives' cells): planted
 # preferences, HR@10 / NDCG@10 (`mf evaluate`, full ranking) within ITOL /
 # NTOL of one GPU's (the CUDA tests' tolerance against the CPU), and the
 # negatives' weight by the first epoch's mean loss at a learning rate of
 # 1e-7 (log 2 x 5 for 4 negatives, within 1%).
 ITOL=0.05; NTOL=0.03
 "$py" "$here/../mf_planted.py" 1000 300 20 8 1 imp_train.txt imp_test.txt
-for loss in xent bpr; do
-    o="--implicit --loss $loss -k 16 -t 20 --quiet --device cuda"
+for case in plain:xent plain:bpr neighbourhood:xent; do
+    model=${case%:*}; loss=${case#*:}
+    o="--implicit --model $model --loss $loss -k 16 -K 16 -t 20 --quiet --device cuda"
     "$tool" mf train imp_train.txt imp1.model $o
     "$tool" mf evaluate imp1.model imp_test.txt --negatives 0 --json > imp1.json
     h1=$(key hr imp1.json); n1=$(key ndcg imp1.json)
@@ -161,13 +163,16 @@ for loss in xent bpr; do
         mpi $np "$tool" mf train imp_train.txt imp.model $o; rc=$?
         "$tool" mf evaluate imp.model imp_test.txt --negatives 0 --json > imp.json
         hn=$(key hr imp.json); nn=$(key ndcg imp.json)
-        echo "mf implicit $loss: HR@10 / NDCG@10 one GPU $h1 / $n1, CPU $(key hr impc.json) / $(key ndcg impc.json), -np $np GPU ranks $hn / $nn"
-        check "mf implicit $loss -np $np GPU ranks: exit 0, HR@10 $hn within $ITOL of one GPU's $h1" \
+        echo "mf implicit $model $loss: HR@10 / NDCG@10 one GPU $h1 / $n1, CPU $(key hr impc.json) / $(key ndcg impc.json), -np $np GPU ranks $hn / $nn"
+        check "mf implicit $model $loss -np $np GPU ranks: exit 0, HR@10 $hn within $ITOL of one GPU's $h1" \
             "[ $rc -eq 0 ] && \"$py\" -c 'import sys; sys.exit(0 if abs($hn - $h1) <= $ITOL else 1)'"
-        check "mf implicit $loss -np $np GPU ranks: NDCG@10 $nn within $NTOL of one GPU's $n1" \
+        check "mf implicit $model $loss -np $np GPU ranks: NDCG@10 $nn within $NTOL of one GPU's $n1" \
             "\"$py\" -c 'import sys; sys.exit(0 if abs($nn - $n1) <= $NTOL else 1)'"
     done
 done
+# (the plain model: -a leaves the neighbourhood model's rates, under which
+# its first epoch moves; its parts' weights are the same code's as the
+# several-device rotation's, checked frozen in tests/cuda/test_mf_multi_cuda.c)
 o="--implicit -k 16 -t 1 -a 1e-7 --json --device cuda"
 "$tool" mf train imp_train.txt w.model $o > w1.json
 l1=$(key train_loss w1.json)

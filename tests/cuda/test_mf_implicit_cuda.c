@@ -201,23 +201,6 @@ TEST(one_epoch_matches_float64_reference)
     one_epoch(40, LAC_MF_LOSS_XENT, 8, 4, 2, 1);
 }
 
-static void rank(lac_ctx_t ctx, lac_mf_model_t m, const loo *d, lac_mf_rank_report *rep)
-{
-    int64_t n = 0, *u = malloc(sizeof(int64_t) * (size_t)d->users), *i = malloc(sizeof(int64_t) * (size_t)d->users);
-    float *one = malloc(sizeof(float) * (size_t)d->users);
-    for (int64_t uid = 1; uid <= d->users; uid++)
-        if (d->held[uid]) u[n] = uid, i[n] = d->held[uid], one[n++] = 1.0f;
-    lac_ratings_t test = NULL;
-    CHECK_OK(ctx, lac_ratings_from_arrays(ctx, n, u, i, one, &test));
-    lac_mf_rank_params rp = lac_mf_rank_params_default();
-    rp.negatives = 0;
-    CHECK_OK(ctx, lac_mf_rank_evaluate(ctx, &rp, m, test, rep));
-    lac_ratings_destroy(&test);
-    free(u);
-    free(i);
-    free(one);
-}
-
 static void planted(int64_t users, int64_t items, int per_user, int groups, uint64_t seed)
 {
     loo d;
@@ -247,8 +230,8 @@ static void planted(int64_t users, int64_t items, int per_user, int groups, uint
         CHECK_OK(cpu, lac_mf_train(cpu, &p, r, NULL, NULL, NULL, &mc, NULL));
         CHECK_OK(gpu, lac_mf_train(gpu, &p, r, NULL, NULL, NULL, &mg, NULL));
         if (!mc || !mg) continue;
-        rank(cpu, mc, &d, &rc);
-        rank(cpu, mg, &d, &rg);
+        loo_rank(cpu, mc, &d, &rc);
+        loo_rank(cpu, mg, &d, &rg);
         printf("  %s %s share %d: HR@10 CPU %.3f CUDA %.3f, NDCG@10 CPU %.3f CUDA %.3f\n", x >= 3 ? "nbr" : "plain",
                loss ? "bpr" : "xent", p.negative_share, rc.hr, rg.hr, rc.ndcg, rg.ndcg);
         CHECK(rg.hr > 2.0 * pop);

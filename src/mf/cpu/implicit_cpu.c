@@ -135,18 +135,11 @@ static double user_part_epoch(const lac_mf_state *s, const lac_mf_step_consts *c
     uint64_t pseed = lac_mix64(lac_mf_draw_seed(s->call.seed, epoch, u) ^ (0xA24BAED4963EE407ull * (uint64_t)(me + 1)));
     double loss = 0.0;
     int64_t nb = 0, negs = 0;
-    double seen_w = 0.0, seen_part_w = 0.0;   /* the weight of u's items, all and here */
-    for (int64_t a = lo; a < hi; a++) {
-        const double wj = lac_mf_item_weight(s->call.neg_cum, d->col[a]);
-        seen[d->col[a]] = d->val[a];
-        nb += part[d->col[a]] == me;
-        seen_w += wj;
-        seen_part_w += part[d->col[a]] == me ? wj : 0.0;
-    }
+    for (int64_t a = lo; a < hi; a++) seen[d->col[a]] = d->val[a];
+    const double here = lac_mf_part_share(d, s->call.neg_cum, part, me, s->part_w, u, &nb);
     const int bpr = s->call.loss == LAC_MF_LOSS_BPR, share = s->call.share > 1 ? s->call.share : 1;
-    const double all_w = s->call.neg_cum ? (double)s->call.neg_cum[ni - 1] : (double)ni;
     if (!bpr && ni > n && s->part_size > nb) {
-        double want = (double)s->call.negatives * (double)n * (s->part_w - seen_part_w) / (all_w - seen_w) / share;
+        double want = (double)s->call.negatives * (double)n * here / share;
         double u01 = (double)(lac_mix64(pseed + 0x632BE59BD9B4E019ull) >> 11) * (1.0 / 9007199254740992.0);
         negs = (int64_t)want + (u01 < want - floor(want));
     }

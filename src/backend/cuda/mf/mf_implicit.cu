@@ -250,10 +250,13 @@ lac_status lac_mf_cuda_implicit_nbr_begin(lac_ctx_t ctx, const lac_mf_call *call
     int first, size;
     int32_t key;
     c->row_start[0] = 0;
+    /* a part's users weigh their negatives by negative_scale (mf_parts.cu): none where 0 */
+    const float *scale = call->negative_scale;
     for (int64_t u = 0; u < nu; u++) {   /* each interaction and its negatives */
         const int64_t n = d->row_start[u + 1] - d->row_start[u];
         int64_t cells = n;
-        for (int64_t r = 0; r < n; r++) cells += lac_mf_share(r, n, m->share, m->negatives, 0, &first, &size, &key);
+        for (int64_t r = 0; r < n && (!scale || scale[u] > 0.0f); r++)
+            cells += lac_mf_share(r, n, m->share, m->negatives, 0, &first, &size, &key);
         c->row_start[u + 1] = c->row_start[u] + cells;
     }
     c->nnz = c->row_start[nu];
@@ -269,12 +272,12 @@ lac_status lac_mf_cuda_implicit_nbr_begin(lac_ctx_t ctx, const lac_mf_call *call
         for (int64_t a = lo; a < lo + n; a++) {
             const int32_t j = d->col[a];
             const int64_t rank = (int64_t)(std::lower_bound(items + lo, items + lo + n, j) - (items + lo));
-            const int cnt = lac_mf_share(rank, n, m->share, m->negatives, j, &first, &size, &key);
+            const int cnt = !scale || scale[u] > 0.0f ? lac_mf_share(rank, n, m->share, m->negatives, j, &first, &size, &key) : 0;
             c->col[w] = j;
             c->val[w++] = d->val[a];
             for (int b = 0; b < cnt; b++) {   /* a placeholder: the item is drawn every epoch */
                 c->col[w] = j;
-                c->val[w++] = -(float)size;
+                c->val[w++] = -(float)size * (scale ? scale[u] : 1.0f);
             }
         }
     }

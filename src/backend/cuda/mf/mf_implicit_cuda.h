@@ -84,9 +84,10 @@ void lac_mf_cuda_implicit_end(lac_mf_cuda_implicit *m);
  * an interaction's weight, or minus a negative's: lac_mf_xent_error). Its
  * stream is scheduled from *cells: each user's interactions, each followed
  * by one cell for each of its negatives (lac_mf_share), rating minus the
- * negative's weight (the item a placeholder, written by the draws before
- * every epoch); freed by lac_mf_cuda_implicit_cells_free. Cross-entropy
- * only. */
+ * negative's weight (times call.negative_scale's, none where that is 0: a
+ * block of the items, mf_parts.cu; the item a placeholder, written by the
+ * draws before every epoch); freed by lac_mf_cuda_implicit_cells_free.
+ * Cross-entropy only. */
 lac_status lac_mf_cuda_implicit_nbr_begin(lac_ctx_t ctx, const lac_mf_call *call, lac_mf_cuda_implicit **out,
                                           lac_mf_data *cells);
 void lac_mf_cuda_implicit_cells_free(lac_mf_data *cells);

@@ -30,9 +30,15 @@
  * biases of the other blocks as the homes held them at the epoch's start
  * (copied to every training before it; the CPU's rotation over ranks reads
  * them as the rank last held them, likewise at most an epoch old).
- * Validation then runs on the host over the downloaded model. */
+ * Validation then runs on the host over the downloaded model.
+ * Implicit feedback: training (p, b) draws its negatives within item block b
+ * only (the other blocks' rows are being trained elsewhere), weighted to its
+ * users' share of one process's, as a GPU rank's part does (mf_parts.cu);
+ * the neighbourhood model's negatives are cells of its stream (drawn with
+ * weight 0 outside the block's rows). */
 #include "backend/cuda/mf/mf_multi_cuda.h"
 #include "backend/cuda/mf/mf_cuda.h"
+#include "backend/cuda/mf/mf_parts_cuda.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -75,8 +81,7 @@ int lac_mf_cuda_multi_wanted(lac_ctx_t ctx, const lac_mf_call *call)
 {
     const int D = ctx->cuda->share_count;
     if (D < 2) return 0;
-    const char *why = call->implicit            ? "implicit feedback"
-                      : call->item_part         ? "a part of the items"
+    const char *why = call->item_part           ? "a part of the items"
                       : call->data->num_users < D ? "fewer users than devices"
                       : call->data->num_items < D ? "fewer items than devices"
                                                   : NULL;
@@ -293,6 +298,29 @@ static lac_status set_up_nbr(lac_ctx_t ctx, lac_mf_cuda_multi *m)
     return st == LAC_SUCCESS ? st : lac_error(ctx, st, "out of host memory for the mf rotation's item rows");
 }
 
+/* Implicit feedback: training (p, b) draws its negatives within item block b
+ * (every other row weighs 0), as many as its users' share of one process's
+ * (lac_mf_cuda_block_negatives), from a seed of its own (the same local
+ * indices recur in every block). */
+static lac_status block_negatives(lac_ctx_t ctx, const lac_mf_cuda_multi *m, int p, int b, lac_mf_call *c,
+                                  float **scale, uint64_t **cum)
+{
+    const int64_t rows = training_items(m, b);
+    int32_t *row_item = (int32_t *)lac_malloc(ctx, (size_t)(rows ? rows : 1) * sizeof *row_item);
+    if (!row_item) return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "out of host memory for mf block (%d, %d)", p, b);
+    for (int64_t r = 0; r < rows; r++) row_item[r] = -1;
+    for (int64_t x = 0; x < m->block_items[b]; x++) row_item[item_row(m, b, x)] = m->items_of[b][x];
+    lac_status st = lac_mf_cuda_block_negatives(ctx, &m->call, m->item_block, b, c->data, m->users_of[p], row_item,
+                                                scale, cum);
+    free(row_item);
+    if (st != LAC_SUCCESS)
+        return lac_error(ctx, st, "out of host memory for the negatives of mf block (%d, %d)", p, b);
+    c->negative_scale = *scale;
+    c->neg_cum = *cum;
+    c->seed = lac_mix64(m->call.seed ^ (0xA24BAED4963EE407ull * (uint64_t)(b + 1)));
+    return LAC_SUCCESS;
+}
+
 static lac_status set_up(lac_ctx_t ctx, lac_mf_cuda_multi *m)
 {
     const lac_mf_data *d = m->call.data;
@@ -353,7 +381,13 @@ static lac_status set_up(lac_ctx_t ctx, lac_mf_cuda_multi *m)
             c.data = &m->sub[p * D + b];
             c.valid = NULL;   /* validated on the host, over the whole model */
             c.factors = *sf;
-            LAC_CHECK(lac_mf_cuda_one_begin(ctx, &c, &m->part[p * D + b]));
+            float *scale = NULL;
+            uint64_t *cum = NULL;
+            lac_status st = m->call.implicit ? block_negatives(ctx, m, p, b, &c, &scale, &cum) : LAC_SUCCESS;
+            if (st == LAC_SUCCESS) st = lac_mf_cuda_one_begin(ctx, &c, &m->part[p * D + b]);
+            free(scale);   /* on the device now */
+            free(cum);
+            LAC_CHECK(st);
         }
     }
     if (!m->nbr && m->call.valid && m->call.valid->count) LAC_CHECK(valid_set_up(ctx, m));

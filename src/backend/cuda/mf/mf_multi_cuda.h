@@ -33,8 +33,8 @@ lac_mf_cuda_one_arrays lac_mf_cuda_one_get_arrays(const lac_mf_state *s);
 
 /* The rotation's state and its side of the backend table. */
 typedef struct lac_mf_cuda_multi lac_mf_cuda_multi;
-/* Whether this call trains over the context's shares (several of them,
- * explicit ratings, at least as many users and items as shares). */
+/* Whether this call trains over the context's shares (several of them, not
+ * a part of the items, at least as many users and items as shares). */
 int lac_mf_cuda_multi_wanted(lac_ctx_t ctx, const lac_mf_call *call);
 lac_status lac_mf_cuda_multi_begin(lac_ctx_t ctx, const lac_mf_call *call, lac_mf_cuda_multi **out);
 lac_status lac_mf_cuda_multi_epoch(lac_ctx_t ctx, lac_mf_cuda_multi *m, float lr, int epoch, double *train_sse);

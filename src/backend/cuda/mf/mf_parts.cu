@@ -8,12 +8,14 @@
  * the part's ratings and copies them back out: rows over PCIe against an
  * epoch of the block's ratings (mf_multi.cu keeps them on the devices of
  * one process instead). A call trains the whole part (no user slices), so
- * the rotation turns its ring once an epoch. The plain model, on ratings or
- * implicit feedback: then the part's training draws the negatives from its
- * own items, `negatives` a positive of weight negative_scale, the user's
- * share of one process's (make_scale); a user without a positive in the
- * part gets none there (the CPU's part epoch gives it some).
- * The neighbourhood model's part (ratings) keeps the model's item indices
+ * the rotation turns its ring once an epoch. Implicit feedback: the part's
+ * training draws the negatives from its own items, `negatives` a positive of
+ * weight negative_scale, the user's share of one process's
+ * (lac_mf_cuda_block_negatives); a user without a positive in the part gets
+ * none there (the CPU's part epoch gives it some). The neighbourhood model
+ * takes them as its stream's negatives' cells (mf_implicit.cu), drawn by
+ * weights that are 0 outside the part.
+ * The neighbourhood model's part keeps the model's item indices
  * (every item a row on the device, the part's with ratings): a rating's
  * terms read its user's whole row R(i) (rated_*, this rank's users, model
  * item ids) and the baselines bhat of neighbours in any block, which an
@@ -33,7 +35,7 @@ struct lac_mf_cuda_part {
     lac_mf_factors fac;         /* the part's rows, packed on the host */
     int32_t *users_of, *items_of;   /* model index of each local user / item (of the part) */
     float *scale;               /* implicit cross-entropy: each local user's negatives' weight */
-    uint64_t *cum;              /* implicit: the local items' cumulative weights (call.neg_cum's; NULL: uniform) */
+    uint64_t *cum;              /* implicit: the local items' cumulative weights (0 outside the part; NULL: uniform) */
     int64_t part_items;         /* the part's items (items_of's length) */
     int whole_items;            /* the neighbourhood model: local item index = model index */
     int64_t *rated_start;       /* the neighbourhood model: R(i) of each local user, */
@@ -70,45 +72,34 @@ static lac_status make_sub(lac_ctx_t ctx, lac_mf_cuda_part *q)
                              : lac_error(ctx, st, "out of host memory for the ratings of mf part %d", q->call.part);
 }
 
-/* Implicit: the local items' cumulative weights, so that the part draws its
- * own items by the weights one process draws them with. */
-static lac_status make_cum(lac_ctx_t ctx, lac_mf_cuda_part *q)
+lac_status lac_mf_cuda_block_negatives(lac_ctx_t ctx, const lac_mf_call *call, const int32_t *item_part, int part,
+                                       const lac_mf_data *sub, const int32_t *users_of, const int32_t *row_item,
+                                       float **scale, uint64_t **cum)
 {
-    const lac_mf_data *s = &q->sub;
-    if (!q->call.neg_cum) return LAC_SUCCESS;
-    q->cum = (uint64_t *)lac_malloc(ctx, (size_t)(s->num_items ? s->num_items : 1) * sizeof(uint64_t));
-    if (!q->cum) return LAC_ERR_OUT_OF_MEMORY;
-    for (int64_t x = 0; x < s->num_items; x++)
-        q->cum[x] = (x ? q->cum[x - 1] : 0) + (uint64_t)lac_mf_item_weight(q->call.neg_cum, q->items_of[x]);
-    return LAC_SUCCESS;
-}
-
-/* Implicit cross-entropy: one process draws n x negatives from a user's
- * unseen items, of weight U (items, when uniform), U_b of it in the part, so
- * n x negatives x U_b / U land here in expectation; the part's training
- * draws negatives for each of the user's n_b positives here, each of weight
- * n U_b / (U n_b). */
-static lac_status make_scale(lac_ctx_t ctx, lac_mf_cuda_part *q)
-{
-    const lac_mf_data *d = q->call.data, *s = &q->sub;
-    const uint64_t *cum = q->call.neg_cum;
-    q->scale = (float *)lac_malloc(ctx, (size_t)(s->num_users ? s->num_users : 1) * sizeof(float));
-    if (!q->scale) return LAC_ERR_OUT_OF_MEMORY;
+    const lac_mf_data *d = call->data;
+    const uint64_t *all = call->neg_cum;
+    *scale = NULL;
+    *cum = NULL;
     double part_w = 0.0;
-    for (int64_t x = 0; x < s->num_items; x++) part_w += lac_mf_item_weight(cum, q->items_of[x]);
-    const double all_w = cum ? (double)cum[d->num_items - 1] : (double)d->num_items;
-    for (int64_t x = 0; x < s->num_users; x++) {
-        const int64_t u = q->users_of[x], n = d->row_start[u + 1] - d->row_start[u];
-        const int64_t nb = s->row_start[x + 1] - s->row_start[x];
-        double seen_w = 0.0, seen_part_w = 0.0;
-        for (int64_t a = d->row_start[u]; a < d->row_start[u + 1]; a++) {
-            const double w = lac_mf_item_weight(cum, d->col[a]);
-            seen_w += w;
-            seen_part_w += q->call.item_part[d->col[a]] == q->call.part ? w : 0.0;
-        }
-        q->scale[x] = all_w > seen_w && nb > 0
-                          ? (float)((double)n * (part_w - seen_part_w) / ((all_w - seen_w) * (double)nb))
-                          : 0.0f;
+    int every = 1;   /* every row an item of the part: uniform draws need no table */
+    for (int64_t r = 0; r < sub->num_items; r++) {
+        part_w += row_item[r] >= 0 ? lac_mf_item_weight(all, row_item[r]) : 0.0;
+        every &= row_item[r] >= 0;
+    }
+    if (all || !every) {
+        *cum = (uint64_t *)lac_malloc(ctx, (size_t)(sub->num_items ? sub->num_items : 1) * sizeof(uint64_t));
+        if (!*cum) return LAC_ERR_OUT_OF_MEMORY;
+        for (int64_t r = 0; r < sub->num_items; r++)
+            (*cum)[r] = (r ? (*cum)[r - 1] : 0) + (row_item[r] >= 0 ? (uint64_t)lac_mf_item_weight(all, row_item[r]) : 0);
+    }
+    if (call->loss == LAC_MF_LOSS_BPR) return LAC_SUCCESS;
+    *scale = (float *)lac_malloc(ctx, (size_t)(sub->num_users ? sub->num_users : 1) * sizeof(float));
+    if (!*scale) return LAC_ERR_OUT_OF_MEMORY;
+    for (int64_t x = 0; x < sub->num_users; x++) {
+        const int64_t u = users_of[x], n = d->row_start[u + 1] - d->row_start[u];
+        int64_t nb = 0;
+        const double here = lac_mf_part_share(d, all, item_part, part, part_w, u, &nb);
+        (*scale)[x] = nb > 0 ? (float)((double)n * here / (double)nb) : 0.0f;
     }
     return LAC_SUCCESS;
 }
@@ -135,6 +126,25 @@ static lac_status make_rated(lac_ctx_t ctx, lac_mf_cuda_part *q)
         memcpy(q->rated_vals + q->rated_start[x], g->rated_vals + a, (size_t)len * sizeof(float));
     }
     return LAC_SUCCESS;
+}
+
+/* Implicit feedback: the part's negatives drawn within its items, weighted
+ * to the user's share of one process's (lac_mf_cuda_block_negatives). With
+ * whole items the rows outside the part weigh 0. */
+static lac_status part_negatives(lac_ctx_t ctx, lac_mf_cuda_part *q)
+{
+    const int64_t rows = q->sub.num_items;
+    int32_t *row_item = q->items_of;
+    if (q->whole_items) {
+        row_item = (int32_t *)lac_malloc(ctx, (size_t)(rows ? rows : 1) * sizeof *row_item);
+        if (!row_item) return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "out of host memory for mf part %d", q->call.part);
+        for (int64_t j = 0; j < rows; j++) row_item[j] = q->call.item_part[j] == q->call.part ? (int32_t)j : -1;
+    }
+    lac_status st = lac_mf_cuda_block_negatives(ctx, &q->call, q->call.item_part, q->call.part, &q->sub, q->users_of,
+                                                row_item, &q->scale, &q->cum);
+    if (row_item != q->items_of) free(row_item);
+    return st == LAC_SUCCESS ? st
+                             : lac_error(ctx, st, "out of host memory for the negatives of mf part %d", q->call.part);
 }
 
 /* The part's rows of the model's host arrays into its packed rows (in 1), or
@@ -191,16 +201,12 @@ void lac_mf_cuda_part_end(lac_ctx_t ctx, lac_mf_cuda_part *q)
 lac_status lac_mf_cuda_part_begin(lac_ctx_t ctx, const lac_mf_call *call, lac_mf_cuda_part **out)
 {
     *out = NULL;
-    if (call->factors.nbr_k && call->implicit)
-        return lac_error(ctx, LAC_ERR_UNSUPPORTED, "mf over MPI ranks on the GPU trains the neighbourhood model on "
-                                                   "ratings; train its implicit feedback over ranks with --device cpu");
     lac_mf_cuda_part *q = (lac_mf_cuda_part *)calloc(1, sizeof *q);
     if (!q) return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "out of host memory for an mf part");
     q->call = *call;
     q->whole_items = call->factors.nbr_k > 0;
     lac_status st = make_sub(ctx, q);
-    if (st == LAC_SUCCESS && call->implicit && call->loss != LAC_MF_LOSS_BPR) st = make_scale(ctx, q);
-    if (st == LAC_SUCCESS && call->implicit) st = make_cum(ctx, q);
+    if (st == LAC_SUCCESS && call->implicit) st = part_negatives(ctx, q);
     if (st == LAC_SUCCESS && q->whole_items && make_rated(ctx, q) != LAC_SUCCESS)
         st = lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "out of host memory for the rows R(i) of mf part %d", call->part);
     lac_mf_factors *f = &q->fac;

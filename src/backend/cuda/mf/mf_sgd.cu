@@ -528,5 +528,5 @@ extern "C" const lac_mf_backend lac_mf_cuda_table = {
     NULL,   /* fold_in: the CPU table's */
     1,      /* parts: over MPI ranks, mf_parts.cu */
     0,      /* part_slices: a whole part a call */
-    1,      /* implicit_parts: the plain model's, mf_parts.cu */
+    1,      /* implicit_parts: both models (BPR: the plain one), mf_parts.cu */
 };
