@@ -59,6 +59,8 @@ static lac_ctx_t gpu_also;                   /* --also: a context with those kno
 static const char *also_knobs;
 /* The subspace pass's debug lines, summed: passes, slices certified, zero, full. */
 static long long sub_sum[4];
+/* The Jacobi path's debug lines: passes, their mean sweeps summed, the most. */
+static double jac_sum[3];
 
 static void note_subspace(lac_log_level level, const char *message, void *user)
 {
@@ -74,6 +76,21 @@ static void note_subspace(lac_log_level level, const char *message, void *user)
         sub_sum[2] += zero;
         sub_sum[3] += full;
     }
+    const char *j = strstr(message, "SVT by Jacobi");
+    const char *sw = j ? strstr(j, "sweeps mean ") : NULL;
+    double mean, most;
+    if (sw && sscanf(sw, "sweeps mean %lf, max %lf", &mean, &most) == 2) {
+        jac_sum[0]++;
+        jac_sum[1] += mean;
+        if (most > jac_sum[2]) jac_sum[2] = most;
+    }
+}
+/* The Jacobi sweeps since `before` (jac_sum's first two). */
+static void print_sweeps(const double before[2])
+{
+    if (jac_sum[0] > before[0])
+        printf("      Jacobi sweeps a slice: mean %.2f over %.0f passes, most %.0f\n",
+               (jac_sum[1] - before[1]) / (jac_sum[0] - before[0]), jac_sum[0] - before[0], jac_sum[2]);
 }
 static const char *stream_cap;
 static long long stream_slab;   /* the slab width the streamed plan logged */
@@ -334,6 +351,8 @@ static void bench_iteration(shape s, int iters, lac_ctx_t ctx, const char *path,
     lac_impute_result a = run_iterations(ctx, &p, first, gemm);
     long long before[4];
     memcpy(before, sub_sum, sizeof before);
+    double jac_before[2] = {jac_sum[0], jac_sum[1]};
+    jac_sum[2] = 0;
     lac_impute_result b = run_iterations(ctx, &p, first + iters, gemm);
     const double it = (double)(b.iterations - a.iterations), mn = (double)(s.m * s.n), N = (double)s.N;
     const double missing = (double)(b.partial_vertices + b.missing_vertices);
@@ -348,6 +367,7 @@ static void bench_iteration(shape s, int iters, lac_ctx_t ctx, const char *path,
         printf("      subspace pass: %lld of %lld passes; slices certified %lld (zero by trace %lld), full eigensolve %lld\n",
                sub_sum[0] - before[0], (long long)b.iterations, sub_sum[1] - before[1], sub_sum[2] - before[2],
                sub_sum[3] - before[3]);
+    print_sweeps(jac_before);
     if (strcmp(path, "streamed") == 0) {
         /* Each iteration copies in C, the previous estimate and U_I (by
          * frequency) and copies the estimate back: the copies' floor. */
@@ -390,6 +410,8 @@ static void bench_protocol(const char *path, double ratio, int gemm, lac_ctx_t r
      * from a fresh basis so that the eigendecomposition is inside it. */
     lac_impute(run, &ip, p.gft, &p.truth, &p.observed, &p.truth, &p.out, &r);
     lac_gft_destroy(&p.gft);
+    double jac_before[2] = {jac_sum[0], jac_sum[1]};
+    jac_sum[2] = 0;
     double t0 = now_s();
     if (lac_gft_create(run, graph, LAC_FLOAT32, &p.gft) ||
         lac_impute(run, &ip, p.gft, &p.truth, &p.observed, &p.truth, &p.out, &r) < 0) {
@@ -397,6 +419,7 @@ static void bench_protocol(const char *path, double ratio, int gemm, lac_ctx_t r
         exit(1);
     }
     double total = now_s() - t0;
+    print_sweeps(jac_before);
     if (run == gpu_also) printf("(--also %s) ", also_knobs);
     printf("ego-Facebook 50x50x4039 ratio %.2f%s: %.3f s incl. eigendecomposition (run %.3f s, %lld iterations), "
            "rmse %.4g (missing %.4g)\n",

@@ -10,17 +10,21 @@
  * rotation (|γ| <= tol·sqrt(αβ)), or after a cap (then the columns are
  * orthogonal to a little more than tol: the result is still used; Jacobi
  * has no "failed to converge").
- * Only the triplets above λ matter: with λ known, pairs of two columns well
- * below it are left unrotated, and once the others have converged the
- * columns below λ are proved (Gershgorin on their Gram block) to hide no
- * singular value above it; where that fails every pair is rotated again.
- * LACUNA_IMPUTE_CUDA_SUBSPACE=off turns this off (as the Gram route's
- * subspace pass; float64 only with force).
+ * Only the triplets above λ matter: with λ known and a warm start, pairs
+ * of two columns well below it are left unrotated, and once the others have
+ * converged the columns below λ are proved (Gershgorin on their Gram block)
+ * to hide no singular value above it; where that fails every pair is
+ * rotated again. LACUNA_IMPUTE_CUDA_SUBSPACE=off turns this off (as the
+ * Gram route's subspace pass; float64 only with force).
  *
- * The columns are then W V = U Σ, so σ_i = ‖w_i‖ and u_i = w_i/σ_i without
- * forming V: S_λ(A) = U (Σ - λ)₊ Vᵀ = Σ_{σ_i > λ} (1 - λ/σ_i) u_i u_iᵀ A, rebuilt
- * column by column from the kept u_i and the original slice (still in global
- * memory). Not accumulating V halves the shared memory and the rotations.
+ * The columns are then W = A V = U Σ, so σ_i = ‖w_i‖; V (float64) takes the
+ * same rotations and is kept between passes (the warm start), and
+ * S_λ(A) = Σ_{σ_i > λ} (1 - λ/σ_i) w_i v_iᵀ is rebuilt from the kept columns.
+ * The sweeps are bound by shared-memory traffic, not latency (H200: 4 or 7
+ * blocks an SM made no difference; removing bank conflicts did), V's float64
+ * columns most of a rotation's: the column strides keep a warp's pairs on
+ * distinct banks, and a pair's W columns stay in registers from its sums to
+ * its rotation.
  * The same pass writes the result over the previous estimate and leaves
  * the per-slice change, norms, truth error, σmax and rank (impute_cuda.h). */
 #include "backend/cuda/impute/impute_cuda.h"
@@ -44,7 +48,9 @@ template <> struct real_traits<double> {
  * position 0 stays, the others rotate. */
 __device__ __forceinline__ int round_robin(int pos, int step, int pe)
 {
-    return pos == 0 ? 0 : (pos - 1 + step) % (pe - 1) + 1;
+    if (pos == 0) return 0;
+    const int q = pos - 1 + step;   /* < 2 (pe - 1): one subtraction, no division */
+    return (q >= pe - 1 ? q - (pe - 1) : q) + 1;
 }
 
 /* The columns (ci, cj) that pair t holds at this step, or ci = -1 when t is
@@ -56,6 +62,28 @@ __device__ __forceinline__ void step_pair(int t, int step, int pe, int pairs, in
     *ci = round_robin(t, step, pe);
     *cj = round_robin(pe - 1 - t, step, pe);
     if (*ci >= p || *cj >= p) *ci = -1;
+}
+
+/* The rotation (c, s) that zeroes the off-diagonal entry γ of the pair's
+ * Gram block [α γ; γ β]. Float slices take the angle in float (its error
+ * only leaves γ·eps behind, below the tolerance) and c, s in float64 from
+ * it, so that V stays orthogonal to float64 across every pass it is kept;
+ * float64 divisions and square roots in this chain were most of a step. */
+__device__ __forceinline__ void rotation_of(float al, float be, float ga, double *c, double *s)
+{
+    const float zeta = (be - al) / (2 * ga);
+    const float t = copysignf(1.0f, zeta) / (fabsf(zeta) + sqrtf(fmaf(zeta, zeta, 1.0f)));
+    const double td = t;
+    *c = rsqrt(fma(td, td, 1.0));
+    *s = *c * td;
+}
+
+__device__ __forceinline__ void rotation_of(double al, double be, double ga, double *c, double *s)
+{
+    const double zeta = (be - al) / (2 * ga);
+    const double t = (zeta >= 0 ? 1.0 : -1.0) / (fabs(zeta) + sqrt(1 + zeta * zeta));
+    *c = rsqrt(fma(t, t, 1.0));
+    *s = *c * t;
 }
 
 template <int G, typename T> __device__ __forceinline__ T group_sum(T v)
@@ -93,12 +121,26 @@ template <typename T, bool MAX> __device__ T block_reduce(T v, T *scratch)
     return r;
 }
 
-/* Shared memory of one block: V (p x p, float64), W (L x p), the kept
- * columns and their coefficients, a reduction scratch. */
-template <typename REAL> size_t shared_bytes(int L, int p)
+/* A column stride of W or V for groups of G lanes a pair: a multiple of G
+ * with an odd quotient (G = 1: odd). A warp's groups hold pairs t, t+1, ...
+ * whose columns are consecutive in the round-robin order, so their windows
+ * of G consecutive entries then start on distinct banks (floats; float64
+ * by half-warp): no bank conflicts in a step's loads and stores. With the
+ * odd strides of before, the windows landed at random and most accesses
+ * took two or more wavefronts; the sweeps are bound by shared memory. */
+static inline int padded_stride(int n, int G)
 {
-    return (size_t)(p | 1) * p * sizeof(double) + (size_t)(L | 1) * p * sizeof(REAL) +
-           (size_t)p * (sizeof(double) + sizeof(int)) + 64 * sizeof(double);
+    if (G >= 32) return n | 1;   /* one group a warp: any start is whole banks */
+    const int q = (n + G - 1) / G;
+    return (q | 1) * G;
+}
+
+/* Shared memory of one block: V (p x p, float64, stride PS), W (L x p,
+ * stride LS), the kept columns and their coefficients, a reduction scratch. */
+template <typename REAL> size_t shared_bytes(int LS, int PS, int p)
+{
+    return (size_t)PS * p * sizeof(double) + (size_t)LS * p * sizeof(REAL) + (size_t)p * (sizeof(double) + sizeof(int)) +
+           64 * sizeof(double);
 }
 
 /* Element (l, c) of the slice seen as W's orientation (L x p). */
@@ -161,21 +203,19 @@ __device__ bool small_block_certified(const REAL *W, int LS, int L, int p, doubl
 }
 
 template <typename REAL, int G>
-__global__ void __launch_bounds__(1024) svt_jacobi_kernel(lac_svt_batch<REAL> b, int transpose, int L, int p,
-                                                          int skip_small)
+__global__ void __launch_bounds__(1024) svt_jacobi_kernel(lac_svt_batch<REAL> b, int transpose, int L, int p, int LS,
+                                                          int PS, int skip_small)
 {
     extern __shared__ double smem_d[];
-    /* Column strides made odd, so that the lanes of a warp, each on its own
-     * pair's columns at the same row, meet distinct banks. */
-    const int LS = L | 1, PS = p | 1;
+    /* Column strides LS, PS from padded_stride: the groups of a warp meet
+     * distinct banks. */
     double *V = smem_d;                                        /* p x p, stride PS */
     REAL *W = reinterpret_cast<REAL *>(V + (size_t)PS * p);    /* L x p, stride LS */
     double *coef = reinterpret_cast<double *>(((uintptr_t)(W + (size_t)LS * p) + 7) & ~(uintptr_t)7);
     double *scratch = coef + p;
     int *kept_list = reinterpret_cast<int *>(scratch + 40);
     const int groups = blockDim.x / G, group = threadIdx.x / G, lane = threadIdx.x % G;
-    __shared__ int rotated, kept_count, certify_failed;
-    __shared__ unsigned largest_ratio;   /* the sweep's largest |γ|/sqrt(αβ), as float bits */
+    __shared__ int kept_count, certify_failed;
 
     const int64_t k = blockIdx.x;
     const REAL *a = b.a + k * b.stride;
@@ -207,11 +247,11 @@ __global__ void __launch_bounds__(1024) svt_jacobi_kernel(lac_svt_batch<REAL> b,
      * slices change little from one iteration to the next, so W = A V is
      * nearly orthogonal and a sweep or two finishes it), or I. */
     const int warm = b.warm && v_keep;
-    for (int64_t e = threadIdx.x; e < (int64_t)p * p; e += blockDim.x)
+    for (int e = threadIdx.x; e < p * p; e += blockDim.x)
         V[e % p + e / p * PS] = warm ? v_keep[e] : (double)(e % p == e / p);
     __syncthreads();
-    for (int64_t e = threadIdx.x; e < (int64_t)L * p; e += blockDim.x) {
-        const int64_t l = e % L, j = e / L;
+    for (int e = threadIdx.x; e < L * p; e += blockDim.x) {
+        const int l = e % L, j = e / L;
         double w;
         if (warm) {
             w = 0;
@@ -230,21 +270,23 @@ __global__ void __launch_bounds__(1024) svt_jacobi_kernel(lac_svt_batch<REAL> b,
     /* A sweep whose rotations were all below sqrt(tol) leaves the columns
      * orthogonal to about their square (the off-diagonal terms a rotation
      * reintroduces are products of two angles), below tol: no check sweep. */
-    const float stop = sqrtf((float)tol);
+    const REAL stop = sqrt(tol);
     /* Only the triplets above λ matter: pairs of two columns well below λ
      * (α < (0.8 λ)²) are not rotated, as long as the columns below λ are then
      * proved free of singular values above it (small_block_certified); if
      * not, or past half the sweep cap, every pair is rotated again. */
     const double lam_s = b.lambda && skip_small ? b.lambda[k] * scale : -1;
     const REAL small = lam_s > 0 ? (REAL)(0.64 * lam_s * lam_s) : (REAL)0;
-    int skipping = small > 0;
+    int skipping = small > 0 && warm;   /* from I the small block is not orthogonal: the proof would fail */
+    /* Columns of up to HELD·G rows stay in registers between a pair's sums
+     * and its rotation: one pass of loads less a rotation. */
+    constexpr int HELD = sizeof(REAL) > 4 ? 1 : G >= 8 ? 64 / G : 8;   /* float64: registers spill */
+    const bool held = sizeof(REAL) == 4 && L <= HELD * G;
     for (; amax > 0 && sweep < real_traits<REAL>::max_sweeps; sweep++) {
         if (skipping && sweep >= real_traits<REAL>::max_sweeps / 2) skipping = 0;
-        if (threadIdx.x == 0) {
-            rotated = 0;
-            largest_ratio = 0;
-        }
-        __syncthreads();
+        /* This thread's pairs: any rotated, any rotated by more than `stop`;
+         * the block's answer at the sweep's end, with no atomics a step. */
+        int rotated = 0, big = 0;
         for (int step = 0; step < pe - 1; step++) {
             /* The same trip count for every thread: the shuffles need whole warps. */
             for (int base = 0; base < pairs; base += groups) {
@@ -252,13 +294,26 @@ __global__ void __launch_bounds__(1024) svt_jacobi_kernel(lac_svt_batch<REAL> b,
                 int ci, cj;
                 step_pair(t, step, pe, pairs, p, &ci, &cj);
                 REAL al = 0, be = 0, ga = 0;
+                REAL xs[HELD], ys[HELD];
                 if (ci >= 0) {
-                    const REAL *wi = W + (size_t)ci * LS, *wj = W + (size_t)cj * LS;
-                    for (int l = lane; l < L; l += G) {
-                        REAL x = wi[l], y = wj[l];
-                        al += x * x;
-                        be += y * y;
-                        ga += x * y;
+                    const REAL *wi = W + ci * LS, *wj = W + cj * LS;
+                    if (held) {
+#pragma unroll
+                        for (int q = 0; q < HELD; q++) {
+                            const int l = lane + q * G;
+                            xs[q] = l < L ? wi[l] : (REAL)0;
+                            ys[q] = l < L ? wj[l] : (REAL)0;
+                            al += xs[q] * xs[q];
+                            be += ys[q] * ys[q];
+                            ga += xs[q] * ys[q];
+                        }
+                    } else {
+                        for (int l = lane; l < L; l += G) {
+                            REAL x = wi[l], y = wj[l];
+                            al += x * x;
+                            be += y * y;
+                            ga += x * y;
+                        }
                     }
                 }
                 al = group_sum<G>(al);
@@ -266,35 +321,43 @@ __global__ void __launch_bounds__(1024) svt_jacobi_kernel(lac_svt_batch<REAL> b,
                 ga = group_sum<G>(ga);
                 /* Columns below eps·σmax (al, be < eps² after scaling) are
                  * rounding noise: rotating them would only churn. */
-                if (ci >= 0 && ga != 0 && fmin(al, be) > tiny && fabs(ga) > tol * sqrt(al * be) &&
+                const REAL norm = sqrt(al * be);
+                if (ci >= 0 && ga != 0 && fmin(al, be) > tiny && fabs(ga) > tol * norm &&
                     !(skipping && al < small && be < small)) {
-                    /* The rotation that zeroes the pair's off-diagonal Gram entry. */
-                    double zeta = ((double)be - (double)al) / (2 * (double)ga);
-                    double tn = (zeta >= 0 ? 1.0 : -1.0) / (fabs(zeta) + sqrt(1 + zeta * zeta));
-                    double c = 1 / sqrt(1 + tn * tn), s = c * tn;
-                    REAL cr = (REAL)c, sr = (REAL)s;
-                    REAL *wi = W + (size_t)ci * LS, *wj = W + (size_t)cj * LS;
-                    for (int l = lane; l < L; l += G) {
-                        REAL x = wi[l], y = wj[l];
-                        wi[l] = cr * x - sr * y;
-                        wj[l] = sr * x + cr * y;
+                    double c, s;
+                    rotation_of(al, be, ga, &c, &s);
+                    const REAL cr = (REAL)c, sr = (REAL)s;
+                    REAL *wi = W + ci * LS, *wj = W + cj * LS;
+                    if (held) {
+#pragma unroll
+                        for (int q = 0; q < HELD; q++) {
+                            const int l = lane + q * G;
+                            if (l < L) {
+                                wi[l] = cr * xs[q] - sr * ys[q];
+                                wj[l] = sr * xs[q] + cr * ys[q];
+                            }
+                        }
+                    } else {
+                        for (int l = lane; l < L; l += G) {
+                            REAL x = wi[l], y = wj[l];
+                            wi[l] = cr * x - sr * y;
+                            wj[l] = sr * x + cr * y;
+                        }
                     }
-                    double *vi = V + (size_t)ci * PS, *vj = V + (size_t)cj * PS;
+                    double *vi = V + ci * PS, *vj = V + cj * PS;
                     for (int l = lane; l < p; l += G) {
                         double x = vi[l], y = vj[l];
                         vi[l] = c * x - s * y;
                         vj[l] = s * x + c * y;
                     }
-                    if (lane == 0) {
-                        rotated = 1;
-                        atomicMax(&largest_ratio, __float_as_uint((float)(fabs(ga) / sqrt(al * be))));
-                    }
+                    rotated = 1;
+                    big |= fabs(ga) >= stop * norm;
                 }
             }
             __syncthreads();
         }
-        const int again = rotated && __uint_as_float(largest_ratio) >= stop;
-        __syncthreads();
+        const int any_rotated = __syncthreads_or(rotated);
+        const int again = __syncthreads_or(big);
         if (!again) {
             if (skipping) {
                 skipping = 0;
@@ -302,7 +365,7 @@ __global__ void __launch_bounds__(1024) svt_jacobi_kernel(lac_svt_batch<REAL> b,
                                                     reinterpret_cast<float *>(kept_list), &certify_failed))
                     continue;   /* rotate every pair from here */
             }
-            sweep += rotated;   /* counted as done */
+            sweep += any_rotated;   /* counted as done */
             break;
         }
     }
@@ -341,12 +404,12 @@ __global__ void __launch_bounds__(1024) svt_jacobi_kernel(lac_svt_batch<REAL> b,
     /* R = Σ_kept coef_i w_i v_iᵀ, over the previous estimate, with the change,
      * the previous estimate's norm and the truth error folded in. */
     double change = 0, previous = 0, truth_err = 0;
-    for (int64_t e = threadIdx.x; e < (int64_t)L * p; e += blockDim.x) {
-        const int64_t l = e % L, c = e / L;
+    for (int e = threadIdx.x; e < L * p; e += blockDim.x) {
+        const int l = e % L, c = e / L;
         double r = 0;
         for (int q = 0; q < rank; q++) {
             const int i = kept_list[q];
-            r += coef[i] * (double)W[l + (int64_t)i * LS] * V[c + (int64_t)i * PS];
+            r += coef[i] * (double)W[l + i * LS] * V[c + i * PS];
         }
         const int64_t at = transpose ? c + l * rows : e;
         double old = (double)out[at];
@@ -359,7 +422,7 @@ __global__ void __launch_bounds__(1024) svt_jacobi_kernel(lac_svt_batch<REAL> b,
         out[at] = (REAL)r;
     }
     if (v_keep)
-        for (int64_t e = threadIdx.x; e < (int64_t)p * p; e += blockDim.x) v_keep[e] = V[e % p + e / p * PS];
+        for (int e = threadIdx.x; e < p * p; e += blockDim.x) v_keep[e] = V[e % p + e / p * PS];
     change = block_reduce<double, false>(change, scratch);
     previous = block_reduce<double, false>(previous, scratch);
     truth_err = block_reduce<double, false>(truth_err, scratch);
@@ -375,7 +438,7 @@ __global__ void __launch_bounds__(1024) svt_jacobi_kernel(lac_svt_batch<REAL> b,
 
 /* The launch shape of a slice: lanes a pair and threads a block. */
 struct jacobi_shape {
-    int L, p, transpose, G, threads;
+    int L, p, LS, PS, transpose, G, threads;
     size_t smem;
 };
 
@@ -386,7 +449,9 @@ template <typename REAL> jacobi_shape shape_for(const cudaDeviceProp &prop, int6
     s.L = (int)(s.transpose ? cols : rows);
     s.p = (int)(s.transpose ? rows : cols);
     size_t limit = prop.sharedMemPerBlockOptin ? prop.sharedMemPerBlockOptin : prop.sharedMemPerBlock;
-    s.smem = shared_bytes<REAL>(s.L, s.p);
+    s.LS = padded_stride(s.L, 1);
+    s.PS = padded_stride(s.p, 1);
+    s.smem = shared_bytes<REAL>(s.LS, s.PS, s.p);
     if (s.smem > limit) {
         s.smem = 0;   /* does not fit */
         return s;
@@ -413,6 +478,14 @@ template <typename REAL> jacobi_shape shape_for(const cudaDeviceProp &prop, int6
     }
     s.G = G;
     s.threads = threads;
+    /* The strides for G (a little more memory; kept odd where that would
+     * not fit). */
+    const size_t padded = shared_bytes<REAL>(padded_stride(s.L, G), padded_stride(s.p, G), s.p);
+    if (padded <= limit) {
+        s.LS = padded_stride(s.L, G);
+        s.PS = padded_stride(s.p, G);
+        s.smem = padded;
+    }
     return s;
 }
 
@@ -429,7 +502,7 @@ template <typename REAL, int G> lac_status launch(lac_ctx_t ctx, const lac_svt_b
         if (part.truth) part.truth += first * b.stride;
         if (part.lambda) part.lambda += first;
         part.stats += first * LAC_SVT_STATS;
-        kernel<<<(unsigned)part.count, s.threads, s.smem, ctx->cuda->stream>>>(part, s.transpose, s.L, s.p,
+        kernel<<<(unsigned)part.count, s.threads, s.smem, ctx->cuda->stream>>>(part, s.transpose, s.L, s.p, s.LS, s.PS,
                                                                                  lac_svt_subspace_on<REAL>(ctx) ? 1 : 0);
         LAC_CUDA_CHECK_LAUNCH(ctx);
     }
