@@ -29,15 +29,16 @@ static int64_t rows(int64_t m, int64_t div) { return quick ? m / div : m; }
 
 #include "cuda/map_case.h"
 
-/* The SUM/COUNT cases of the one-launch paths, o = 0..3: sum, weighted sum
- * accumulated, count with empty targets -2, weighted count. */
+/* The cases of the one-launch paths, o = 0..3: sum, weighted sum
+ * accumulated, count with empty targets -2, weighted count; o = 4 (the
+ * few-target path only): weighted mean with empty targets -3. */
 static lac_map_params sum_count_case(int o, case_data *d)
 {
     lac_map_params p = lac_map_params_default();
-    p.op = o < 2 ? LAC_MAP_SUM : LAC_MAP_COUNT;
-    d->weighted = o % 2;
+    p.op = o < 2 ? LAC_MAP_SUM : o < 4 ? LAC_MAP_COUNT : LAC_MAP_MEAN;
+    d->weighted = o % 2 || o == 4;
     p.accumulate = o == 1;
-    p.empty_value = o == 2 ? -2.0 : 0.0;
+    p.empty_value = o == 2 ? -2.0 : o == 4 ? -3.0 : 0.0;
     return p;
 }
 
@@ -407,9 +408,10 @@ TEST(empty_source_writes_empty_values)
     case_free(&d);
 }
 
-/* The few-target single-launch path on a full grid (SUM and COUNT of one
- * column in device memory, uniform and skewed bridges, float32 and float64)
- * against the reference, with the hot keys through the index and in registers
+/* The few-target single-launch path on a full grid (SUM, COUNT and weighted
+ * MEAN of one column in device memory, uniform and skewed bridges, float32
+ * and float64; some targets empty, some with weights summing to 0) against
+ * the reference, with the hot keys through the index and in registers
  * (LACUNA_MAP_CUDA_HOT_TABLE=0), and the general path (LACUNA_MAP_CUDA_FEW=0);
  * then faulty and clean calls in turn, so that each of the context's two fault
  * flags is set, read and reset: a clean call after a faulty one succeeds, and
@@ -424,8 +426,12 @@ TEST(few_targets_single_launch_full_grid_and_alternating_faults)
             int64_t n = 10000 + (int64_t)(harness_rand_u64(&rng) % 64);
             case_make(&d, rows(3000000, 16) + 4 * (int64_t)(harness_rand_u64(&rng) % 1000) + skew, n, 1, vtype,
                       LAC_INT32, 0, skew);
+            for (int64_t i = 0; i < d.m; i++) {
+                if (d.R[i] % 113 == 7) d.R[i] = (d.R[i] + 1) % n;   /* empty targets */
+                if (d.R[i] % 113 == 11) d.w[i] = 0.0;               /* a weighted MEAN of 0 / 0 */
+            }
             double *ref = malloc(sizeof(double) * (size_t)n), *got = malloc(sizeof(double) * (size_t)n);
-            for (int o = 0; o < 4; o++) {
+            for (int o = 0; o < 5; o++) {
                 lac_map_params p = sum_count_case(o, &d);
                 reference(&d, &p, ref);
                 for (int path = 0; path < 3; path++) {

@@ -5,7 +5,9 @@
  * sum rounded once (data whose float64 sum is exact, and within half an ulp
  * plus the reference's own error on full-mantissa data); cancellation,
  * infinities, NaN, float32 overflow; a range too wide for the words takes the
- * sorted path and gives its bits; faults leave T untouched.
+ * sorted path and gives its bits; faults leave T untouched; few float32
+ * targets in one launch (map_fixed_few.cu) give the two passes' bits, also
+ * when a value falls outside the window its sample gave.
  * LACUNA_TEST_QUICK=1: fewer combinations and rows. */
 #include "harness.h"
 #include "lacuna/lacuna.h"
@@ -29,6 +31,7 @@ static const char *const ctx_knobs[] = {
 #define CTXS (int)(sizeof ctx_knobs / sizeof *ctx_knobs)
 static lac_ctx_t gpu[CTXS];
 static lac_ctx_t sorted_gpu;   /* MAP_CUDA_FIXED=0: the sorted float64 path */
+static lac_ctx_t twopass_gpu;  /* MAP_CUDA_FIXED=shared: the range pass, then the words (not the one-launch pass) */
 static lac_ctx_t cpu;
 
 static int64_t rows(int64_t m) { return quick ? m / 4 : m; }
@@ -295,6 +298,81 @@ TEST(full_mantissa_data_is_bit_identical_and_within_half_an_ulp)
 }
 
 /* ------------------------------------------------------------------------ */
+/* Few float32 targets in one launch (map_fixed_few.cu)                      */
+/* ------------------------------------------------------------------------ */
+/* Checks T of a few-target case: the bytes of the two-pass scheme
+ * (twopass_gpu) and of every context and plan (run_everywhere), and against
+ * the references (SUM within half an ulp of the long-double sum; MEAN and
+ * COUNT within float32 rounding of the float64 reference). */
+static void few_case_check(const case_data *d, const lac_map_params *p, const char *what)
+{
+    int64_t n = d->n;
+    size_t bytes = (size_t)n * sizeof(float);
+    unsigned char *raw = malloc(bytes), *two = malloc(bytes);
+    double *ref = malloc(sizeof(double) * (size_t)n), *bound = malloc(sizeof(double) * (size_t)n);
+    double *got = malloc(sizeof(double) * (size_t)n);
+    if (run_everywhere(d, p, raw, what) == 0) {
+        CHECK_OK(twopass_gpu, run_case(twopass_gpu, d, p, LAC_MEM_DEVICE, RUN_MAP, got, two));
+        if (memcmp(raw, two, bytes) != 0) HARNESS_FAIL("%s: the one-launch bits differ from the two passes'", what);
+        for (int64_t k = 0; k < n; k++) got[k] = value_bits(raw, LAC_FLOAT32, k);
+        if (p->op == LAC_MAP_SUM && !p->accumulate) {
+            long_double_sums(d, p, ref, bound);
+            for (int64_t k = 0; k < n; k++)
+                if (!(fabs(got[k] - ref[k]) <= bound[k])) {
+                    HARNESS_FAIL("%s: T[%lld] = %.17g, reference %.17g, bound %g", what, (long long)k, got[k], ref[k], bound[k]);
+                    break;
+                }
+        } else {
+            reference(d, p, ref);
+            int64_t worst = -1;
+            double e = compare(got, ref, n, &worst);
+            if (!(e <= 2e-7)) HARNESS_FAIL("%s: err %g at %lld", what, e, (long long)worst);
+        }
+    }
+    free(raw), free(two), free(ref), free(bound), free(got);
+}
+
+TEST(few_float32_targets_in_one_launch_equal_the_two_passes)
+{
+    for (int skew = 0; skew < 2; skew++)
+        for (int it = 0; it < 2; it++) {
+            if (quick && skew != it) continue;
+            case_data d;
+            int64_t n = 10000 + (int64_t)(harness_rand_u64(&rng) % 64);
+            case_make(&d, rows(2000000) + (int64_t)(harness_rand_u64(&rng) % 4), n, 1, LAC_FLOAT32,
+                      it ? LAC_INT64 : LAC_INT32, 0, skew);
+            for (int64_t i = 0; i < d.m; i++)
+                if (d.R[i] % 101 == 5) d.R[i] = (d.R[i] + 1) % n;   /* empty targets */
+            for (int o = 0; o < 6; o++) {
+                /* SUM, SUM with empty targets -3 (counted), MEAN, COUNT, weighted
+                 * COUNT, SUM accumulated */
+                lac_map_params p = lac_map_params_default();
+                p.deterministic = 1;
+                p.op = o < 2 || o == 5 ? LAC_MAP_SUM : o == 2 ? LAC_MAP_MEAN : LAC_MAP_COUNT;
+                p.empty_value = o == 1 || o == 2 ? -3.0 : 0.0;
+                p.accumulate = o == 5;
+                d.weighted = o == 4;
+                char what[160];
+                snprintf(what, sizeof what, "few targets, skew %d %s op %s weights %d empty %g acc %d", skew,
+                         it ? "int64" : "int32", lac_map_op_name(p.op), d.weighted, p.empty_value, p.accumulate);
+                few_case_check(&d, &p, what);
+            }
+            /* Values outside the window the sample gives: larger than its top
+             * (the first rows scaled down), and bits below the lowest word;
+             * the call falls back to the two passes, with their bits. */
+            d.weighted = 0;
+            lac_map_params p = lac_map_params_default();
+            p.deterministic = 1;
+            for (int64_t i = 0; i < 8192; i++) d.S[i] = ldexp(d.S[i], -12);
+            few_case_check(&d, &p, "few targets, values above the sample's top");
+            for (int64_t i = 0; i < 8192; i++) d.S[i] = ldexp(d.S[i], 12);
+            d.S[d.m / 2] = ldexp(1.5, -100);
+            few_case_check(&d, &p, "few targets, bits below the lowest word");
+            case_free(&d);
+        }
+}
+
+/* ------------------------------------------------------------------------ */
 /* Adversarial values                                                        */
 /* ------------------------------------------------------------------------ */
 /* Large values that cancel within each target beside small ones: the exact
@@ -478,17 +556,21 @@ int main(void)
     }
     cp.knobs = "MAP_CUDA_FIXED=0";
     if (lac_ctx_create(&cp, &sorted_gpu) != LAC_SUCCESS) return 1;
+    cp.knobs = "MAP_CUDA_FIXED=shared";
+    if (lac_ctx_create(&cp, &twopass_gpu) != LAC_SUCCESS) return 1;
     cp.knobs = NULL;
     cp.backend = LAC_BACKEND_CPU;
     if (lac_ctx_create(&cp, &cpu) != LAC_SUCCESS) return 1;
     RUN(exact_data_gives_the_exact_sum_rounded_once_everywhere);
     RUN(full_mantissa_data_is_bit_identical_and_within_half_an_ulp);
+    RUN(few_float32_targets_in_one_launch_equal_the_two_passes);
     RUN(cancellation_is_exact);
     RUN(infinities_nan_and_overflow);
     RUN(a_range_too_wide_for_the_words_takes_the_sorted_path);
     RUN(bad_index_is_named_and_leaves_T);
     for (int k = 0; k < CTXS; k++) lac_ctx_destroy(&gpu[k]);
     lac_ctx_destroy(&sorted_gpu);
+    lac_ctx_destroy(&twopass_gpu);
     lac_ctx_destroy(&cpu);
     return harness_finish();
 }

@@ -6,11 +6,12 @@
  *   map_fault.cu           the fault flag read back and named
  *   map_strategy.cu        layout, reduction strategy, scratch sizes (host)
  *   map_reduce_kernels.cu  the atomic / privatised reduction and the finalise pass
- *   map_few.cu             few-target SUM/COUNT in one cooperative launch
+ *   map_few.cu             few-target SUM/COUNT and weighted MEAN in one cooperative launch
  *   map_part.cu            many-target SUM/COUNT: rows partitioned by target range in L2
  *   map_plan.cu            plan build (radix sort) and the segmented execute
  *   map_plan_local.cu      few-target plans: chunk-local sort, privatised execute
  *   map_fixed.cu           deterministic SUM/COUNT/MEAN in exact fixed point (no sort)
+ *   map_fixed_few.cu       the same for few float32 targets in one launch, no range pass
  *   map_stream.cu          host arrays streamed through the device in chunks
  *   map_multi.cu           host arrays split across the context's devices
  *   map_async.cu           stream-ordered calls: deferred fault reports */
@@ -323,6 +324,10 @@ lac_status lac_map_cuda_deterministic(lac_ctx_t ctx, const lac_map_call *call);
  * when the values span more bits than its words hold; the caller then takes
  * the sorted path. A checked call's bridge may be a plan's (bridge_checked). */
 lac_status lac_map_fixed_try(lac_ctx_t ctx, const lac_map_call *call, int *taken);
+/* Few float32 targets of device arrays (map_fixed_few.cu): the same bits in
+ * one launch, the scale guessed from a sample; *taken = 0 (T untouched) for
+ * calls it does not serve or whose values fall outside its window. */
+lac_status lac_map_fixed_few_try(lac_ctx_t ctx, const lac_map_call *call, int *taken);
 /* Whether lac_map_fixed_try would try the call (op, memory, size, knob). */
 int lac_map_fixed_serves(lac_ctx_t ctx, const lac_map_call *call);
 /* Checks a device bridge: fault = smallest row outside [0, n). */

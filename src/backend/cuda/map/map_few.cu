@@ -69,6 +69,9 @@ typedef struct {
     int prefetch_steps;           /* this block's first steps of R/S/w asked into L2 at the start */
     int select;                   /* table mode: one atomic at a selected address, not three paths */
     int prefetch_roll;            /* 1: keep prefetching prefetch_steps ahead through the rows */
+    unsigned int index_offset;    /* bytes to the warm index (a byte per target) */
+    unsigned int twin;            /* weighted MEAN: values from each accumulator to its weight's twin */
+    unsigned int hit_offset;      /* weighted MEAN: bytes to the hit flags (a byte per target) */
     unsigned long long *sticky;   /* deferred report (map_deferred), or NULL */
     unsigned long long tag;
 } few_args;
@@ -94,7 +97,7 @@ template <class V, class I> __host__ __device__ constexpr int few_hot_max()
  * one of the block's H hot keys adds into this thread's register for it, one
  * of its warm keys into its warp's accumulator for it; any other goes to the
  * lane's private copy in shared memory. */
-template <class V, class I, int MODE, int H, bool TABLE, bool SELECT = false>
+template <class V, class I, int MODE, int H, bool TABLE, bool SELECT = false, bool MEAN = MODE == 4>
 __device__ __forceinline__ void few_rows(const few_args &a, V *priv, const unsigned int *hot_keys, unsigned int nhot,
                                          V *warm_acc, const unsigned char *warm_index, unsigned int nwarm, V *hot_cols)
 {
@@ -107,23 +110,33 @@ __device__ __forceinline__ void few_rows(const few_args &a, V *priv, const unsig
     const V *W = reinterpret_cast<const V *>(a.weights);
     /* Keys fit 32 bits here (n <= INT32_MAX / 4); 0xFFFFFFFF matches no key. */
     unsigned int hk[H > 0 ? H : 1];
-    V hacc[H > 0 ? H : 1];
+    V hacc[H > 0 ? H : 1], hacc2[MEAN && H > 0 ? H : 1];
 #pragma unroll
     for (int j = 0; j < H; j++) {
         hk[j] = j < (int)nhot ? hot_keys[j] : 0xFFFFFFFFu;
         hacc[j] = (V)0;
+        if (MEAN) hacc2[j] = (V)0;
     }
     V *mine = priv + (size_t)(lane & (a.copies - 1)) * a.pitch;
-    auto put = [&](unsigned long long key, V x, int64_t row) {
+    unsigned char *hit = reinterpret_cast<unsigned char *>(priv) + a.hit_offset;
+    const unsigned int twin = a.twin;
+    /* Weighted MEAN (MEAN): x = w S at an accumulator, y = w at its twin. */
+    auto add = [&](V *at, V x, V y) {
+        atomicAdd(at, x);
+        if (MEAN) atomicAdd(at + twin, y);
+    };
+    auto put = [&](unsigned long long key, V x, V y, int64_t row) {
         if (key >= un) {
             flag_fault(a.fault, (unsigned long long)row);
             return;
         }
+        if (MEAN) hit[key] = 1;   /* a plain store: every writer writes 1 */
         bool hot = false;
 #pragma unroll
         for (int j = 0; j < H; j++)
             if ((unsigned int)key == hk[j]) {
                 hacc[j] += x;
+                if (MEAN) hacc2[j] += y;
                 hot = true;
             }
         if (hot) return;
@@ -132,26 +145,28 @@ __device__ __forceinline__ void few_rows(const few_args &a, V *priv, const unsig
             V *at = wi == 0 ? mine + key
                     : wi <= nhot ? hot_cols + (wi - 1) * FEW_BLOCK + tid   /* hot: this thread's own column */
                                  : warm_acc + (wi - 1 - nhot) * 32 + lane; /* warm: this lane's accumulator */
-            atomicAdd(at, x);
+            add(at, x, y);
             return;
         } else if (TABLE) {   /* hot: this thread's own column, no atomic; warm: this lane's accumulator */
             unsigned int wi = warm_index[key];
             if (wi && wi <= nhot) {
-                hot_cols[(wi - 1) * FEW_BLOCK + tid] += x;
+                V *at = hot_cols + (wi - 1) * FEW_BLOCK + tid;
+                *at += x;
+                if (MEAN) at[twin] += y;
                 return;
             }
             if (wi) {
-                atomicAdd(warm_acc + (wi - 1 - nhot) * 32 + lane, x);
+                add(warm_acc + (wi - 1 - nhot) * 32 + lane, x, y);
                 return;
             }
         } else if (nwarm) {   /* a warm key: this lane's own accumulator, no other lane of its warp meets it */
             unsigned int wi = warm_index[key];
             if (wi) {
-                atomicAdd(warm_acc + (wi - 1) * 32 + lane, x);
+                add(warm_acc + (wi - 1) * 32 + lane, x, y);
                 return;
             }
         }
-        atomicAdd(mine + key, x);
+        add(mine + key, x, y);
     };
     const int64_t step = (int64_t)gridDim.x * bd;   /* vectors per step, grid-wide */
     const int64_t nvec = rows / 4;
@@ -159,8 +174,8 @@ __device__ __forceinline__ void few_rows(const few_args &a, V *priv, const unsig
     I r[4] = {};
     auto load = [&](int64_t v) {
         load4(R + 4 * v, r);
-        if (MODE < 2) load4(S + 4 * v, s);
-        if (MODE & 1) load4(W + 4 * v, w);
+        if (MODE < 2 || MEAN) load4(S + 4 * v, s);
+        if ((MODE & 1) || MEAN) load4(W + 4 * v, w);
     };
     int64_t v = (int64_t)blockIdx.x * bd + tid;
     if (v < nvec) load(v);
@@ -178,39 +193,46 @@ __device__ __forceinline__ void few_rows(const few_args &a, V *priv, const unsig
             const int64_t len = 4 * nvec - ahead_row < 4 * (int64_t)bd ? 4 * nvec - ahead_row : 4 * (int64_t)bd;
             if (len > 0) {
                 few_prefetch_l2(R + ahead_row, (unsigned int)(len * sizeof(I)));
-                if (MODE < 2) few_prefetch_l2(S + ahead_row, (unsigned int)(len * sizeof(V)));
-                if (MODE & 1) few_prefetch_l2(W + ahead_row, (unsigned int)(len * sizeof(V)));
+                if (MODE < 2 || MEAN) few_prefetch_l2(S + ahead_row, (unsigned int)(len * sizeof(V)));
+                if ((MODE & 1) || MEAN) few_prefetch_l2(W + ahead_row, (unsigned int)(len * sizeof(V)));
             }
             ahead_row += 4 * step;
         }
 #pragma unroll
         for (int q = 0; q < 4; q++) {
-            V x = MODE == 0 ? cs[q] : MODE == 1 ? cw[q] * cs[q] : MODE == 2 ? (V)1 : cw[q];
-            put((unsigned long long)(int64_t)cr[q], x, 4 * v + q);
+            V x = MODE == 0 ? cs[q] : MODE == 1 || MEAN ? cw[q] * cs[q] : MODE == 2 ? (V)1 : cw[q];
+            put((unsigned long long)(int64_t)cr[q], x, cw[q], 4 * v + q);
         }
     }
     for (int64_t row = nvec * 4 + (int64_t)blockIdx.x * bd + tid; row < rows; row += (int64_t)gridDim.x * bd) {
-        V x = MODE == 0 ? S[row] : MODE == 1 ? W[row] * S[row] : MODE == 2 ? (V)1 : W[row];
-        put((unsigned long long)(int64_t)R[row], x, row);
+        V x = MODE == 0 ? S[row] : MODE == 1 || MEAN ? W[row] * S[row] : MODE == 2 ? (V)1 : W[row];
+        put((unsigned long long)(int64_t)R[row], x, MEAN ? W[row] : (V)0, row);
     }
     /* The registers: one warp sum per hot key into copy 0. */
 #pragma unroll
     for (int j = 0; j < H; j++) {
         if (j >= (int)nhot) break;
-        V x = hacc[j];
-        for (int off = 16; off > 0; off >>= 1) x += __shfl_xor_sync(0xFFFFFFFFu, x, off);
-        if (lane == 0) atomicAdd(priv + hk[j], x);
+        V x = hacc[j], y = MEAN ? hacc2[j] : (V)0;
+        for (int off = 16; off > 0; off >>= 1) {
+            x += __shfl_xor_sync(0xFFFFFFFFu, x, off);
+            if (MEAN) y += __shfl_xor_sync(0xFFFFFFFFu, y, off);
+        }
+        if (lane == 0) add(priv + hk[j], x, y);
     }
 }
 
-/* MODE: 0 sum, 1 weighted sum, 2 count, 3 weighted count. */
+/* MODE: 0 sum, 1 weighted sum, 2 count, 3 weighted count, 4 weighted mean
+ * (sum w S and sum w in twin accumulators, a hit byte per target). */
 template <class V, class I, int MODE> __global__ void __launch_bounds__(FEW_BLOCK, 1) map_few_kernel(few_args a)
 {
+    constexpr bool MEAN = MODE == 4;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     __shared__ unsigned int hot_keys[FEW_HOT];
     __shared__ unsigned int hot_found;
     __shared__ unsigned int warm_keys[FEW_WARM];
     __shared__ V red[FEW_BLOCK];
+    __shared__ V red2[MEAN ? FEW_BLOCK : 1];
+    __shared__ unsigned char redh[MEAN ? FEW_BLOCK : 1];
     V *priv = reinterpret_cast<V *>(smem_raw);
     unsigned int *counts = reinterpret_cast<unsigned int *>(smem_raw);   /* the sample, before priv is used */
     const unsigned int tid = threadIdx.x, bd = blockDim.x;
@@ -230,8 +252,8 @@ template <class V, class I, int MODE> __global__ void __launch_bounds__(FEW_BLOC
         const int64_t len = whole - lo < 4 * (int64_t)bd ? whole - lo : 4 * (int64_t)bd;
         if (len > 0) {
             few_prefetch_l2(R + lo, (unsigned int)(len * sizeof(I)));
-            if (MODE < 2) few_prefetch_l2(reinterpret_cast<const V *>(a.source) + lo, (unsigned int)(len * sizeof(V)));
-            if (MODE & 1) few_prefetch_l2(reinterpret_cast<const V *>(a.weights) + lo, (unsigned int)(len * sizeof(V)));
+            if (MODE < 2 || MEAN) few_prefetch_l2(reinterpret_cast<const V *>(a.source) + lo, (unsigned int)(len * sizeof(V)));
+            if ((MODE & 1) || MEAN) few_prefetch_l2(reinterpret_cast<const V *>(a.weights) + lo, (unsigned int)(len * sizeof(V)));
         }
     }
 
@@ -286,7 +308,7 @@ template <class V, class I, int MODE> __global__ void __launch_bounds__(FEW_BLOC
     unsigned int nwarm = 0;
     V *hot_cols = reinterpret_cast<V *>(smem_raw + a.warm_offset);   /* FEW_HOT x FEW_BLOCK, table mode */
     V *warm_acc = hot_cols + (a.hot_table ? FEW_HOT * FEW_BLOCK : 0);
-    unsigned char *warm_index = reinterpret_cast<unsigned char *>(warm_acc + FEW_WARM * 32);
+    unsigned char *warm_index = smem_raw + a.index_offset;
     if (sampled >= 8 && a.warm_cap > 0) {
         unsigned int bar = (unsigned int)(sampled >> FEW_WARM_SHARE_LOG2);
         if (bar < 8) bar = 8;
@@ -316,7 +338,8 @@ template <class V, class I, int MODE> __global__ void __launch_bounds__(FEW_BLOC
     const bool table = a.hot_table && (nhot || nwarm);
     {   /* the private copies, and behind them (contiguous) the hot columns, the
          * warm accumulators and the index when they are used */
-        const size_t bytes = nwarm || table ? (size_t)(warm_index - smem_raw) + ((size_t)n + 15) / 16 * 16 : a.warm_offset;
+        const size_t bytes = MEAN ? (size_t)a.hit_offset + ((size_t)n + 15) / 16 * 16
+                             : nwarm || table ? (size_t)a.index_offset + ((size_t)n + 15) / 16 * 16 : a.warm_offset;
         uint4 *z = reinterpret_cast<uint4 *>(smem_raw);
         for (size_t t = tid; t < bytes / 16; t += bd) z[t] = make_uint4(0u, 0u, 0u, 0u);
     }
@@ -335,22 +358,32 @@ template <class V, class I, int MODE> __global__ void __launch_bounds__(FEW_BLOC
     else if (nhot == 0) few_rows<V, I, MODE, 0, false>(a, priv, hot_keys, 0, warm_acc, warm_index, nwarm, hot_cols);
     else if (nhot <= 2) few_rows<V, I, MODE, 2, false>(a, priv, hot_keys, nhot, warm_acc, warm_index, nwarm, hot_cols);
     else if (nhot <= 4) few_rows<V, I, MODE, 4, false>(a, priv, hot_keys, nhot, warm_acc, warm_index, nwarm, hot_cols);
-    else few_rows<V, I, MODE, few_hot_max<V, I>(), false>(a, priv, hot_keys, nhot, warm_acc, warm_index, nwarm, hot_cols);
+    else few_rows<V, I, MODE, MEAN ? FEW_HOT / 2 : few_hot_max<V, I>(), false>(a, priv, hot_keys, nhot, warm_acc, warm_index, nwarm, hot_cols);
     __syncthreads();
     /* Hot columns (table mode): one warp per key sums the block's threads' parts. */
+    const unsigned int twin = a.twin;
+    auto fold = [&](V x, V y, unsigned int key) {   /* a warp's sum into copy 0 (and its twin) */
+        for (int off = 16; off > 0; off >>= 1) {
+            x += __shfl_xor_sync(0xFFFFFFFFu, x, off);
+            if (MEAN) y += __shfl_xor_sync(0xFFFFFFFFu, y, off);
+        }
+        if ((tid & 31) == 0) {
+            atomicAdd(priv + key, x);
+            if (MEAN) atomicAdd(priv + twin + key, y);
+        }
+    };
     if (table)
         for (unsigned int h = tid >> 5; h < nhot; h += bd >> 5) {
-            V x = (V)0;
-            for (unsigned int t = tid & 31; t < FEW_BLOCK; t += 32) x += hot_cols[h * FEW_BLOCK + t];
-            for (int off = 16; off > 0; off >>= 1) x += __shfl_xor_sync(0xFFFFFFFFu, x, off);
-            if ((tid & 31) == 0) atomicAdd(priv + hot_keys[h], x);
+            V x = (V)0, y = (V)0;
+            for (unsigned int t = tid & 31; t < FEW_BLOCK; t += 32) {
+                x += hot_cols[h * FEW_BLOCK + t];
+                if (MEAN) y += hot_cols[twin + h * FEW_BLOCK + t];
+            }
+            fold(x, y, hot_keys[h]);
         }
     /* Warm accumulators: one warp per key sums the 32 lanes' parts into copy 0. */
-    for (unsigned int h = tid >> 5; h < nwarm; h += bd >> 5) {
-        V x = warm_acc[h * 32 + (tid & 31)];
-        for (int off = 16; off > 0; off >>= 1) x += __shfl_xor_sync(0xFFFFFFFFu, x, off);
-        if ((tid & 31) == 0) atomicAdd(priv + warm_keys[h], x);
-    }
+    for (unsigned int h = tid >> 5; h < nwarm; h += bd >> 5)
+        fold(warm_acc[h * 32 + (tid & 31)], MEAN ? warm_acc[twin + h * 32 + (tid & 31)] : (V)0, warm_keys[h]);
     __syncthreads();
 
     /* 3. T from the private copies: one block writes it directly; several
@@ -359,19 +392,35 @@ template <class V, class I, int MODE> __global__ void __launch_bounds__(FEW_BLOC
      * flagged (bad index): else it stays as it was. */
     const bool empty_is_zero = a.empty_value == 0.0 && !signbit(a.empty_value);
     V *T = reinterpret_cast<V *>(a.target);
-    auto finish = [&](int64_t k, V sum) {   /* the rules of map_finalize_kernel for one array */
+    /* The rules of map_finalize_kernel for one target (weighted MEAN: its
+     * weight sum and whether any row hit it). */
+    auto finish = [&](int64_t k, V sum, V wsum, bool hit) {
         if (a.accumulate) T[k] = T[k] + sum;
+        else if (MEAN) T[k] = hit ? sum / wsum : (V)a.empty_value;
         else if (MODE >= 2) T[k] = sum != (V)0 || empty_is_zero ? sum : (V)a.empty_value;
         else T[k] = sum;
     };
+    const unsigned char *hit = smem_raw + a.hit_offset;
     const int G = (int)gridDim.x;
     V *P = reinterpret_cast<V *>(a.partials);
+    V *P2 = P + (size_t)G * n;                                           /* weighted MEAN: weight sums */
+    unsigned char *PH = reinterpret_cast<unsigned char *>(P2 + (size_t)G * n);   /* and hits */
+    auto copies_sum = [&](const V *c0, int64_t t) {
+        V v = c0[t];
+        for (int c = 1; c < a.copies; c++) v += c0[(size_t)c * a.pitch + t];
+        return v;
+    };
+    /* A target's sum and (weighted MEAN) weight sum over the copies. */
+    auto own_sum = [&](int64_t t) { return copies_sum(priv, t); };
+    auto own_wsum = [&](int64_t t) { return MEAN ? copies_sum(priv + twin, t) : (V)0; };
     if (G > 1) {
         V *out = P + (size_t)blockIdx.x * n;
         for (int64_t t = tid; t < n; t += bd) {
-            V v = priv[t];
-            for (int c = 1; c < a.copies; c++) v += priv[(size_t)c * a.pitch + t];
-            out[t] = v;
+            out[t] = own_sum(t);
+            if (MEAN) {
+                P2[(size_t)blockIdx.x * n + t] = own_wsum(t);
+                PH[(size_t)blockIdx.x * n + t] = hit[t];
+            }
         }
         __threadfence();
         cg::this_grid().sync();
@@ -384,11 +433,7 @@ template <class V, class I, int MODE> __global__ void __launch_bounds__(FEW_BLOC
     if (blockIdx.x == 0 && tid == 0 && a.sticky && fault != MAP_NO_FAULT) atomicMin(a.sticky, a.tag | fault);
     if (fault != MAP_NO_FAULT) return;   /* T stays as it was */
     if (G == 1) {
-        for (int64_t t = tid; t < n; t += bd) {
-            V v = priv[t];
-            for (int c = 1; c < a.copies; c++) v += priv[(size_t)c * a.pitch + t];
-            finish(t, v);
-        }
+        for (int64_t t = tid; t < n; t += bd) finish(t, own_sum(t), own_wsum(t), MEAN && hit[t]);
         return;
     }
     /* Slice of per targets; a tile of TW of them at a time, RG groups of
@@ -401,17 +446,26 @@ template <class V, class I, int MODE> __global__ void __launch_bounds__(FEW_BLOC
     const int group = (int)tid / TW, col = (int)tid % TW;
     for (int64_t base = s0; base < s1; base += TW) {
         const int64_t k = base + col;
-        V v = (V)0;
+        V v = (V)0, wv = (V)0;
+        unsigned char hv = 0;
         if (k < s1 && group < RG) {
 #pragma unroll 8
-            for (int c = group; c < G; c += RG) v += P[(size_t)c * n + k];
+            for (int c = group; c < G; c += RG) {
+                v += P[(size_t)c * n + k];
+                if (MEAN) wv += P2[(size_t)c * n + k], hv |= PH[(size_t)c * n + k];
+            }
         }
         red[tid] = v;
+        if (MEAN) red2[tid] = wv, redh[tid] = hv;
         __syncthreads();
         if (group == 0 && k < s1) {
-            V sum = (V)0;
-            for (int h = 0; h < RG; h++) sum += red[h * TW + col];
-            finish(k, sum);
+            V sum = (V)0, wsum = (V)0;
+            bool any = false;
+            for (int h = 0; h < RG; h++) {
+                sum += red[h * TW + col];
+                if (MEAN) wsum += red2[h * TW + col], any |= redh[h * TW + col] != 0;
+            }
+            finish(k, sum, wsum, any);
         }
         __syncthreads();
     }
@@ -426,7 +480,8 @@ template <class V, class I> static const void *few_kernel_for(int mode)
     case 0: return reinterpret_cast<const void *>(&map_few_kernel<V, I, 0>);
     case 1: return reinterpret_cast<const void *>(&map_few_kernel<V, I, 1>);
     case 2: return reinterpret_cast<const void *>(&map_few_kernel<V, I, 2>);
-    default: return reinterpret_cast<const void *>(&map_few_kernel<V, I, 3>);
+    case 3: return reinterpret_cast<const void *>(&map_few_kernel<V, I, 3>);
+    default: return reinterpret_cast<const void *>(&map_few_kernel<V, I, 4>);
     }
 }
 
@@ -440,14 +495,30 @@ static const void *pick_few_kernel(lac_dtype value, lac_dtype index, int mode)
  * target's copies fall in different banks. */
 static int64_t few_pitch(int64_t n) { return (n + 31) / 32 * 32 + 1; }
 
-static int mode_of(const lac_map_call *call) { return (call->params.op == LAC_MAP_COUNT ? 2 : 0) + (call->weights ? 1 : 0); }
+static int mode_of(const lac_map_call *call)
+{
+    if (call->params.op == LAC_MAP_MEAN) return 4;
+    return (call->params.op == LAC_MAP_COUNT ? 2 : 0) + (call->weights ? 1 : 0);
+}
+
+/* Weighted MEAN of one aligned device column, NaN propagated: two private
+ * columns (sum w S, sum w) and a hit byte per target, finalised in the same
+ * launch. (An unweighted MEAN needs integer counts: the general path.) */
+static bool weighted_mean_call(const lac_map_call *call)
+{
+    const lac_map_params *p = &call->params;
+    return call->memory == LAC_MEM_DEVICE && p->op == LAC_MAP_MEAN && call->weights && p->nan_policy == LAC_NAN_PROPAGATE &&
+           call->b == 1 && call->m >= 1 && call->n >= 1 && call->n <= INT32_MAX / 4 && lac_map_aligned16(call->source) &&
+           lac_map_aligned16(call->bridge) && lac_map_aligned16(call->weights);
+}
 
 extern "C" lac_status lac_map_few_try(lac_ctx_t ctx, const lac_map_call *call, const map_layout *L,
                                       const map_deferred *defer, int *taken)
 {
     *taken = 0;
     const lac_map_params *p = &call->params;
-    if (!lac_map_one_launch_call(call, L)) return LAC_SUCCESS;
+    const bool mean = weighted_mean_call(call);
+    if (!mean && !lac_map_one_launch_call(call, L)) return LAC_SUCCESS;
     /* Knobs for benchmarks and tests: a forced strategy, or LACUNA_MAP_CUDA_FEW=0,
      * runs the general path instead. */
     const char *force = lac_knob_string(ctx, LAC_KNOB_MAP_CUDA_STRATEGY);
@@ -460,13 +531,24 @@ extern "C" lac_status lac_map_few_try(lac_ctx_t ctx, const lac_map_call *call, c
     LAC_CHECK(lac_map_coop_limits(ctx, kernel, MAP_FACT_FEW, FEW_BLOCK, 0, &smem_max, &per_sm));
     const size_t vs = lac_dtype_size(call->value_dtype);
     const int64_t pitch = few_pitch(call->n);
-    if ((size_t)pitch * vs > smem_max) return LAC_SUCCESS;   /* many targets: not this path */
+    /* Shared memory: [copies | hot columns | warm accumulators], for a
+     * weighted MEAN twice (the weights' twin), then the warm index and the
+     * hit bytes (weighted MEAN), a byte per target each. (A float32 pair of
+     * sums side by side, added by one 64-bit compare-and-swap, measured
+     * slower: 0.305 against 0.227 ms at 40M -> 10k uniform, 0.790 against
+     * 0.219 Zipf.) */
+    const size_t twins = mean ? 2 : 1, index_bytes = ((size_t)call->n + 15) / 16 * 16;
+    const size_t hit_bytes = mean ? index_bytes : 0;
+    auto own_bytes = [&](int copies) { return (size_t)copies * pitch * vs; };
+    auto fits = [&](size_t own, size_t extra, size_t index) { return twins * (own + extra) + index + hit_bytes <= smem_max; };
+    if (!fits(own_bytes(1), 0, 0)) return LAC_SUCCESS;   /* many targets: not this path */
     /* The warm area (per-warp accumulators and an index byte per target),
      * when it fits beside one copy; then as many copies as fit. Knobs for
      * benchmarks: LACUNA_MAP_CUDA_WARM=0, LACUNA_MAP_CUDA_COPIES. */
     const char *warm_knob = lac_knob_string(ctx, LAC_KNOB_MAP_CUDA_WARM);
-    size_t warm_bytes = (size_t)FEW_WARM * 32 * vs + ((size_t)call->n + 15) / 16 * 16;
-    if ((warm_knob && strcmp(warm_knob, "0") == 0) || (size_t)pitch * vs + warm_bytes > smem_max) warm_bytes = 0;
+    size_t warm_bytes = (size_t)FEW_WARM * 32 * vs;   /* of the area (the index apart) */
+    if ((warm_knob && strcmp(warm_knob, "0") == 0) || !fits(own_bytes(1), warm_bytes, index_bytes)) warm_bytes = 0;
+    const size_t warm_index_bytes = warm_bytes ? index_bytes : 0;
     /* Hot keys through the index into per-thread columns (the default: one
      * byte load a row instead of a compare per hot key, measured 0.144 against
      * 0.149 ms at 40M -> 10k Zipf, 0.150 against 0.160 at 20k), or in
@@ -474,7 +556,7 @@ extern "C" lac_status lac_map_few_try(lac_ctx_t ctx, const lac_map_call *call, c
     const char *table_knob = lac_knob_string(ctx, LAC_KNOB_MAP_CUDA_HOT_TABLE);
     int hot_table = !(table_knob && strcmp(table_knob, "0") == 0) && warm_bytes > 0;
     const size_t cols_bytes = (size_t)FEW_HOT * FEW_BLOCK * vs;
-    if (hot_table && (size_t)pitch * vs + warm_bytes + cols_bytes > smem_max) hot_table = 0;
+    if (hot_table && !fits(own_bytes(1), warm_bytes + cols_bytes, warm_index_bytes)) hot_table = 0;
     if (hot_table) warm_bytes += cols_bytes;
     /* One private copy where the warm area is there: the hot and warm keys
      * (a share of 1/512 or more) then never meet in a warp, and the rest
@@ -485,9 +567,11 @@ extern "C" lac_status lac_map_few_try(lac_ctx_t ctx, const lac_map_call *call, c
     const char *copies_knob = lac_knob_string(ctx, LAC_KNOB_MAP_CUDA_COPIES);
     int copies_max = copies_knob && atoi(copies_knob) > 0 ? atoi(copies_knob) : warm_bytes ? 1 : FEW_COPIES_MAX;
     int copies = 1;
-    while (copies * 2 <= copies_max && (size_t)(copies * 2) * pitch * vs + warm_bytes <= smem_max) copies *= 2;
-    const size_t warm_offset = ((size_t)copies * pitch * vs + 15) / 16 * 16;
-    const size_t smem = warm_offset + warm_bytes;
+    while (copies * 2 <= copies_max && fits(own_bytes(copies * 2) + 16, warm_bytes, warm_index_bytes)) copies *= 2;
+    const size_t warm_offset = (own_bytes(copies) + 15) / 16 * 16;
+    const size_t area = warm_offset + warm_bytes;
+    const size_t index_offset = twins * area, hit_offset = index_offset + warm_index_bytes;
+    const size_t smem = hit_offset + hit_bytes;
     LAC_CHECK(lac_map_coop_limits(ctx, kernel, MAP_FACT_FEW, FEW_BLOCK, smem, &smem_max, &per_sm));
     if (per_sm < 1) return LAC_SUCCESS;
 
@@ -500,15 +584,18 @@ extern "C" lac_status lac_map_few_try(lac_ctx_t ctx, const lac_map_call *call, c
     if (by_work < 1) by_work = 1;
     if (by_work < grid) grid = by_work;
 
+    /* Partials: a row of sums per block (weighted MEAN: also of weights, and
+     * of hit bytes). */
+    const size_t part_bytes = (size_t)grid * (size_t)call->n * (twins * vs + (mean ? 1 : 0));
     void *ws = NULL;
-    LAC_CHECK(lac_cuda_workspace(ctx, (size_t)grid * (size_t)call->n * vs + 256, &ws));
+    LAC_CHECK(lac_cuda_workspace(ctx, part_bytes + 256, &ws));
     unsigned long long *fault = NULL, *next_fault = NULL;
     /* A deferred call resets its own flag on the stream: a captured graph
      * replays that reset, not the alternation of the context's pair. */
     if (!defer) LAC_CHECK(lac_map_fault_pair(ctx, &fault, &next_fault));
     cudaStream_t st = ctx->cuda->stream;
     if (!fault) {   /* no pool entry left: a workspace flag, reset here */
-        fault = (unsigned long long *)((unsigned char *)ws + (size_t)grid * (size_t)call->n * vs);
+        fault = (unsigned long long *)((unsigned char *)ws + part_bytes);
         fault = (unsigned long long *)(((uintptr_t)fault + 7) & ~(uintptr_t)7);
         LAC_CUDA_CHECK(ctx, cudaMemsetAsync(fault, 0xFF, sizeof *fault, st));
     }
@@ -533,10 +620,13 @@ extern "C" lac_status lac_map_few_try(lac_ctx_t ctx, const lac_map_call *call, c
     a.accumulate = p->accumulate;
     /* LACUNA_MAP_CUDA_HOT caps the hot keys (a benchmark knob; 0: none). */
     const char *hot = lac_knob_string(ctx, LAC_KNOB_MAP_CUDA_HOT);
-    const int hot_max = call->value_dtype == LAC_FLOAT32 && call->index_dtype == LAC_INT32 ? FEW_HOT : FEW_HOT / 2;
+    const int hot_max = call->value_dtype == LAC_FLOAT32 && call->index_dtype == LAC_INT32 && !mean ? FEW_HOT : FEW_HOT / 2;
     a.hot_cap = hot && *hot ? atoi(hot) : hot_max;
     a.warm_cap = warm_bytes ? FEW_WARM : 0;
     a.warm_offset = (unsigned int)warm_offset;
+    a.index_offset = (unsigned int)index_offset;
+    a.twin = mean ? (unsigned int)(area / vs) : 0;
+    a.hit_offset = (unsigned int)hit_offset;
     a.hot_table = hot_table;
     if (a.hot_cap < 0 || a.hot_cap > hot_max) a.hot_cap = hot_max;
     /* LACUNA_MAP_CUDA_PREFETCH: steps prefetched into L2 per block (a

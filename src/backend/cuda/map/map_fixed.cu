@@ -17,13 +17,11 @@
  * apart as flags per target and give what float arithmetic gives (NaN, or
  * the infinity; +inf and -inf together NaN). See docs/map-cuda.md. */
 #include "backend/cuda/map/map_cuda.cuh"
+#include "backend/cuda/map/map_fixed.cuh"
 #include "backend/cuda/map/map_device.cuh"
 
 #include <string.h>
 
-#define FIXED_WORDS 3          /* most words a value is split into */
-#define FIXED_EXP_BIAS 2048    /* exponents stored biased, 0 = no value seen */
-#define FIXED_DECLINED (MAP_NO_FAULT - 1)   /* report word: the range needs more words */
 
 /* Per-call header in the workspace: fault flag and the range of the values. */
 typedef struct {
@@ -31,39 +29,6 @@ typedef struct {
     int x_top, x_low;          /* w*S (or w, or S): max top exponent + BIAS, BIAS - min lowest bit */
     int w_top, w_low;          /* w alone (weighted MEAN's denominator) */
 } fixed_header;
-
-/* The word layout of one accumulator, from the range its values span. */
-typedef struct {
-    int ok;                    /* 0: K would exceed FIXED_WORDS, or the scale is out of range */
-    int K, bits;
-    int shift;                 /* value * 2^shift is an integer < 2^(K bits) */
-} fixed_scale;
-
-/* Bits a word holds: m additions of |c| < 2^bits stay below 2^62. */
-static __host__ __device__ int fixed_bits(int64_t m)
-{
-    int h = 0;
-    while (h < 62 && ((int64_t)1 << h) <= m) h++;
-    int bits = 62 - h;
-    return bits < 1 ? 1 : bits;
-}
-
-static __host__ __device__ fixed_scale fixed_scale_of(int top_enc, int low_enc, int64_t m)
-{
-    fixed_scale s;
-    s.bits = fixed_bits(m);
-    if (top_enc == 0) {   /* no finite nonzero value: any words stay 0 */
-        s.ok = 1, s.K = 1, s.shift = 0;
-        return s;
-    }
-    const int top = top_enc - FIXED_EXP_BIAS, low = FIXED_EXP_BIAS - low_enc;
-    const int span = top - low + 1;
-    s.K = (span + s.bits - 1) / s.bits;
-    if (s.K < 1) s.K = 1;
-    s.shift = s.K * s.bits - 1 - top;
-    s.ok = s.K <= FIXED_WORDS && s.shift >= -1100 && s.shift <= 1100;
-    return s;
-}
 
 /* ------------------------------------------------------------------------ */
 /* The range pass                                                           */
@@ -485,77 +450,6 @@ template <class V, class I, bool SHARED> __global__ void __launch_bounds__(SHARE
     }
 }
 
-/* ------------------------------------------------------------------------ */
-/* Finalise                                                                 */
-/* ------------------------------------------------------------------------ */
-/* Adds v << at into the 192-bit magnitude u. */
-__device__ __forceinline__ void add_at(unsigned long long u[3], unsigned long long v, int at)
-{
-    const int limb = at >> 6, off = at & 63;
-    unsigned long long lo = v << off, hi = off ? v >> (64 - off) : 0ull;
-    unsigned long long carry = 0;
-    for (int k = limb; k < 3; k++) {
-        unsigned long long add = k == limb ? lo : k == limb + 1 ? hi : 0ull;
-        unsigned long long s = u[k] + add;
-        unsigned long long c1 = s < add;
-        unsigned long long s2 = s + carry;
-        carry = c1 + (s2 < s);
-        u[k] = s2;
-    }
-}
-
-/* The words' exact value times 2^-shift, rounded once to V (round to nearest
- * even; a result in V's subnormal range may be rounded twice). */
-template <class V> __device__ V fixed_value(long long w[FIXED_WORDS], const fixed_scale &sc)
-{
-    const int K = sc.K, B = sc.bits;
-    /* Carries up: lower words into [0, 2^B). */
-    for (int k = 0; k + 1 < K; k++) {
-        long long carry = w[k] >> B;
-        w[k] -= carry * ((long long)1 << B);
-        w[k + 1] += carry;
-    }
-    const bool neg = w[K - 1] < 0;
-    if (neg) {
-        for (int k = 0; k < K; k++) w[k] = -w[k];
-        for (int k = 0; k + 1 < K; k++)
-            if (w[k] < 0) w[k] += (long long)1 << B, w[k + 1] -= 1;
-    }
-    unsigned long long u[3] = {0, 0, 0};
-    for (int k = 0; k < K; k++) add_at(u, (unsigned long long)w[k], k * B);
-    int limb = u[2] ? 2 : u[1] ? 1 : u[0] ? 0 : -1;
-    if (limb < 0) return (V)0;
-    const int msb = limb * 64 + 63 - __clzll((long long)u[limb]);
-    /* The 64 bits from the leading one down, the rest folded into a sticky bit. */
-    unsigned long long window;
-    int low = msb - 63;
-    if (low <= 0) {
-        window = u[0];
-        low = 0;
-    } else {
-        const int l = low >> 6, off = low & 63;
-        window = off ? (u[l] >> off) | (l + 1 < 3 ? u[l + 1] << (64 - off) : 0ull) : u[l];
-        bool sticky = off ? (u[l] & ((1ull << off) - 1)) != 0 : false;
-        for (int k = 0; k < l; k++) sticky |= u[k] != 0;
-        window |= sticky ? 1ull : 0ull;
-    }
-    const int e = low - sc.shift;
-    double r;
-    if (sizeof(V) == 4) r = (double)__ull2float_rn(window);
-    else r = __ull2double_rn(window);
-    r = ldexp(r, e);
-    return (V)(neg ? -r : r);
-}
-
-/* NaN / inf flags (3 bits) of one accumulator: the float result they force,
- * or 0 when none is set. */
-__device__ __forceinline__ int flags_force(unsigned int f, double *out)
-{
-    if (!f) return 0;
-    if ((f & 1u) || (f & 6u) == 6u) *out = NAN;
-    else *out = (f & 2u) ? INFINITY : -INFINITY;
-    return 1;
-}
 
 typedef struct {
     fixed_args a;
@@ -584,14 +478,6 @@ __device__ __forceinline__ void fixed_gather(const fixed_finish_args &f, const f
     }
 }
 
-__device__ __forceinline__ double fixed_sum(const fixed_finish_args &f, const fixed_scale &sc,
-                                            const unsigned long long *words, int field, int64_t k)
-{
-    long long w[FIXED_WORDS];
-    fixed_gather(f, sc, words, field, k, w);
-    return fixed_value<double>(w, sc);
-}
-
 /* T from the words, by the rules of the sorted path's seg_finish (and the CPU
  * backend's lac_map_finalize): only when no row was flagged and the range fit. */
 template <class V> __global__ void map_fixed_finish_kernel(fixed_finish_args f)
@@ -606,47 +492,20 @@ template <class V> __global__ void map_fixed_finish_kernel(fixed_finish_args f)
         *(volatile unsigned long long *)f.report = declined ? FIXED_DECLINED : fault;
     if (declined || fault != MAP_NO_FAULT) return;
     V *T = (V *)f.target;
+    fixed_rules r;
+    r.op = a.op, r.accumulate = f.accumulate, r.track_hits = f.track_hits, r.mean_weighted = a.mean_weighted;
+    r.empty_value = f.empty_value;
     for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k < a.slots; k += (int64_t)gridDim.x * blockDim.x) {
-        const unsigned int fl = a.flags[k];
         unsigned long long hits = 0;
         if (a.count) {
             if (f.shared)
                 for (int blk = 0; blk < f.blocks; blk++) hits += f.a.partials[((int64_t)2 * f.blocks + blk) * a.slots + k];
             else hits = a.hits[k];
         }
-        double acc;
-        const bool exact_sum = !flags_force(fl & 7u, &acc);
-        const bool plain = a.op != LAC_MAP_MEAN && !f.accumulate;
-        if (plain && exact_sum) {
-            /* SUM / COUNT: the exact sum rounded once into T. */
-            int touched = f.track_hits ? hits > 0 : 1;
-            long long w[FIXED_WORDS];
-            fixed_gather(f, xs, a.xw, 0, k, w);
-            V v = fixed_value<V>(w, xs);
-            if (!f.track_hits && a.op == LAC_MAP_COUNT) touched = v != (V)0;
-            T[k] = touched ? v : (V)f.empty_value;
-            continue;
-        }
-        if (exact_sum) acc = fixed_sum(f, xs, a.xw, 0, k);
-        if (f.accumulate) {
-            T[k] = (V)__dadd_rn((double)T[k], acc);
-            continue;
-        }
-        int touched;
-        double wsum = 0.0;
-        if (a.op == LAC_MAP_MEAN) {
-            if (a.mean_weighted) {
-                if (!flags_force((fl >> 3) & 7u, &wsum)) wsum = fixed_sum(f, ws, a.ww, 1, k);
-            } else {
-                wsum = (double)hits;
-            }
-        }
-        if (f.track_hits) touched = hits > 0;
-        else if (a.op == LAC_MAP_MEAN) touched = wsum != 0.0;
-        else if (a.op == LAC_MAP_COUNT) touched = acc != 0.0;
-        else touched = 1;
-        const double v = !touched ? f.empty_value : a.op == LAC_MAP_MEAN ? __ddiv_rn(acc, wsum) : acc;
-        T[k] = (V)v;
+        long long xw[FIXED_WORDS], ww[FIXED_WORDS] = {0, 0, 0};
+        fixed_gather(f, xs, a.xw, 0, k, xw);
+        if (a.mean_weighted) fixed_gather(f, ws, a.ww, 1, k, ww);
+        T[k] = fixed_result<V>(r, xs, ws, xw, ww, a.flags[k], hits, T[k]);
     }
 }
 
@@ -677,6 +536,8 @@ extern "C" lac_status lac_map_fixed_try(lac_ctx_t ctx, const lac_map_call *call,
 {
     *taken = 0;
     if (!lac_map_fixed_serves(ctx, call)) return LAC_SUCCESS;
+    LAC_CHECK(lac_map_fixed_few_try(ctx, call, taken));
+    if (*taken) return LAC_SUCCESS;
     cudaStream_t st = ctx->cuda->stream;
     const lac_map_op op = call->params.op;
     const int64_t slots = call->n * call->b;
