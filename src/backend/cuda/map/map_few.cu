@@ -1,8 +1,9 @@
 /* map on the CUDA backend: the few-target one-shot sum in a single launch.
  *
- * SUM or COUNT (NaN propagated, one column, aligned device arrays) into a
- * target that fits one block's shared memory: the case the issue's "few
- * targets" rows measure. One cooperative launch does everything a call needs:
+ * SUM, COUNT or weighted MEAN (NaN propagated, one column, aligned device
+ * arrays) into a target that fits one block's shared memory: the case the
+ * issue's "few targets" rows measure. A weighted MEAN keeps sum w in a twin
+ * of every accumulator and a hit byte per target (a plain store). One cooperative launch does everything a call needs:
  *  0. each block asks L2 for the rows of its first steps (bulk prefetch), so
  *     that DRAM works while the block sets up its shared memory;
  *  1. each block counts the bridge entries of its own first two steps
