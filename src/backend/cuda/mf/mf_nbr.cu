@@ -27,12 +27,19 @@ struct lac_mf_cuda_nbr {
     float *bhat;                   /* num_items */
     lac_mf_cuda_nbr_masks masks;   /* the masked kernel's */
     float *slot_bhat;              /* rows x K, the masked kernel's */
+    /* the validation pairs' masks (with the masked kernel), made on the
+     * first validation of these pairs; tried: made or not to be made */
+    lac_mf_cuda_nbr_masks valid_masks;
+    const int32_t *valid_user, *valid_item;
+    int64_t valid_count;
+    int valid_tried;
 };
 
 void lac_mf_cuda_nbr_end(lac_mf_cuda_nbr *n)
 {
     if (!n) return;
     lac_mf_cuda_nbr_masks_free(&n->masks);
+    lac_mf_cuda_nbr_masks_free(&n->valid_masks);
     void *ptrs[] = {n->nbr,         n->WC,          n->wc_row,     n->kept,     n->rated_start,
                     n->rated_items, n->rated_vals,  n->bhat,       n->slot_bhat};
     for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
@@ -57,6 +64,13 @@ lac_status lac_mf_cuda_nbr_begin(lac_ctx_t ctx, const lac_mf_call *call, int pie
     *kernel = n->kernel;
     *out = n;
     return LAC_SUCCESS;
+}
+
+int64_t lac_mf_cuda_nbr_even_blocks(lac_ctx_t ctx, int64_t blocks)
+{
+    const int64_t sms = ctx->cuda->prop.multiProcessorCount;
+    if (sms > 0 && blocks > sms && blocks % sms <= sms / 4) blocks -= blocks % sms;
+    return blocks;
 }
 
 template <typename T>
@@ -191,8 +205,20 @@ lac_status lac_mf_cuda_nbr_validation(lac_ctx_t ctx, lac_mf_cuda_nbr *n, const l
                                       const int32_t *user, const int32_t *item, const float *rating, int64_t count,
                                       int k, float lo, float hi, double *sse)
 {
+    if (n->kernel.masked && (!n->valid_tried || user != n->valid_user || item != n->valid_item ||
+                             count != n->valid_count)) {   /* once for these pairs */
+        lac_mf_cuda_nbr_masks_free(&n->valid_masks);
+        int built = 0;
+        LAC_CHECK(lac_mf_cuda_nbr_masks_pairs(ctx, user, item, count, n->nbr, n->K, n->rated_start, n->rated_items,
+                                              n->rated_vals, &n->valid_masks, &built));
+        n->valid_user = user;
+        n->valid_item = item;
+        n->valid_count = count;
+        n->valid_tried = 1;
+    }
     lac_mf_cuda_nbr_args a = make_args(n, base, 0.0f);
-    return lac_mf_cuda_nbr_launch_validation(ctx, &a, user, item, rating, count, k, lo, hi, sse);
+    return lac_mf_cuda_nbr_launch_validation(ctx, &a, user, item, rating, count, k, lo, hi,
+                                             n->kernel.masked ? &n->valid_masks : NULL, sse);
 }
 
 lac_status lac_mf_cuda_nbr_keep(lac_ctx_t ctx, lac_mf_cuda_nbr *n, int restore)

@@ -10,7 +10,8 @@
  * for K <= 32 (explicit ratings, whose stream cells do not change) it is
  * found once before training: a 32-bit mask per stream cell and the ratings
  * of its bits, which the epoch reads instead of searching R(i) (the knob
- * LACUNA_MF_CUDA_NBR_MASK=0 keeps the search). */
+ * LACUNA_MF_CUDA_NBR_MASK=0 keeps the search); the validation pairs' masks
+ * likewise, made on their first validation. */
 
 /* Ratings a lane group of the neighbourhood model, by default (mf_sgd.cu). */
 #define LAC_MF_NBR_RATINGS_PER_GROUP 8192
@@ -75,12 +76,19 @@ lac_status lac_mf_cuda_nbr_masks_build(lac_ctx_t ctx, const lac_mf_cuda_epoch_ar
                                        const int32_t *nbr, int K, const int64_t *rated_start,
                                        const int32_t *rated_items, const float *rated_vals,
                                        lac_mf_cuda_nbr_masks *out, int *built);
+/* The same for count (user, item) pairs, the validation set's (an item or
+ * user of -1: no bits). */
+lac_status lac_mf_cuda_nbr_masks_pairs(lac_ctx_t ctx, const int32_t *user, const int32_t *item, int64_t count,
+                                       const int32_t *nbr, int K, const int64_t *rated_start,
+                                       const int32_t *rated_items, const float *rated_vals,
+                                       lac_mf_cuda_nbr_masks *out, int *built);
 void lac_mf_cuda_nbr_masks_free(lac_mf_cuda_nbr_masks *m);
 /* Adds the validation set's squared errors (eq. 1, clamped) into
- * sse[0 .. LAC_MF_SSE_SLOTS). */
+ * sse[0 .. LAC_MF_SSE_SLOTS); with vm (the pairs' masks) R^K(i;j) is read
+ * from them, else searched in R(i). */
 lac_status lac_mf_cuda_nbr_launch_validation(lac_ctx_t ctx, const lac_mf_cuda_nbr_args *a, const int32_t *user,
                                              const int32_t *item, const float *rating, int64_t count, int k,
-                                             float lo, float hi, double *sse);
+                                             float lo, float hi, const lac_mf_cuda_nbr_masks *vm, double *sse);
 
 /* The host part (mf_nbr.cu): one training's device arrays of the model. */
 typedef struct lac_mf_cuda_nbr lac_mf_cuda_nbr;
@@ -88,6 +96,11 @@ typedef struct lac_mf_cuda_nbr lac_mf_cuda_nbr;
 /* Chooses the kernel for the call (factors.nbr_k > 0) before the schedule. */
 lac_status lac_mf_cuda_nbr_begin(lac_ctx_t ctx, const lac_mf_call *call, int pieces, lac_mf_cuda_nbr **out,
                                  lac_mf_cuda_nbr_kernel *kernel);
+/* The epoch's blocks from the default's count: rounded down to the same
+ * number on every multiprocessor where that drops at most a quarter of one
+ * round, so that none runs a block more than the others (its warps' steps,
+ * bound by their chains of instructions, would set the epoch's end). */
+int64_t lac_mf_cuda_nbr_even_blocks(lac_ctx_t ctx, int64_t blocks);
 /* Uploads S^K, W, C, R(i) for the schedule's item rows; for the masked
  * kernel makes the masks of base's streams (falling back to the searching
  * kernel where they cannot be made). */

@@ -17,7 +17,10 @@
  * The masked kernel (MASK, K <= 32) searches nothing: each cell's mask and
  * the offset of its ratings come with the cell, a step ahead with v_j the
  * lane's slots' ratings (mvals at the offset plus the set bits below the
- * slot) and their bhat at the epoch's start; |R^K(i;j)| is the mask's count. */
+ * slot) and their bhat at the epoch's start; |R^K(i;j)| is the mask's count
+ * and |N^K(i;j)| a ballot's, so both weights are known before the sums and
+ * one shuffle sum takes the dot product and the weighted neighbour sums (a
+ * step's time is its warp's chain of instructions: bench/RESULTS.md). */
 #include "backend/cuda/mf/mf_nbr_cuda.h"
 
 #include <math.h>
@@ -43,6 +46,17 @@ static __device__ __forceinline__ void find_items(const int32_t *items, int len,
         if (len > 0 && __ldg(items + b) < x[s]) b++;
         pos[s] = (x[s] >= 0 && b < len && __ldg(items + b) == x[s]) ? b : -1;
     }
+}
+
+/* The group's count of valid neighbour slots (nb >= 0), in every lane. */
+template <int G, int KW>
+static __device__ __forceinline__ int group_count(const int32_t (&nb)[KW], int lane)
+{
+    const unsigned lanes = G == 32 ? 0xffffffffu : ((1u << G) - 1u) << (lane & ~(G - 1));
+    int n = 0;
+#pragma unroll
+    for (int s = 0; s < KW; s++) n += __popc(__ballot_sync(0xffffffffu, nb[s] >= 0) & lanes);
+    return n;
 }
 
 /* The w_j | c_j row of item row j: its item's (replica rows), or j itself
@@ -96,6 +110,7 @@ struct nbr_row {
     float w[KW], c[KW];
     uint32_t m;
     float rv[KW], bh[KW];
+    float *wc;      /* its w_j | c_j row */
 };
 
 template <int G, int V, int KW, bool MASK>
@@ -113,7 +128,8 @@ static __device__ __forceinline__ void load_item(nbr_row<G, V, KW> &r, const lac
     r.bj = present ? __ldcg(a.base.item_bias + j * LAC_MF_BIAS_STRIDE) : 0.0f;
     const int K = a.K;
     const int32_t *nb = a.nbr + j * K;
-    const float *wc = a.WC + (present ? wc_row_of(a, j) : 0) * 2 * K;
+    float *wc = a.WC + (present ? wc_row_of(a, j) : 0) * 2 * K;
+    r.wc = wc;
 #pragma unroll
     for (int s = 0; s < KW; s++) {
         const int k = sub + G * s;
@@ -238,15 +254,24 @@ static __global__ void __launch_bounds__(32 * LAC_MF_WARPS_PER_BLOCK) nbr_epoch(
                 }
                 nk += cur.nb[s] >= 0 ? 1.0f : 0.0f;
             }
-            dot = group_sum<G>(dot);
-            sr = group_sum<G>(sr);
-            sc = group_sum<G>(sc);
-            nr = MASK ? (float)__popc(cur.m) : group_sum<G>(nr);
-            nk = group_sum<G>(nk);
-            const float ncount = nk - nr;
-            const float rr = nr > 0.0f ? 1.0f / sqrtf(nr) : 0.0f, rc = ncount > 0.0f ? 1.0f / sqrtf(ncount) : 0.0f;
+            float rr, rc;
+            if (MASK) {   /* the counts from the mask and a ballot: the group's one sum takes the weighted terms */
+                nr = (float)__popc(cur.m);
+                const float ncount = (float)group_count<G, KW>(cur.nb, lane) - nr;
+                rr = nr > 0.0f ? rsqrtf(nr) : 0.0f;
+                rc = ncount > 0.0f ? rsqrtf(ncount) : 0.0f;
+                dot = group_sum<G>(fmaf(sr, rr, fmaf(sc, rc, dot)));
+            } else {
+                dot = group_sum<G>(dot);
+                sr = group_sum<G>(sr);
+                sc = group_sum<G>(sc);
+                nr = group_sum<G>(nr);
+                const float ncount = group_sum<G>(nk) - nr;
+                rr = nr > 0.0f ? 1.0f / sqrtf(nr) : 0.0f;
+                rc = ncount > 0.0f ? 1.0f / sqrtf(ncount) : 0.0f;
+            }
             if (cd < 0) continue;   /* the same for the group's lanes */
-            const float x = base + cur.bj + dot + sr * rr + sc * rc;
+            const float x = MASK ? base + cur.bj + dot : base + cur.bj + dot + sr * rr + sc * rc;
             const float e = a.implicit ? lac_mf_xent_error(rd, x) : rd - x;
             if (sub == 0) sse = a.implicit ? sse + lac_mf_xent_loss(rd, x) : fmaf(e, e, sse);
             const int64_t j = cd & LAC_MF_ITEM_MASK;
@@ -261,7 +286,7 @@ static __global__ void __launch_bounds__(32 * LAC_MF_WARPS_PER_BLOCK) nbr_epoch(
                 p[v] = nbr_step4(keep_u, pf, su, qf);
                 if (pc < pieces) __stcg(qj + pc, nbr_step4(keep_v, qf, sv, pf));
             }
-            float *wc = a.WC + wc_row_of(a, j) * 2 * K;
+            float *wc = cur.wc;
             const float ew = a.gw * e * rr, ec = a.gc * e * rc;
 #pragma unroll
             for (int s = 0; s < KW; s++) {
@@ -377,10 +402,13 @@ static __global__ void copy_bhat(const float *__restrict__ item_bias, int64_t n,
 }
 
 /* Validation: a warp per rating, eq. (1) as lac_mf_nbr_term with the current
- * biases, clamped; -1 marks a user or item the model has not seen. */
+ * biases, clamped; -1 marks a user or item the model has not seen. MASK:
+ * R^K(i;j) from the pairs' masks (vm), else searched in R(i). */
+template <bool MASK>
 static __global__ void nbr_validation_sse(lac_mf_cuda_nbr_args a, const int32_t *__restrict__ vu,
                                           const int32_t *__restrict__ vi, const float *__restrict__ vr, int64_t count,
-                                          int k, float lo, float hi, double *__restrict__ sse_out)
+                                          int k, float lo, float hi, lac_mf_cuda_nbr_masks vm,
+                                          double *__restrict__ sse_out)
 {
     const int lane = threadIdx.x & 31;
     const int64_t warp = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
@@ -395,19 +423,34 @@ static __global__ void nbr_validation_sse(lac_mf_cuda_nbr_args a, const int32_t 
         if (u >= 0 && j >= 0) {
             for (int f = lane; f < k; f += 32)
                 part = fmaf(b.P[(int64_t)u * stride + f], b.Q[(int64_t)j * stride + f], part);
-            const int64_t lo_u = a.rated_start[u];
-            const int32_t *items = a.rated_items + lo_u;
-            const int len = (int)(a.rated_start[u + 1] - lo_u);
             const float base = b.mean + bu;
-            for (int x = lane; x < K; x += 32) {
-                const int32_t n = a.nbr[(int64_t)j * K + x];
-                const int at = find_item(items, len, n);
-                if (at >= 0) {
-                    sr = fmaf(a.rated_vals[lo_u + at] - base - b.item_bias[(int64_t)n * LAC_MF_BIAS_STRIDE],
-                              a.WC[(int64_t)j * 2 * K + x], sr);
-                    nr += 1.0f;
-                } else {
-                    sc += a.WC[(int64_t)j * 2 * K + K + x];
+            if (MASK) {   /* K <= 32: a slot a lane */
+                const uint32_t m = __ldg(vm.mask + i);
+                if (lane < K) {
+                    if ((m >> lane) & 1u) {
+                        const int32_t n = a.nbr[(int64_t)j * K + lane];
+                        const float rv = __ldg(vm.mvals + __ldg(vm.moff + i) + __popc(m & ((1u << lane) - 1u)));
+                        sr = rv - base - b.item_bias[(int64_t)n * LAC_MF_BIAS_STRIDE];
+                        sr *= a.WC[(int64_t)j * 2 * K + lane];
+                    } else {
+                        sc = a.WC[(int64_t)j * 2 * K + K + lane];
+                    }
+                }
+                nr = lane == 0 ? (float)__popc(m) : 0.0f;
+            } else {
+                const int64_t lo_u = a.rated_start[u];
+                const int32_t *items = a.rated_items + lo_u;
+                const int len = (int)(a.rated_start[u + 1] - lo_u);
+                for (int x = lane; x < K; x += 32) {
+                    const int32_t n = a.nbr[(int64_t)j * K + x];
+                    const int at = find_item(items, len, n);
+                    if (at >= 0) {
+                        sr = fmaf(a.rated_vals[lo_u + at] - base - b.item_bias[(int64_t)n * LAC_MF_BIAS_STRIDE],
+                                  a.WC[(int64_t)j * 2 * K + x], sr);
+                        nr += 1.0f;
+                    } else {
+                        sc += a.WC[(int64_t)j * 2 * K + K + x];
+                    }
                 }
             }
         }
@@ -517,11 +560,16 @@ lac_status lac_mf_cuda_nbr_launch_slot_bhat(lac_ctx_t ctx, const float *item_bia
 
 lac_status lac_mf_cuda_nbr_launch_validation(lac_ctx_t ctx, const lac_mf_cuda_nbr_args *a, const int32_t *user,
                                              const int32_t *item, const float *rating, int64_t count, int k,
-                                             float lo, float hi, double *sse)
+                                             float lo, float hi, const lac_mf_cuda_nbr_masks *vm, double *sse)
 {
     int64_t warps = count < 65536 ? count : 65536;
     unsigned blocks = (unsigned)((warps + 7) / 8);
-    nbr_validation_sse<<<blocks, 256, 0, ctx->cuda->stream>>>(*a, user, item, rating, count, k, lo, hi, sse);
+    if (vm && vm->mask)
+        nbr_validation_sse<true><<<blocks, 256, 0, ctx->cuda->stream>>>(*a, user, item, rating, count, k, lo, hi, *vm,
+                                                                         sse);
+    else
+        nbr_validation_sse<false><<<blocks, 256, 0, ctx->cuda->stream>>>(*a, user, item, rating, count, k, lo, hi,
+                                                                          lac_mf_cuda_nbr_masks(), sse);
     LAC_CUDA_CHECK_LAUNCH(ctx);
     return LAC_SUCCESS;
 }

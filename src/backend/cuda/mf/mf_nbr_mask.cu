@@ -1,7 +1,8 @@
 /* The neighbourhood model's masks (mf_nbr_cuda.h): which of the K neighbours
  * S^K(j) of a stream cell's item the cell's user has rated (R^K(i;j) of
  * eq. 1) and those ratings, found once before training by the binary
- * searches the searching kernel makes every epoch. Four passes over the
+ * searches the searching kernel makes every epoch; the same for the
+ * validation set's pairs, which the validation reads. Four passes over the
  * cells: each cell's user (a warp per stream, the run starts counted by a
  * ballot), each cell's bits (a warp per cell, a lane per neighbour), the
  * offsets (an exclusive sum of the bits' counts), the ratings (a warp per
@@ -56,7 +57,7 @@ static __global__ void cell_masks(mask_args a, uint32_t *__restrict__ mask, uint
         if (PASS == 1 && mask[c] == 0) continue;
         int at = -1;
         int64_t lo = 0;
-        if (u >= 0 && lane < a.K) {
+        if (u >= 0 && cd >= 0 && lane < a.K) {
             const int32_t n = a.nbr[(int64_t)(cd & LAC_MF_ITEM_MASK) * a.K + lane];
             lo = a.rated_start[u];
             if (n >= 0) at = find_item(a.rated_items + lo, (int)(a.rated_start[u + 1] - lo), n);
@@ -94,34 +95,26 @@ static cudaError_t try_alloc(void **p, size_t bytes)
     return e;
 }
 
-lac_status lac_mf_cuda_nbr_masks_build(lac_ctx_t ctx, const lac_mf_cuda_epoch_args *base, int64_t groups,
-                                       const int32_t *nbr, int K, const int64_t *rated_start,
-                                       const int32_t *rated_items, const float *rated_vals,
-                                       lac_mf_cuda_nbr_masks *out, int *built)
+/* The masks of cells whose items (with their run-start bit; < 0: none) and
+ * users (< 0: none) are on the device. */
+static lac_status masks_of(lac_ctx_t ctx, const int32_t *code, const int32_t *user, int64_t cells, const int32_t *nbr,
+                           int K, const int64_t *rated_start, const int32_t *rated_items, const float *rated_vals,
+                           lac_mf_cuda_nbr_masks *out, int *built)
 {
-    memset(out, 0, sizeof *out);
-    *built = 0;
-    const int64_t cells = groups * base->steps;
-    /* offsets in 32 bits: at most K bits a cell */
-    if (K < 1 || K > 32 || cells < 1 || (uint64_t)cells * (uint64_t)K > UINT32_MAX) return LAC_SUCCESS;
     cudaStream_t st = ctx->cuda->stream;
-    int32_t *user = NULL;
     uint32_t *count = NULL, ends[2];
     void *temp = NULL;
     size_t temp_bytes = 0;
     lac_status status = LAC_SUCCESS;
     const size_t n = (size_t)cells;
-    if (try_alloc((void **)&user, n * 4) != cudaSuccess || try_alloc((void **)&count, n * 4) != cudaSuccess ||
-        try_alloc((void **)&out->mask, n * 4) != cudaSuccess || try_alloc((void **)&out->moff, n * 4) != cudaSuccess)
+    if (try_alloc((void **)&count, n * 4) != cudaSuccess || try_alloc((void **)&out->mask, n * 4) != cudaSuccess ||
+        try_alloc((void **)&out->moff, n * 4) != cudaSuccess)
         goto done;
     LAC_CUDA_CHECK_GOTO(ctx, cub::DeviceScan::ExclusiveSum(NULL, temp_bytes, count, out->moff, cells, st), status,
                         done);
     if (try_alloc(&temp, temp_bytes) != cudaSuccess) goto done;
     {
-        cell_users<<<(unsigned)((groups * 32 + 255) / 256), 256, 0, st>>>(base->code, base->group_first_run,
-                                                                           base->run_user, groups, base->steps, user);
-        LAC_CUDA_CHECK_GOTO(ctx, cudaGetLastError(), status, done);
-        mask_args a = {base->code, user, nbr, K, rated_start, rated_items, rated_vals, cells};
+        mask_args a = {code, user, nbr, K, rated_start, rated_items, rated_vals, cells};
         const int64_t warps = cells < (1 << 20) ? cells : (1 << 20);
         const unsigned blocks = (unsigned)((warps + 7) / 8);
         cell_masks<0><<<blocks, 256, 0, st>>>(a, out->mask, count, NULL, NULL);
@@ -141,9 +134,50 @@ lac_status lac_mf_cuda_nbr_masks_build(lac_ctx_t ctx, const lac_mf_cuda_epoch_ar
         *built = 1;
     }
 done:
-    if (user) cudaFree(user);
     if (count) cudaFree(count);
     if (temp) cudaFree(temp);
+    return status;
+}
+
+/* offsets in 32 bits: at most K bits a cell */
+static bool masks_fit(int64_t cells, int K)
+{
+    return K >= 1 && K <= 32 && cells >= 1 && (uint64_t)cells * (uint64_t)K <= UINT32_MAX;
+}
+
+lac_status lac_mf_cuda_nbr_masks_build(lac_ctx_t ctx, const lac_mf_cuda_epoch_args *base, int64_t groups,
+                                       const int32_t *nbr, int K, const int64_t *rated_start,
+                                       const int32_t *rated_items, const float *rated_vals,
+                                       lac_mf_cuda_nbr_masks *out, int *built)
+{
+    memset(out, 0, sizeof *out);
+    *built = 0;
+    const int64_t cells = groups * base->steps;
+    if (!masks_fit(cells, K)) return LAC_SUCCESS;
+    int32_t *user = NULL;
+    lac_status status = LAC_SUCCESS;
+    if (try_alloc((void **)&user, (size_t)cells * 4) == cudaSuccess) {
+        cell_users<<<(unsigned)((groups * 32 + 255) / 256), 256, 0, ctx->cuda->stream>>>(
+            base->code, base->group_first_run, base->run_user, groups, base->steps, user);
+        const cudaError_t e = cudaGetLastError();
+        status = e != cudaSuccess ? lac_cuda_fail(ctx, e, "cell_users", __FILE__, __LINE__)
+                                  : masks_of(ctx, base->code, user, cells, nbr, K, rated_start, rated_items,
+                                             rated_vals, out, built);
+        cudaFree(user);
+    }
+    if (!*built) lac_mf_cuda_nbr_masks_free(out);
+    return status;
+}
+
+lac_status lac_mf_cuda_nbr_masks_pairs(lac_ctx_t ctx, const int32_t *user, const int32_t *item, int64_t count,
+                                       const int32_t *nbr, int K, const int64_t *rated_start,
+                                       const int32_t *rated_items, const float *rated_vals,
+                                       lac_mf_cuda_nbr_masks *out, int *built)
+{
+    memset(out, 0, sizeof *out);
+    *built = 0;
+    if (!masks_fit(count, K)) return LAC_SUCCESS;
+    lac_status status = masks_of(ctx, item, user, count, nbr, K, rated_start, rated_items, rated_vals, out, built);
     if (!*built) lac_mf_cuda_nbr_masks_free(out);
     return status;
 }

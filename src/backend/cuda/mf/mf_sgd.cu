@@ -38,7 +38,9 @@
  * with whole rows gave 0.538, 256 gave 0.5378 (bench/RESULTS.md). With the
  * per-rating neighbour masks (mf_nbr_mask.cu) 2,048 and 4,096 groups were
  * measured again (2026-11-25): faster epochs, but worse RMSE on the ML-10M
- * shape and on planted neighbourhoods, so the default stayed.
+ * shape and on planted neighbourhoods, so the default stayed; its blocks are
+ * rounded down to the same number on every multiprocessor where that drops
+ * few (lac_mf_cuda_nbr_even_blocks: 1,084 groups become 1,056 on an H200).
  *
  * Tuning knobs (core/knobs.h, for measurements): LACUNA_MF_CUDA_LANES,
  * _AHEAD, _GROUPS, _HOT, _RUN_MAX. */
@@ -229,6 +231,8 @@ lac_status lac_mf_cuda_one_begin(lac_ctx_t ctx, const lac_mf_call *call, lac_mf_
         int64_t want = knob(ctx, LAC_KNOB_MF_CUDA_GROUPS,
                             sd->nnz / (s->nbr ? LAC_MF_NBR_RATINGS_PER_GROUP : LAC_MF_RATINGS_PER_GROUP));
         int64_t blocks = lac_mf_schedule_blocks(want, s->kernel.groups_per_block, resident);
+        if (s->nbr && !call->implicit && knob(ctx, LAC_KNOB_MF_CUDA_GROUPS, 0) <= 0)
+            blocks = lac_mf_cuda_nbr_even_blocks(ctx, blocks);
         s->blocks = (unsigned)blocks;
         s->groups = blocks * s->kernel.groups_per_block;
     }
