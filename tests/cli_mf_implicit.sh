@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # lacuna mf train --implicit end to end: both losses and both models train,
-# --json has the implicit keys, recommend works on the model; the refusals
+# --json has the implicit keys, recommend works on the model; the held-out
+# search of l2 and the negatives' correction by default; the refusals
 # (--valid, --loss or --negative-share without --implicit, BPR with the neighbourhood model on CUDA, a
 # weight that is not > 0) exit 2
 # and write no model.
@@ -37,6 +38,20 @@ check "--negative-share without --implicit exits 2" "[ $rc -eq 2 ] && [ ! -e no5
 check "--negative-share 65 exits 2" "[ $rc -eq 2 ] && [ ! -e no6.model ]"
 out=$("$tool" mf train --implicit --negatives 4 --negative-share 4 -k 4 -t 2 --json seen.txt shared.model 2>/dev/null); rc=$?
 check "--negative-share trains, --json says it" "[ $rc -eq 0 ] && grep -q '\"negative_share\":4' <<<\"\$out\""
+# the search (l2 and the negatives' correction on held-out interactions) is the default; --no-search keeps C = 1
+out=$("$tool" mf train --implicit -k 4 -t 3 --json seen.txt searched.model 2>/dev/null); rc=$?
+check "--implicit searches l2 and the correction by default, --json says what it chose" \
+    "[ $rc -eq 0 ] && grep -q '\"searched\":\[\"l2\",\"negative_correction\"\]' <<<\"\$out\" && grep -Eq '\"negative_correction\":[01],' <<<\"\$out\" && grep -q '\"holdout_ndcg\":0\.' <<<\"\$out\""
+out=$("$tool" mf train --implicit -k 4 -t 3 --json --no-search seen.txt fixed.model 2>/dev/null); rc=$?
+check "--no-search trains with the correction 1 and searches nothing" \
+    "[ $rc -eq 0 ] && grep -q '\"negative_correction\":1,' <<<\"\$out\" && ! grep -q '\"search\"' <<<\"\$out\""
+out=$("$tool" mf train --implicit -k 4 -t 3 --json --negative-correction 0.5 seen.txt half.model 2>/dev/null); rc=$?
+check "--negative-correction fixes it, the search takes l2 only" \
+    "[ $rc -eq 0 ] && grep -q '\"negative_correction\":0.5,' <<<\"\$out\" && grep -q '\"searched\":\[\"l2\"\]' <<<\"\$out\""
+"$tool" mf train --negative-correction 0.5 -t 2 seen.txt no7.model >/dev/null 2>&1; rc=$?
+check "--negative-correction without --implicit exits 2" "[ $rc -eq 2 ] && [ ! -e no7.model ]"
+"$tool" mf train --implicit --negative-correction 1.5 -t 2 seen.txt no8.model >/dev/null 2>&1; rc=$?
+check "--negative-correction 1.5 exits 2" "[ $rc -eq 2 ] && [ ! -e no8.model ]"
 printf '1 1 1\n1 2 0\n2 1 3\n' > zero.txt
 "$tool" mf train --implicit --weighted -k 2 -t 2 zero.txt no4.model >/dev/null 2>&1; rc=$?
 check "a weight of 0 exits 2" "[ $rc -eq 2 ] && [ ! -e no4.model ]"

@@ -144,7 +144,7 @@ print(hits / len(h))")
 # are most of this test's time)
 for case in plain:xent:2 plain:xent:3 plain:bpr:3 neighbourhood:xent:2 neighbourhood:bpr:3; do
     model=${case%%:*}; rest=${case#*:}; loss=${rest%:*}; np=${rest#*:}
-    o="--implicit --model $model --loss $loss -k 16 -K 16 -t 20 --threads 1 --quiet"
+    o="--implicit --model $model --loss $loss -k 16 -K 16 -t 20 --threads 1 --quiet --no-search"
     h1=0; n1=0
     for seed in 1 2; do
         "$tool" mf train imp_train.txt imp1.model $o --seed $seed
@@ -172,7 +172,7 @@ done
 # negatives would give log 2 x (1 + 4 P)).
 for case in plain:2 plain:3 neighbourhood:3; do
     model=${case%:*}; np=${case#*:}
-    o="--implicit --model $model -k 16 -K 16 -t 1 -a 1e-7 --threads 1 --json"
+    o="--implicit --model $model -k 16 -K 16 -t 1 -a 1e-7 --threads 1 --json --no-search"
     "$tool" mf train imp_train.txt w.model $o > w1.json
     l1=$(key train_loss w1.json)
     [ $model = plain ] && check "implicit: one process's first loss $l1 is log 2 x 5" "close $l1 3.4657359"
@@ -184,7 +184,7 @@ done
 # straight ones (--deterministic)
 for case in plain:xent:2 neighbourhood:bpr:3; do
     model=${case%%:*}; rest=${case#*:}; loss=${rest%:*}; np=${rest#*:}
-    o="--implicit --model $model --loss $loss -k 8 -K 8 --deterministic --threads 1 --quiet"
+    o="--implicit --model $model --loss $loss -k 8 -K 8 --deterministic --threads 1 --quiet --no-search"
     rm -f ck.bin
     mpi $np "$tool" mf train imp_train.txt straight.model $o --epochs 6
     mpi $np "$tool" mf train imp_train.txt half.model $o --epochs 3 --checkpoint ck.bin; rc=$?

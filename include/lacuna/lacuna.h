@@ -956,10 +956,18 @@ typedef struct {
     /* Implicit feedback's negatives are drawn with probability proportional
      * to (the item's interactions in the training data)^negative_exponent,
      * in [0, 2]: 0 uniform, 1 as popular as the item is; the same draws on
-     * every backend. -1 (default): 0.5 for the plain model, 0 for the
+     * every backend. -1 (default): 0.75 for the plain model, 0 for the
      * neighbourhood model (what ranked best on the data of bench/RESULTS.md);
      * a trained model's parameters hold the value used. */
     double negative_exponent;         /* default -1 */
+    /* Drawn that way, a negative stands for n_j^E / sum of them, and the
+     * logit learns log(P(interaction) / n_j^E) + const: after training
+     * bhat_j += negative_correction x E x log(n_j) (n_j at least 1), in
+     * [0, 1]: 1 ranks by the estimated P(interaction) (popularity restored),
+     * 0 by the logit as trained. Folded into the item biases (every
+     * backend, the model file); lac_mf_tune chooses 0 or 1 on held-out
+     * interactions. */
+    double negative_correction;       /* default 1 */
 } lac_mf_params;
 
 typedef enum { LAC_MF_LOSS_XENT = 0, LAC_MF_LOSS_BPR = 1 } lac_mf_loss;
@@ -1078,15 +1086,22 @@ LAC_API const char *lac_mf_model_item_id(lac_mf_model_t model, int64_t item);
  * ratings (patience, min_gain of params). What is not in `search` stays as
  * given. params: in, the starting values (and everything else); out, the
  * chosen k, lambda, alpha and epochs (the winner's best epoch, at most the
- * given epochs). Fewer than 100 ratings: nothing is searched (searched = 0). */
+ * given epochs). Fewer than 100 ratings: nothing is searched (searched = 0).
+ * Implicit feedback (params->implicit): the share is held out of every
+ * user's interactions (lac_mf_split's per_user), each trial trains the
+ * given epochs and is ranked by its held-out NDCG@10 over all items
+ * (lac_mf_rank_evaluate, negatives = 0), higher better; lambda and
+ * negative_correction (0 or 1, both scored on each trial's model) are
+ * searched, not k or alpha; epochs stay as given. */
 #define LAC_MF_TUNE_K 1
 #define LAC_MF_TUNE_LAMBDA 2
 #define LAC_MF_TUNE_ALPHA 4
+#define LAC_MF_TUNE_CORRECTION 8
 #define LAC_MF_TUNE_MAX_TRIALS 40
 
 typedef struct {
     size_t struct_size;               /* sizeof: set by lac_mf_tune_params_default() */
-    int search;                       /* LAC_MF_TUNE_* bits; default all three */
+    int search;                       /* LAC_MF_TUNE_* bits; default all */
     double holdout;                   /* share of train held out, in (0, 0.5]; default 0.1 */
     uint64_t seed;                    /* of the holdout; default 1 */
 } lac_mf_tune_params;
@@ -1102,8 +1117,10 @@ static inline lac_mf_tune_params lac_mf_tune_params_default(void)
 typedef struct {
     int k;
     double lambda, alpha;
-    double rmse;                      /* on the held-out ratings; infinite when it diverged */
+    double rmse;                      /* on the held-out ratings; infinite when it diverged; NaN (implicit) */
     int epochs;                       /* best epoch */
+    double ndcg;                      /* implicit: held-out NDCG@10 at the better correction; NaN otherwise */
+    double negative_correction;       /* implicit: that correction */
 } lac_mf_tune_trial;
 
 typedef struct {
@@ -1115,6 +1132,7 @@ typedef struct {
     double seconds;
     int trials;
     lac_mf_tune_trial trial[LAC_MF_TUNE_MAX_TRIALS];
+    double start_ndcg, ndcg;          /* implicit: the starting parameters' and the winner's; NaN otherwise */
 } lac_mf_tune_report;
 
 LAC_API lac_status lac_mf_tune(lac_ctx_t ctx, const lac_mf_tune_params *tune, lac_mf_params *params,

@@ -330,6 +330,7 @@ class lac_mf_params(Structure):
         ("warm_epochs", c_int),
         ("negative_share", c_int),
         ("negative_exponent", c_double),
+        ("negative_correction", c_double),
     ]
 
 
@@ -374,10 +375,12 @@ class lac_mf_tune_trial(Structure):
         ("alpha", c_double),
         ("rmse", c_double),
         ("epochs", c_int),
+        ("ndcg", c_double),
+        ("negative_correction", c_double),
     ]
 
 
-LAC_MF_TUNE_K, LAC_MF_TUNE_LAMBDA, LAC_MF_TUNE_ALPHA, LAC_MF_TUNE_MAX_TRIALS = 1, 2, 4, 40
+LAC_MF_TUNE_K, LAC_MF_TUNE_LAMBDA, LAC_MF_TUNE_ALPHA, LAC_MF_TUNE_CORRECTION, LAC_MF_TUNE_MAX_TRIALS = 1, 2, 4, 8, 40
 
 
 class lac_mf_tune_report(Structure):
@@ -390,6 +393,8 @@ class lac_mf_tune_report(Structure):
         ("seconds", c_double),
         ("trials", c_int),
         ("trial", lac_mf_tune_trial * LAC_MF_TUNE_MAX_TRIALS),
+        ("start_ndcg", c_double),
+        ("ndcg", c_double),
     ]
 
 

@@ -214,8 +214,11 @@ class MF(_core.Closeable):
     interaction (weighted=True: its weight), loss 'xent' (cross-entropy with
     `negatives` sampled negatives each; negative_share interactions sharing
     one draw of them) or 'bpr'; negatives drawn with probability proportional
-    to (the item's interactions)^negative_exponent (0: uniform; default: 0.5
-    for the plain model, 0 for the neighbourhood model); no validation set.
+    to (the item's interactions)^negative_exponent (0: uniform; default: 0.75
+    for the plain model, 0 for the neighbourhood model), and after training
+    the item biases take negative_correction x exponent x log(interactions)
+    (in [0, 1]; default 1; with search=True chosen, 0 or 1, on held-out
+    interactions, as is lambda_ when None); no validation set.
     warm_epochs (neighbourhood model): up to that many plain epochs first on
     its factors with W = C = 0 (lac_mf_params.warm_epochs; report_ gives
     warm_epochs and warm_seconds).
@@ -225,7 +228,7 @@ class MF(_core.Closeable):
                  epochs=None, lambda_=None, lambda_bias=None, alpha=None, beta=None, use_bias=None, patience=None,
                  min_gain=None, callback=None, neighbours=None, K=None, p=None, q=None, rates=None, lambdas=None,
                  beta_groups=None, search=False, implicit=False, loss="xent", negatives=None, weighted=False,
-                 warm_epochs=None, negative_share=None, negative_exponent=None):
+                 warm_epochs=None, negative_share=None, negative_exponent=None, negative_correction=None):
         if model not in _MODELS:
             raise input_error("model must be 'plain' or 'neighbourhood', not %r" % (model,))
         if model == "plain" and any(v is not None for v in (neighbours, K, p, q, rates, lambdas, beta_groups,
@@ -242,7 +245,8 @@ class MF(_core.Closeable):
         self._search = 0
         if search:
             for bit, value in ((_lib.LAC_MF_TUNE_K, k), (_lib.LAC_MF_TUNE_LAMBDA, lambda_),
-                               (_lib.LAC_MF_TUNE_ALPHA, alpha)):
+                               (_lib.LAC_MF_TUNE_ALPHA, alpha),
+                               (_lib.LAC_MF_TUNE_CORRECTION, negative_correction if implicit else 0)):
                 if value is None:
                     self._search |= bit
         given = {"k": k, "lambda": lambda_, "lambda_bias": lambda_bias, "alpha": alpha, "beta": beta,
@@ -273,7 +277,7 @@ class MF(_core.Closeable):
                 raise input_error("warm_epochs must be an integer >= 0, not %r" % (warm_epochs,))
             self._params.warm_epochs = int(warm_epochs)
         self._set_implicit(implicit, loss, negatives, weighted, negative_share, negative_exponent, beta is None,
-                           rates is None, beta_groups is None)
+                           rates is None, beta_groups is None, negative_correction)
         why = lib.lac_mf_params_check(ctypes.byref(self._params))
         if why:
             raise input_error("mf parameters: " + _lib.text(why))
@@ -313,13 +317,13 @@ class MF(_core.Closeable):
         nb.seed = par.seed
 
     def _set_implicit(self, implicit, loss, negatives, weighted, negative_share, negative_exponent, default_beta,
-                      default_rates, default_beta_groups):
+                      default_rates, default_beta_groups, negative_correction=None):
         par = self._params
         if not implicit:
             if loss != "xent" or negatives is not None or weighted or negative_share is not None or \
-                    negative_exponent is not None:
-                raise input_error("loss, negatives, negative_share, negative_exponent and weighted go with "
-                                  "implicit=True")
+                    negative_exponent is not None or negative_correction is not None:
+                raise input_error("loss, negatives, negative_share, negative_exponent, negative_correction and "
+                                  "weighted go with implicit=True")
             return
         if loss not in _LOSSES:
             raise input_error("loss must be 'xent' or 'bpr', not %r" % (loss,))
@@ -343,6 +347,12 @@ class MF(_core.Closeable):
                 raise input_error("negative_exponent must be a number in [0, 2] (or -1: the model's default), not %r"
                                   % (negative_exponent,))
             par.negative_exponent = float(negative_exponent)
+        if negative_correction is not None:
+            if isinstance(negative_correction, bool) or not isinstance(negative_correction, (int, float, np.integer,
+                                                                                              np.floating)) or \
+                    not 0 <= negative_correction <= 1:
+                raise input_error("negative_correction must be a number in [0, 1], not %r" % (negative_correction,))
+            par.negative_correction = float(negative_correction)
         # the command line's implicit defaults (docs/mf.md): a slower decay, larger rates for eq. (1)
         if default_beta:
             par.beta = 0.1
@@ -363,7 +373,8 @@ class MF(_core.Closeable):
         out.update(model=self.model, threads=self.threads, device=self.device)
         if p.implicit:
             out.update(implicit=True, loss=_LOSSES[p.loss], negatives=p.negatives, weighted=bool(p.weighted),
-                       negative_share=p.negative_share, negative_exponent=p.negative_exponent)
+                       negative_share=p.negative_share, negative_exponent=p.negative_exponent,
+                       negative_correction=p.negative_correction)
         if p.model == _lib.LAC_MF_MODEL_NEIGHBOURHOOD:
             nb = p.neighbours
             out.update(neighbours=_NBR_METHODS[nb.method], K=nb.k, p=nb.p, q=nb.q,
@@ -445,10 +456,15 @@ class MF(_core.Closeable):
                                       ctypes.byref(tr)), ctx)
                 self.search_ = {"searched": [n for b, n in ((_lib.LAC_MF_TUNE_K, "k"),
                                                             (_lib.LAC_MF_TUNE_LAMBDA, "lambda_"),
-                                                            (_lib.LAC_MF_TUNE_ALPHA, "alpha")) if tr.searched & b],
+                                                            (_lib.LAC_MF_TUNE_ALPHA, "alpha"),
+                                                            (_lib.LAC_MF_TUNE_CORRECTION, "negative_correction"))
+                                             if tr.searched & b],
                                 "k": params.k, "lambda_": getattr(params, "lambda"), "alpha": params.alpha,
                                 "epochs": params.epochs, "holdout": tr.holdout, "holdout_rmse": tr.rmse,
                                 "default_rmse": tr.start_rmse, "trials": tr.trials, "seconds": tr.seconds}
+                if params.implicit:
+                    self.search_.update(negative_correction=params.negative_correction, holdout_ndcg=tr.ndcg,
+                                        default_ndcg=tr.start_ndcg)
             with guard:
                 st = lib.lac_mf_train(ctx.handle, ctypes.byref(params), train.handle,
                                       val.handle if val is not None else None, fn, None, ctypes.byref(handle),

@@ -797,18 +797,32 @@ class TestMF(unittest.TestCase):
                 lacuna.MF(k=8, implicit=True, negative_share=bad)
         with self.assertRaises(lacuna.LacunaInputError):
             lacuna.MF(k=8, negative_share=2)
-        self.assertEqual(p["negative_exponent"], 0.5)   # the default
+        self.assertEqual(p["negative_exponent"], 0.75)   # the default
+        self.assertEqual(p["negative_correction"], 1.0)
         e = lacuna.MF(k=8, seed=3, threads=2, epochs=3, implicit=True, negative_exponent=0).fit(u, i, r)
         self.assertEqual(e.get_params()["negative_exponent"], 0.0)
         path = os.path.join(tmpdir(), "e.model")   # the model file keeps it
         e.save(path)
         self.assertEqual(lacuna.MF.load(path).get_params()["negative_exponent"], 0.0)
-        self.assertEqual(pickle.loads(pickle.dumps(m)).get_params()["negative_exponent"], 0.5)
+        self.assertEqual(pickle.loads(pickle.dumps(m)).get_params()["negative_exponent"], 0.75)
         for bad in (-0.1, 2.5, True, "1", float("nan")):
             with self.assertRaises(lacuna.LacunaInputError):
                 lacuna.MF(k=8, implicit=True, negative_exponent=bad)
         with self.assertRaises(lacuna.LacunaInputError):
             lacuna.MF(k=8, negative_exponent=1)
+        # the correction for the draws, chosen with lambda_ on held-out interactions under search=True
+        c = lacuna.MF(k=8, seed=3, threads=2, epochs=3, implicit=True, search=True).fit(u, i, r)
+        self.assertEqual(c.search_["searched"], ["lambda_", "negative_correction"])
+        self.assertIn(c.search_["negative_correction"], (0.0, 1.0))
+        self.assertEqual(c.get_params()["negative_correction"], c.search_["negative_correction"])
+        self.assertGreaterEqual(c.search_["holdout_ndcg"], c.search_["default_ndcg"])
+        f = lacuna.MF(k=8, seed=3, threads=2, epochs=3, implicit=True, negative_correction=0.5).fit(u, i, r)
+        self.assertEqual(f.get_params()["negative_correction"], 0.5)
+        for bad in (-0.1, 1.5, True, "1", float("nan")):
+            with self.assertRaises(lacuna.LacunaInputError):
+                lacuna.MF(k=8, implicit=True, negative_correction=bad)
+        with self.assertRaises(lacuna.LacunaInputError):
+            lacuna.MF(k=8, negative_correction=1)
 
     def test_factors_explain_the_predictions(self):
         m = self.model

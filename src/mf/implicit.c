@@ -1,6 +1,6 @@
 /* Implicit feedback, the front end's part: the interactions' weights, the
- * logit's range and the negatives' distribution (the losses are the
- * backends', src/mf/cpu/implicit_cpu.c). */
+ * logit's range, the negatives' distribution and the correction for it
+ * after training (the losses are the backends', src/mf/cpu/implicit_cpu.c). */
 #include "mf/mf_internal.h"
 
 #include <float.h>
@@ -55,4 +55,17 @@ lac_status lac_mf_implicit_data(lac_ctx_t ctx, const lac_mf_params *p, lac_mf_da
     d->neg_cum = NULL;
     const double exponent = lac_mf_negative_exponent(p);
     return exponent > 0.0 && d->num_items > 0 ? negative_table(ctx, exponent, d) : LAC_SUCCESS;
+}
+
+lac_status lac_mf_negative_correct(lac_ctx_t ctx, lac_mf_model_t m, double by)
+{
+    const double e = by * m->params.negative_exponent;
+    if (!(e > 0.0)) return LAC_SUCCESS;
+    const int64_t nnz = m->rated_start[m->num_users];
+    int64_t *n = lac_calloc(ctx, (size_t)m->num_items + 1, sizeof *n);
+    if (!n) return LAC_ERR_OUT_OF_MEMORY;
+    for (int64_t a = 0; a < nnz; a++) n[m->rated_items[a]]++;
+    for (int64_t j = 0; j < m->num_items; j++) m->item_bias[j] += (float)(e * log(n[j] > 1 ? (double)n[j] : 1.0));
+    free(n);
+    return LAC_SUCCESS;
 }

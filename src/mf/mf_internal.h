@@ -150,6 +150,9 @@ static inline float lac_mf_score(lac_mf_model_t m, int64_t u, int64_t j)
 lac_status lac_mf_implicit_data(lac_ctx_t ctx, const lac_mf_params *params, lac_mf_data *data);
 /* params->negative_exponent, the model's default resolved (model.c). */
 double lac_mf_negative_exponent(const lac_mf_params *params);
+/* bhat_j += by x E x log(n_j) (E the model's negative exponent, n_j item j's
+ * training interactions, at least 1): negative_correction (implicit.c). */
+lac_status lac_mf_negative_correct(lac_ctx_t ctx, lac_mf_model_t m, double by);
 
 /* The call that trains model m on data (valid may be NULL). */
 lac_mf_call lac_mf_model_call(lac_mf_model_t m, const lac_mf_data *data, const lac_mf_eval *valid);

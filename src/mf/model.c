@@ -35,6 +35,7 @@ static lac_mf_params mf_defaults(void)
     p.weighted = 0;
     p.negative_share = 1;
     p.negative_exponent = -1.0;
+    p.negative_correction = 1.0;
     return p;
 }
 
@@ -43,7 +44,7 @@ LAC_PARAMS_INIT(lac_mf_params, mf_defaults())
 double lac_mf_negative_exponent(const lac_mf_params *p)
 {
     if (p->negative_exponent >= 0) return p->negative_exponent;
-    return p->model == LAC_MF_MODEL_PLAIN ? 0.5 : 0.0;
+    return p->model == LAC_MF_MODEL_PLAIN ? 0.75 : 0.0;
 }
 
 const char *lac_mf_params_check(const lac_mf_params *given)
@@ -67,6 +68,7 @@ const char *lac_mf_params_check(const lac_mf_params *given)
     if (p->negative_share < 1 || p->negative_share > LAC_MF_SHARE_MAX) return "negative_share must be in [1, 64]";
     if (!(p->negative_exponent >= 0 && p->negative_exponent <= 2) && p->negative_exponent != -1.0)
         return "negative_exponent must be in [0, 2] (or -1: the model's default)";
+    if (!(p->negative_correction >= 0 && p->negative_correction <= 1)) return "negative_correction must be in [0, 1]";
     if (p->model == LAC_MF_MODEL_NEIGHBOURHOOD) {
         const char *why = lac_mf_nbr_params_check(&p->neighbours);
         if (why) return why;

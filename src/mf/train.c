@@ -416,6 +416,7 @@ lac_status lac_mf_train_checkpointed(lac_ctx_t ctx, const lac_mf_params *params,
         last_valid = pr.best;
     }
     LAC_CHECK_GOTO(be->download(ctx, state), st, done);
+    if (params->implicit) LAC_CHECK_GOTO(lac_mf_negative_correct(ctx, m, params->negative_correction), st, done);
     if (warm_kept[0] && warm_best < last_valid) {   /* the warm start's model, W = C = 0 */
         lac_log(ctx, LAC_LOG_INFO, "mf: the warm start's model kept (validation RMSE %g against %g)", warm_best,
                 last_valid);

@@ -4,7 +4,9 @@
  * regularisation (docs/mf.md, "Chosen from the data"). Trials start from
  * cold: started warm from the best model so far (early-stopped, so at its
  * best), a trial with more regularisation never beat it and the search kept
- * the defaults (measured on the MovieLens-100k shape, docs/mf.md). */
+ * the defaults (measured on the MovieLens-100k shape, docs/mf.md).
+ * Implicit feedback: a share of each user's interactions held out, trials
+ * ranked by their NDCG@10 on it (docs/mf.md, "Implicit feedback"). */
 #include "mf/mf_internal.h"
 
 #include <math.h>
@@ -21,7 +23,7 @@ static lac_mf_tune_params tune_defaults(void)
     lac_mf_tune_params p;
     memset(&p, 0, sizeof p);
     p.struct_size = sizeof p;
-    p.search = LAC_MF_TUNE_K | LAC_MF_TUNE_LAMBDA | LAC_MF_TUNE_ALPHA;
+    p.search = LAC_MF_TUNE_K | LAC_MF_TUNE_LAMBDA | LAC_MF_TUNE_ALPHA | LAC_MF_TUNE_CORRECTION;
     p.holdout = 0.1;
     p.seed = 1;
     return p;
@@ -36,18 +38,58 @@ typedef struct {
     double best_rmse;
     int best_epochs;              /* the best trial's best epoch */
     lac_mf_tune_report *rep;
+    int implicit;                 /* trials ranked by held-out NDCG@10, lower score better: 1 - NDCG */
+    int correction;               /* implicit: negative_correction searched (0 or 1) */
 } search;
 
+/* An implicit trial: the held-out NDCG@10 (full ranking) of p trained on the
+ * fit share; with the correction searched, of the model at 0 and at 1 (the
+ * correction only moves the item biases: one training), the better kept in
+ * p. NaN when it diverged. */
+static lac_status implicit_trial(search *s, lac_mf_params *p, double *ndcg)
+{
+    lac_mf_model_t m = NULL;
+    lac_mf_params q = *p;
+    if (s->correction) q.negative_correction = 0.0;
+    *ndcg = NAN;
+    lac_status st = lac_mf_train(s->ctx, &q, s->fit, NULL, NULL, NULL, &m, NULL);
+    if (st == LAC_ERR_VALUE) {   /* diverged */
+        lac_clear_error(s->ctx);
+        return LAC_SUCCESS;
+    }
+    if (st != LAC_SUCCESS) return st;
+    lac_mf_rank_params rp = lac_mf_rank_params_default();
+    rp.negatives = 0;
+    lac_mf_rank_report r;
+    st = lac_mf_rank_evaluate(s->ctx, &rp, m, s->hold, &r);
+    *ndcg = r.ndcg;
+    if (st == LAC_SUCCESS && s->correction && m->params.negative_exponent > 0) {
+        st = lac_mf_negative_correct(s->ctx, m, 1.0);
+        if (st == LAC_SUCCESS) st = lac_mf_rank_evaluate(s->ctx, &rp, m, s->hold, &r);
+        p->negative_correction = st == LAC_SUCCESS && r.ndcg > *ndcg ? 1.0 : 0.0;
+        if (r.ndcg > *ndcg) *ndcg = r.ndcg;
+    }
+    lac_mf_model_destroy(&m);
+    return st;
+}
+
 /* Trains p on the fit share; it becomes the best when its held-out RMSE
- * beats the best by more than min_gain. A diverged trial loses. */
-static lac_status trial(search *s, const lac_mf_params *p, int *better)
+ * (implicit: 1 - NDCG@10) beats the best by more than min_gain. A diverged
+ * trial loses. */
+static lac_status trial(search *s, const lac_mf_params *given, int *better)
 {
     lac_mf_model_t m = NULL;
     lac_mf_report r;
+    lac_mf_params tried = *given, *p = &tried;
     *better = 0;
-    lac_status st = lac_mf_train(s->ctx, p, s->fit, s->hold, NULL, NULL, &m, &r);
-    double rmse = INFINITY;
-    if (st == LAC_ERR_VALUE) {   /* diverged (the data are known not to be empty) */
+    lac_status st = LAC_SUCCESS;
+    double rmse = INFINITY, ndcg = NAN;
+    if (s->implicit) {
+        LAC_CHECK(implicit_trial(s, p, &ndcg));
+        rmse = ndcg >= 0 ? 1.0 - ndcg : INFINITY;   /* NaN: diverged, or nothing held out to rank */
+        r.best_epoch = p->epochs;
+    } else if ((st = lac_mf_train(s->ctx, p, s->fit, s->hold, NULL, NULL, &m, &r)) == LAC_ERR_VALUE) {
+        /* diverged (the data are known not to be empty) */
         lac_clear_error(s->ctx);
         r.best_epoch = 0;
     } else if (st != LAC_SUCCESS) {
@@ -57,10 +99,15 @@ static lac_status trial(search *s, const lac_mf_params *p, int *better)
     }
     lac_mf_tune_report *rep = s->rep;
     if (rep->trials < LAC_MF_TUNE_MAX_TRIALS)
-        rep->trial[rep->trials] = (lac_mf_tune_trial){p->k, p->lambda, p->alpha, rmse, r.best_epoch};
+        rep->trial[rep->trials] = (lac_mf_tune_trial){p->k,        p->lambda, p->alpha, s->implicit ? NAN : rmse,
+                                                      r.best_epoch, ndcg,      p->negative_correction};
     rep->trials++;
-    lac_log(s->ctx, LAC_LOG_INFO, "mf tune: k %d lambda %g alpha %g: held-out RMSE %.5f at epoch %d", p->k,
-            p->lambda, p->alpha, rmse, r.best_epoch);
+    if (s->implicit)
+        lac_log(s->ctx, LAC_LOG_INFO, "mf tune: k %d lambda %g correction %g: held-out NDCG@10 %.5f", p->k, p->lambda,
+                p->negative_correction, ndcg);
+    else
+        lac_log(s->ctx, LAC_LOG_INFO, "mf tune: k %d lambda %g alpha %g: held-out RMSE %.5f at epoch %d", p->k,
+                p->lambda, p->alpha, rmse, r.best_epoch);
     lac_mf_model_destroy(&m);
     if (rmse < s->best_rmse * (1.0 - p->min_gain)) {
         s->best = *p;
@@ -120,18 +167,21 @@ lac_status lac_mf_tune(lac_ctx_t ctx, const lac_mf_tune_params *tune, lac_mf_par
     double t0 = omp_get_wtime();
     lac_mf_tune_report rep;
     memset(&rep, 0, sizeof rep);
-    rep.start_rmse = rep.rmse = NAN;
+    rep.start_rmse = rep.rmse = rep.start_ndcg = rep.ndcg = NAN;
     int what = tune->search & (LAC_MF_TUNE_K | LAC_MF_TUNE_LAMBDA | LAC_MF_TUNE_ALPHA);
     if (params->model != LAC_MF_MODEL_PLAIN) what &= LAC_MF_TUNE_K;   /* its rates and lambdas are per group */
-    if (params->implicit) what = 0;   /* the search ranks by held-out RMSE */
+    /* implicit: each trial trains every epoch (no early stop on a ranking),
+     * so only lambda, and the correction that needs no training of its own */
+    if (params->implicit) what = (what & LAC_MF_TUNE_LAMBDA) | (tune->search & LAC_MF_TUNE_CORRECTION);
     if (train->count < TUNE_MIN_RATINGS || !what) {
         rep.seconds = omp_get_wtime() - t0;
         if (report) *report = rep;
         return LAC_SUCCESS;
     }
-    search s = {ctx, NULL, NULL, *params, INFINITY, 0, &rep};
+    search s = {ctx, NULL, NULL, *params, INFINITY, 0, &rep, params->implicit, (what & LAC_MF_TUNE_CORRECTION) != 0};
     lac_mf_split_params sp = lac_mf_split_params_default();
     sp.fraction = tune->holdout;
+    sp.per_user = params->implicit;   /* every user keeps interactions to be ranked by */
     sp.seed = tune->seed;
     lac_status st = lac_mf_split(ctx, &sp, train, &s.fit, &s.hold);
     int better;
@@ -139,12 +189,14 @@ lac_status lac_mf_tune(lac_ctx_t ctx, const lac_mf_tune_params *tune, lac_mf_par
     rep.searched = what;
     rep.holdout = s.hold->count;
     LAC_CHECK_GOTO(trial(&s, params, &better), st, done);
-    rep.start_rmse = s.best_rmse;
+    rep.start_rmse = s.implicit ? NAN : s.best_rmse;
+    rep.start_ndcg = s.implicit ? 1.0 - s.best_rmse : NAN;
     if (what & LAC_MF_TUNE_LAMBDA) LAC_CHECK_GOTO(line(&s, LAC_MF_TUNE_LAMBDA, 2.0, 6), st, done);
     if (what & LAC_MF_TUNE_ALPHA) LAC_CHECK_GOTO(line(&s, LAC_MF_TUNE_ALPHA, 2.0, 2), st, done);
     if (what & LAC_MF_TUNE_K) LAC_CHECK_GOTO(line(&s, LAC_MF_TUNE_K, 2.0, 3), st, done);
     if (what & LAC_MF_TUNE_LAMBDA) LAC_CHECK_GOTO(line(&s, LAC_MF_TUNE_LAMBDA, sqrt(2.0), 1), st, done);
-    rep.rmse = s.best_rmse;
+    rep.rmse = s.implicit ? NAN : s.best_rmse;
+    rep.ndcg = s.implicit ? 1.0 - s.best_rmse : NAN;
     rep.epochs = s.best_epochs > 0 ? s.best_epochs : 1;
     *params = s.best;
     params->epochs = rep.epochs;

@@ -152,7 +152,7 @@ ITOL=0.05; NTOL=0.03
 "$py" "$here/../mf_planted.py" 1000 300 20 8 1 imp_train.txt imp_test.txt
 for case in plain:xent plain:bpr neighbourhood:xent; do
     model=${case%:*}; loss=${case#*:}
-    o="--implicit --model $model --loss $loss -k 16 -K 16 -t 20 --quiet --device cuda"
+    o="--implicit --model $model --loss $loss -k 16 -K 16 -t 20 --quiet --device cuda --no-search"
     "$tool" mf train imp_train.txt imp1.model $o
     "$tool" mf evaluate imp1.model imp_test.txt --negatives 0 --json > imp1.json
     h1=$(key hr imp1.json); n1=$(key ndcg imp1.json)
@@ -173,7 +173,7 @@ done
 # (the plain model: -a leaves the neighbourhood model's rates, under which
 # its first epoch moves; its parts' weights are the same code's as the
 # several-device rotation's, checked frozen in tests/cuda/test_mf_multi_cuda.c)
-o="--implicit -k 16 -t 1 -a 1e-7 --json --device cuda"
+o="--implicit -k 16 -t 1 -a 1e-7 --json --device cuda --no-search"
 "$tool" mf train imp_train.txt w.model $o > w1.json
 l1=$(key train_loss w1.json)
 TOL=0.01

@@ -40,10 +40,15 @@ static int on_epoch(int epoch, double train_rmse, double valid_rmse, double seco
 
 /* What the search chooses: what the command line leaves open (LIBMF's
  * spellings count), for the plain model, without checkpoints. */
-static int search_bits(const cli_command *c, int kind, int off)
+static int search_bits(const cli_command *c, int kind, int implicit, int off)
 {
     if (off || kind != LAC_MF_MODEL_PLAIN) return 0;
     int bits = 0;
+    if (implicit) {   /* lac_mf_tune: l2 and the correction (k and alpha as given) */
+        if (!cli_find(c, "--l2")->seen && !cli_find(c, "-l2")->seen) bits |= LAC_MF_TUNE_LAMBDA;
+        if (!cli_find(c, "--negative-correction")->seen) bits |= LAC_MF_TUNE_CORRECTION;
+        return bits;
+    }
     if (!cli_find(c, "-k")->seen) bits |= LAC_MF_TUNE_K;
     if (!cli_find(c, "--l2")->seen && !cli_find(c, "-l2")->seen) bits |= LAC_MF_TUNE_LAMBDA;
     if (!cli_find(c, "--alpha")->seen && !cli_find(c, "-r")->seen) bits |= LAC_MF_TUNE_ALPHA;
@@ -52,10 +57,19 @@ static int search_bits(const cli_command *c, int kind, int off)
 
 static const char *search_names(int bits)
 {
-    static char text[32];
-    snprintf(text, sizeof text, "%s%s%s%s%s", bits & LAC_MF_TUNE_K ? "k" : "",
-             bits & LAC_MF_TUNE_K && bits & ~LAC_MF_TUNE_K ? ", " : "", bits & LAC_MF_TUNE_LAMBDA ? "l2" : "",
-             bits & LAC_MF_TUNE_LAMBDA && bits & LAC_MF_TUNE_ALPHA ? ", " : "", bits & LAC_MF_TUNE_ALPHA ? "alpha" : "");
+    static const struct {
+        int bit;
+        const char *name;
+    } names[] = {{LAC_MF_TUNE_K, "k"},
+                 {LAC_MF_TUNE_LAMBDA, "l2"},
+                 {LAC_MF_TUNE_ALPHA, "alpha"},
+                 {LAC_MF_TUNE_CORRECTION, "negative correction"}};
+    static char text[64];
+    size_t at = 0;
+    text[0] = 0;
+    for (int x = 0; x < 4; x++)
+        if (bits & names[x].bit)
+            at += (size_t)snprintf(text + at, sizeof text - at, "%s%s", at ? ", " : "", names[x].name);
     return text;
 }
 
@@ -64,6 +78,13 @@ static void print_search(const lac_mf_params *p, const lac_mf_tune_report *t)
 {
     if (!t->searched) {
         printf("too few ratings to hold some out: the defaults as they are\n");
+        return;
+    }
+    if (p->implicit) {
+        printf("chose l2 %g, negative correction %g: held-out NDCG@10 %.4f against %.4f with the defaults (%d trials "
+               "on %lld held-out interactions, %.2f s; --l2, --negative-correction fix them, --no-search keeps the "
+               "defaults)\n",
+               p->lambda, p->negative_correction, t->ndcg, t->start_ndcg, t->trials, (long long)t->holdout, t->seconds);
         return;
     }
     printf("chose k %d, l2 %g, alpha %g, %d epochs: held-out RMSE %.4f against %.4f with the defaults (%d trials on "
@@ -78,7 +99,13 @@ static void json_search(cli_json *j, const lac_mf_params *p, const lac_mf_tune_r
     if (t->searched & LAC_MF_TUNE_K) cli_json_string(j, NULL, "k");
     if (t->searched & LAC_MF_TUNE_LAMBDA) cli_json_string(j, NULL, "l2");
     if (t->searched & LAC_MF_TUNE_ALPHA) cli_json_string(j, NULL, "alpha");
+    if (t->searched & LAC_MF_TUNE_CORRECTION) cli_json_string(j, NULL, "negative_correction");
     cli_json_close(j);
+    if (p->implicit) {
+        cli_json_real(j, "negative_correction", p->negative_correction, "%.6g");
+        cli_json_real(j, "holdout_ndcg", t->ndcg, "%.6g");
+        cli_json_real(j, "default_ndcg", t->start_ndcg, "%.6g");
+    }
     cli_json_int(j, "k", p->k);
     cli_json_real(j, "l2", p->lambda, "%.6g");
     cli_json_real(j, "alpha", p->alpha, "%.6g");
@@ -148,7 +175,11 @@ int cmd_mf_train(int argc, char **argv)
          CLI_IN(1, 64), .show_default = 1},
         {"--negative-exponent", NULL, CLI_DOUBLE, &p.negative_exponent, "E",
          .help = "--implicit: negatives drawn with probability proportional to (the item's interactions)^E, in "
-                 "[0, 2] (0: uniform; default 0.5 for the plain model, 0 for the neighbourhood model)"},
+                 "[0, 2] (0: uniform; default 0.75 for the plain model, 0 for the neighbourhood model)"},
+        {"--negative-correction", NULL, CLI_DOUBLE, &p.negative_correction, "C",
+         .help = "--implicit: after training the item biases take C x E x log(interactions), in [0, 1] (1: rank "
+                 "with the popularity the draws took out; 0: the logits as trained); default: 0 or 1, chosen on "
+                 "held-out interactions (1 with --no-search)"},
         {"--weighted", NULL, CLI_FLAG, &p.weighted, NULL,
          .help = "--implicit: the rating column is the interaction's weight (> 0), not just seen"},
         {"--deterministic", NULL, CLI_FLAG, &p.deterministic, NULL,
@@ -164,7 +195,8 @@ int cmd_mf_train(int argc, char **argv)
          .help = "go on from --checkpoint FILE up to --epochs in all (same data and options)"},
         {"--no-search", NULL, CLI_FLAG, &no_search, NULL,
          .help = "train with the defaults as they are; without it, k, --l2 and --alpha not given are chosen "
-                 "on 10% of TRAIN held out (plain model)"},
+                 "on 10% of TRAIN held out (plain model; --implicit: --l2 and --negative-correction, on 10% of "
+                 "each user's interactions)"},
         {"--json", NULL, CLI_FLAG, &json, NULL, .help = "one line of JSON on stdout"},
         {"--quiet", NULL, CLI_FLAG, &quiet, NULL, .help = "no progress"},
         {"--progress", NULL, CLI_FLAG, &progress, NULL,
@@ -204,9 +236,10 @@ int cmd_mf_train(int argc, char **argv)
         return cli_usage_error(cmd, "--implicit takes no --valid (hold interactions out and rank them instead)");
     if (!p.implicit && (cli_find(&command, "--loss")->seen || cli_find(&command, "--negatives")->seen ||
                         cli_find(&command, "--weighted")->seen || cli_find(&command, "--negative-share")->seen ||
-                        cli_find(&command, "--negative-exponent")->seen))
-        return cli_usage_error(cmd, "--loss, --negatives, --negative-share, --negative-exponent and --weighted go "
-                                    "with --implicit");
+                        cli_find(&command, "--negative-exponent")->seen ||
+                        cli_find(&command, "--negative-correction")->seen))
+        return cli_usage_error(cmd, "--loss, --negatives, --negative-share, --negative-exponent, "
+                                    "--negative-correction and --weighted go with --implicit");
     if (p.implicit && kind == LAC_MF_MODEL_NEIGHBOURHOOD && p.loss == LAC_MF_LOSS_BPR && !strncmp(device, "cuda", 4))
         return cli_usage_error(cmd, "--implicit --loss bpr with --model neighbourhood trains on the CPU only: use "
                                     "--device cpu or auto (cross-entropy trains on CUDA)");
@@ -239,7 +272,7 @@ int cmd_mf_train(int argc, char **argv)
     lac_mf_tune_report tuned;
     memset(&tuned, 0, sizeof tuned);
     lac_mf_tune_params tp = lac_mf_tune_params_default();
-    tp.search = search_bits(&command, kind, no_search || ck.path || p.implicit);   /* the search ranks by RMSE */
+    tp.search = search_bits(&command, kind, p.implicit, no_search || ck.path);
     tp.seed = (uint64_t)seed;
     lac_status st = lac_ratings_read(ctx, files[0], &rp, &train);
     if (st == LAC_SUCCESS && valid_path) st = lac_ratings_read(ctx, valid_path, &rp, &valid);
@@ -257,7 +290,10 @@ int cmd_mf_train(int argc, char **argv)
         goto cleanup;
     }
     if (ps.log) {
-        if (tp.search)
+        if (tp.search && p.implicit)
+            fprintf(ps.log, "# chose l2 %g, negative correction %g (held-out NDCG@10 %.6g, %.6g with the defaults)\n",
+                    p.lambda, p.negative_correction, tuned.ndcg, tuned.start_ndcg);
+        else if (tp.search)
             fprintf(ps.log, "# chose k %d, l2 %g, alpha %g, %d epochs (held-out RMSE %.6g, %.6g with the defaults)\n",
                     p.k, p.lambda, p.alpha, p.epochs, tuned.rmse, tuned.start_rmse);
         fprintf(ps.log, p.implicit ? "# epoch mean_loss valid_rmse seconds\n" : "# epoch train_rmse valid_rmse seconds\n");
@@ -295,6 +331,7 @@ int cmd_mf_train(int argc, char **argv)
                 cli_json_int(&j, "negative_share", p.negative_share);
             }
             cli_json_real(&j, "negative_exponent", lac_mf_model_params(model).negative_exponent, "%.6g");
+            cli_json_real(&j, "negative_correction", p.negative_correction, "%.6g");
             cli_json_real(&j, "train_loss", ps.last_loss, "%.6g");
         }
         cli_json_int(&j, "ratings", lac_ratings_count(train));
