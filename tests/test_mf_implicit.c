@@ -462,16 +462,23 @@ TEST(checks_and_model_file)
     harness_triples_free(&t);
 }
 
+/* Planted interactions (6 clusters) as ratings of ctx one. */
+static lac_ratings_t planted_ratings(lac_ctx_t one, loo *d, int64_t users, int64_t items, int per_user, uint64_t seed)
+{
+    make_loo(d, users, items, per_user, 6, seed);
+    lac_ratings_t r = NULL;
+    CHECK_OK(one, lac_ratings_from_arrays(one, d->train.n, d->train.u, d->train.i, d->train.r, &r));
+    return r;
+}
+
 /* negative_correction: the same training (one thread) with C = 0 and 1
  * differs only in bhat_j, by E log n_j counted here; E = 0 moves nothing;
  * values out of [0, 1] refused. */
 TEST(negative_correction)
 {
     loo d;
-    make_loo(&d, 300, 120, 12, 6, 5);
     lac_ctx_t one = one_thread();
-    lac_ratings_t r = NULL;
-    CHECK_OK(one, lac_ratings_from_arrays(one, d.train.n, d.train.u, d.train.i, d.train.r, &r));
+    lac_ratings_t r = planted_ratings(one, &d, 300, 120, 12, 5);
     for (int e = 0; e < 2; e++) {
         lac_mf_model_t m[2] = {NULL, NULL};
         for (int c = 0; c < 2; c++) {
@@ -522,10 +529,8 @@ TEST(negative_correction)
 TEST(implicit_search)
 {
     loo d;
-    make_loo(&d, 400, 150, 14, 6, 9);
     lac_ctx_t one = one_thread();
-    lac_ratings_t r = NULL;
-    CHECK_OK(one, lac_ratings_from_arrays(one, d.train.n, d.train.u, d.train.i, d.train.r, &r));
+    lac_ratings_t r = planted_ratings(one, &d, 400, 150, 14, 9);
     lac_mf_params p = lac_mf_params_default();
     p.implicit = 1;
     p.k = 6;
