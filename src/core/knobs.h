@@ -16,7 +16,7 @@ typedef enum {
     LAC_KNOB_IO_TMPFILE,         /* 0: named temporary files instead of unnamed (O_TMPFILE) ones */
     LAC_KNOB_GRAPH_ISOLATED,     /* vertices without an edge a Matrix Market size line may ask for */
     LAC_KNOB_MAP_CUDA_FEW,       /* 0: no one-launch few-target kernel */
-    LAC_KNOB_MAP_CUDA_WARM,      /* 0: no L2 warm-up of the first rows */
+    LAC_KNOB_MAP_CUDA_WARM,      /* 0: no per-lane accumulators of warm targets */
     LAC_KNOB_MAP_CUDA_HOT,       /* cap on hot targets of the few-target kernel */
     LAC_KNOB_MAP_CUDA_HOT_TABLE, /* 0: hot targets in registers, no per-block index */
     LAC_KNOB_MAP_CUDA_COPIES,    /* most private copies per block */
