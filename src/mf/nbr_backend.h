@@ -119,6 +119,11 @@ typedef struct {
     /* bucket methods: the buckets already indexed (every item's, all
      * tables), in place of keys */
     const lac_nbr_index *index;
+    /* simlsh_topk, where set (host memory): every item's sums, N x q p G as
+     * the front end keeps them (codes[j * q p G + (t p + x) G + g]), and its
+     * keys (keys_out[t * N + j]), for online updates */
+    float *codes;
+    uint64_t *keys_out;
 } lac_nbr_call;
 
 typedef struct {

@@ -553,17 +553,47 @@ lac_status lac_mf_nbr_search(lac_ctx_t ctx, const lac_mf_nbr_params *p, const la
     call.shrink = p->shrink;
     call.seed = p->seed;
     call.max_bucket = LAC_MF_NBR_MAX_BUCKET;
-    /* simLSH whole on the backend where it offers that (kept codes are the
-     * front end's) */
+    /* simLSH whole on the backend where it offers that, the sums and keys
+     * too where they are kept */
     int served = 0;
-    if (p->method == LAC_MF_NBR_SIMLSH && !keep_codes && be->simlsh_topk) {
+    if (p->method == LAC_MF_NBR_SIMLSH && be->simlsh_topk) {
         call.p = p->p;
         call.bits = p->bits;
         call.psi_power = p->psi_power;
         call.tables = p->q;
-        LAC_CHECK_GOTO(be->simlsh_topk(ctx, &call, r->list), st, done);
-        served = !call.declined;
+        size_t code_bytes = 0, key_bytes = 0;
+        if (keep_codes &&
+            (lac_mul_overflows((size_t)ni, (size_t)code_columns(p) * sizeof(float), &code_bytes) ||
+             lac_mul_overflows((size_t)ni, (size_t)p->q * sizeof *keys, &key_bytes))) {
+            st = lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "%lld items x %lld code columns do not fit", (long long)ni,
+                           (long long)code_columns(p));
+            goto done;
+        }
+        if (keep_codes) {
+            call.codes = lac_malloc(ctx, code_bytes ? code_bytes : 1);
+            call.keys_out = lac_malloc(ctx, key_bytes ? key_bytes : 1);
+            if (!call.codes || !call.keys_out) {
+                free(call.codes);
+                free(call.keys_out);
+                st = LAC_ERR_OUT_OF_MEMORY;
+                goto done;
+            }
+        }
+        st = be->simlsh_topk(ctx, &call, r->list);
+        served = st == LAC_SUCCESS && !call.declined;
+        if (served && keep_codes) {
+            r->codes = call.codes;
+            r->code_cols = code_columns(p);
+            r->keys = call.keys_out;
+        } else {
+            free(call.codes);
+            free(call.keys_out);
+        }
+        call.codes = NULL;
+        call.keys_out = NULL;
         call.tables = 0;
+        if (st < 0) goto done;
+        call.bytes += (int64_t)(code_bytes + key_bytes);
     }
     if (served) {
         r->bytes = data_bytes + list_bytes + call.bytes;

@@ -18,7 +18,10 @@
  *    (half stars), items with more candidates than the GPU counts left to
  *    the CPU, real-valued ratings summed on the host; in many chunks, from
  *    triples out of user order with repeated pairs, holding no more memory
- *    for four times the ratings. */
+ *    for four times the ratings;
+ *  - a CUDA context's training searches simLSH on the GPU (its log says so)
+ *    and keeps the CPU training's sums, bit for bit, its keys and lists,
+ *    also in many chunks; online updates of either model give the same. */
 #include "harness.h"
 #include "cuda_harness.h"
 #include "lacuna/lacuna.h"
@@ -31,7 +34,16 @@
 /* cpu: one thread; cpu_all: every core; gpu_fp16: GSM in fp16; gpu_chunks:
  * simLSH in chunks of 4,096 ratings; gpu_search: no masks; gpu_lanes[i]:
  * the masked kernel with 8 or 16 lanes a group */
-static lac_ctx_t gpu, gpu_fp16, gpu_chunks, gpu_search, gpu_lanes[2], cpu, cpu_all;
+static lac_ctx_t gpu, gpu_fp16, gpu_chunks, gpu_search, gpu_lanes[2], gpu_logged, cpu, cpu_all;
+
+/* gpu_logged's messages: whether the GPU's simLSH served a search */
+static int simlsh_on_gpu;
+static void note_log(lac_log_level level, const char *message, void *user)
+{
+    (void)level;
+    (void)user;
+    if (strstr(message, "simLSH on the GPU,")) simlsh_on_gpu = 1;
+}
 
 /* users x per ratings, user u rating items u * per .. u * per + per - 1. */
 static lac_ratings_t disjoint_ratings(int users, int per)
@@ -382,6 +394,67 @@ TEST(simlsh_chunks_are_the_cpus)
     CHECK(bytes[0] > 0 && bytes[1] <= bytes[0] + bytes[0] / 20);
 }
 
+/* Model b's sums, keys and lists are model a's, byte for byte. */
+static void same_kept(lac_mf_model_t a, lac_mf_model_t b, const char *what)
+{
+    CHECK(a->codes && b->codes && a->keys && b->keys);
+    if (!a->codes || !b->codes || !a->keys || !b->keys) return;
+    CHECK_INT(a->num_items, b->num_items);
+    CHECK_INT(a->code_cols, b->code_cols);
+    CHECK_INT(a->nbr_k, b->nbr_k);
+    if (a->num_items != b->num_items || a->code_cols != b->code_cols || a->nbr_k != b->nbr_k) return;
+    int64_t n = a->num_items, differ = 0;
+    for (int64_t x = 0; x < n * a->code_cols; x++) differ += memcmp(&a->codes[x], &b->codes[x], sizeof(float)) != 0;
+    int64_t keys = 0, lists = 0, nonzero = 0;
+    for (int64_t x = 0; x < n * a->params.neighbours.q; x++) keys += a->keys[x] != b->keys[x];
+    for (int64_t x = 0; x < n * a->nbr_k; x++) lists += a->nbr[x] != b->nbr[x];
+    for (int64_t x = 0; x < n * a->code_cols; x++) nonzero += a->codes[x] != 0.0f;
+    printf("    %s: %lld items x %lld sums (%lld nonzero): %lld sums, %lld keys, %lld list entries differ\n", what,
+           (long long)n, (long long)a->code_cols, (long long)nonzero, (long long)differ, (long long)keys,
+           (long long)lists);
+    CHECK(nonzero > n);
+    if (differ || keys || lists) HARNESS_FAIL("%s: the CUDA training's kept search differs from the CPU's", what);
+}
+
+TEST(simlsh_training_keeps_the_cpus_codes)
+{
+    lac_ratings_t train = NULL, valid = NULL, more = NULL, rest = NULL;
+    split_clustered(3000, 800, 60000, 20, 23, &train, &valid);
+    split_clustered(3500, 900, 6000, 0, 29, &more, &rest);   /* new users and items, and known ones again */
+    lac_mf_params p = lac_mf_params_default();
+    p.model = LAC_MF_MODEL_NEIGHBOURHOOD;
+    p.k = 8;
+    p.epochs = 2;
+    p.neighbours.method = LAC_MF_NBR_SIMLSH;
+    p.neighbours.k = 12;
+    p.neighbours.q = 24;
+    p.neighbours.seed = 5;
+    lac_ctx_t on[2] = {gpu_logged, gpu_chunks};
+    const char *name[2] = {"trained on the GPU", "trained on the GPU, chunks of 4,096"};
+    lac_mf_model_t a = NULL, a2 = NULL;
+    CHECK_OK(cpu_all, lac_mf_train(cpu_all, &p, train, NULL, NULL, NULL, &a, NULL));
+    lac_mf_update_params up = lac_mf_update_params_default();
+    CHECK_OK(cpu_all, lac_mf_update(cpu_all, &up, a, more, &a2, NULL));
+    for (int x = 0; x < 2 && a && a2; x++) {
+        lac_mf_model_t b = NULL, b2 = NULL;
+        simlsh_on_gpu = 0;
+        CHECK_OK(on[x], lac_mf_train(on[x], &p, train, NULL, NULL, NULL, &b, NULL));
+        if (x == 0) CHECK(simlsh_on_gpu);
+        if (!b) continue;
+        same_kept(a, b, name[x]);
+        CHECK_OK(cpu_all, lac_mf_update(cpu_all, &up, b, more, &b2, NULL));
+        if (b2) same_kept(a2, b2, x ? "then updated on the CPU (chunks)" : "then updated on the CPU");
+        lac_mf_model_destroy(&b);
+        lac_mf_model_destroy(&b2);
+    }
+    lac_mf_model_destroy(&a);
+    lac_mf_model_destroy(&a2);
+    lac_ratings_destroy(&train);
+    lac_ratings_destroy(&valid);
+    lac_ratings_destroy(&more);
+    lac_ratings_destroy(&rest);
+}
+
 int main(void)
 {
     int rc;
@@ -399,11 +472,17 @@ int main(void)
     if (lac_ctx_create(&p, &gpu_lanes[0]) != 0) return 1;
     p.knobs = "LACUNA_MF_CUDA_LANES=16";
     if (lac_ctx_create(&p, &gpu_lanes[1]) != 0) return 1;
+    p.knobs = NULL;
+    p.log = note_log;
+    p.log_level = LAC_LOG_INFO;
+    if (lac_ctx_create(&p, &gpu_logged) != 0) return 1;
     RUN(one_epoch_of_disjoint_users_matches_the_cpu);
     RUN(trained_rmse_within_0005_of_the_cpu);
     RUN(gsm_lists_are_the_cpus);
     RUN(simlsh_lists_are_the_cpus);
     RUN(simlsh_chunks_are_the_cpus);
+    RUN(simlsh_training_keeps_the_cpus_codes);
+    lac_ctx_destroy(&gpu_logged);
     lac_ctx_destroy(&gpu);
     lac_ctx_destroy(&gpu_fp16);
     lac_ctx_destroy(&gpu_chunks);

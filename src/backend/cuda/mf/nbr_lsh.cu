@@ -26,7 +26,11 @@
  * The lists are the CPU's when every sum is exact in fp32 in any order: for
  * each item, every psi(r) a multiple of 2^-s and the sum of |psi(r)| times
  * 2^s below 2^24 (checked on the device, chunk by chunk; half stars pass).
- * Otherwise the call is declined and the front end's sums run. */
+ * Otherwise the call is declined and the front end's sums run. Where the
+ * caller keeps the sums (call->codes: training, for online updates), the
+ * key kernel writes them to a device array of N x q p G floats, copied back
+ * with the keys before these become the index: exact sums, so the floats
+ * the front end's lac_map sums would keep, bit for bit. */
 #include "backend/cuda/cuda_internal.h"
 #include "core/knobs.h"
 #include "mf/nbr_backend.h"
@@ -108,7 +112,7 @@ static __global__ void lsh_user_mix(uint64_t seed, int64_t users, uint64_t *__re
 static __global__ void __launch_bounds__(32 * LSH_KEY_WARPS)
     lsh_keys(const int64_t *__restrict__ start, const int32_t *__restrict__ user, const float *__restrict__ val,
              const uint64_t *__restrict__ mix, int64_t N, int64_t j0, int q, int p, int G, int power,
-             uint64_t *__restrict__ keys)
+             uint64_t *__restrict__ keys, float *__restrict__ sums)
 {
     __shared__ float part[LSH_KEY_WARPS][32][33];
     const int64_t j = blockIdx.x;   /* in the chunk */
@@ -145,6 +149,7 @@ static __global__ void __launch_bounds__(32 * LSH_KEY_WARPS)
                     float sum = 0.0f;
                     for (int v = 0; v < LSH_KEY_WARPS; v++) sum += part[v][x * G + g][lane];
                     code |= (uint64_t)(sum >= 0.0f) << g;
+                    if (sums && t < q) sums[(j0 + j) * ((int64_t)q * p * G) + c0 + x * G + g] = sum;
                 }
                 key = lac_nbr_key_fold(key, x0 + x, code);
             }
@@ -387,7 +392,7 @@ static void lsh_host_free(lsh_host *h)
  * keys the chunk before. Sets call->declined where a chunk's sums would be
  * inexact. */
 static lac_status lsh_keys_by_chunks(lac_ctx_t ctx, lac_nbr_call *call, lsh_device *g, lsh_host *h, uint64_t *keys,
-                                     int64_t *host_bytes)
+                                     float *codes, int64_t *host_bytes)
 {
     const lac_nbr_data *d = call->data;
     const int64_t N = d->num_items, U = d->num_users;
@@ -459,7 +464,7 @@ static lac_status lsh_keys_by_chunks(lac_ctx_t ctx, lac_nbr_call *call, lsh_devi
         LAC_CUDA_CHECK_LAUNCH(ctx);
         dim3 grid((unsigned)nb, (unsigned)((q + 31) / 32));
         lsh_keys<<<grid, 32 * LSH_KEY_WARPS, 0, st>>>(dstart, duser, dval, mix, N, j0, q, call->p, call->bits,
-                                                      call->psi_power, keys);
+                                                      call->psi_power, keys, codes);
         LAC_CUDA_CHECK_LAUNCH(ctx);
     }
     double t_loop = omp_get_wtime();
@@ -548,9 +553,30 @@ static lac_status lsh_run(lac_ctx_t ctx, lac_nbr_call *call, int32_t *out, lsh_d
     int64_t host_bytes = 0;
     double t0 = omp_get_wtime();
     uint64_t *keys = NULL;
+    float *codes = NULL;
     LAC_CHECK(lsh_get(ctx, g, &keys, n));
-    LAC_CHECK(lsh_keys_by_chunks(ctx, call, g, h, keys, &host_bytes));
+    if (call->codes) {   /* kept: every item's sums beside the keys */
+        const int64_t cols = (int64_t)q * call->p * call->bits;
+        size_t free_bytes = 0, total = 0;
+        LAC_CUDA_CHECK(ctx, cudaMemGetInfo(&free_bytes, &total));
+        if ((double)N * (double)cols * 4.0 > 0.5 * (double)free_bytes) {
+            lac_log(ctx, LAC_LOG_INFO, "mf neighbours: simLSH's sums on the host (%lld x %lld sums do not fit the GPU)",
+                    (long long)N, (long long)cols);
+            call->declined = 1;
+            return LAC_SUCCESS;
+        }
+        LAC_CHECK(lsh_get(ctx, g, &codes, N * cols));
+    }
+    LAC_CHECK(lsh_keys_by_chunks(ctx, call, g, h, keys, codes, &host_bytes));
     if (call->declined) return LAC_SUCCESS;
+    if (codes) {
+        const int64_t cols = (int64_t)q * call->p * call->bits;
+        LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(call->codes, codes, (size_t)(N * cols) * sizeof *codes,
+                                            cudaMemcpyDeviceToHost, st));
+        LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(call->keys_out, keys, (size_t)n * sizeof *keys, cudaMemcpyDeviceToHost, st));
+        LAC_CUDA_CHECK(ctx, cudaStreamSynchronize(st));
+        lsh_put(g, codes);
+    }
     double t_keys = omp_get_wtime();
     LAC_CHECK(lsh_buckets(ctx, call, g, keys));
     double t_index = omp_get_wtime();
