@@ -17,6 +17,38 @@
 
 static lac_ctx_t ctx;
 
+/* A version 5 model file rewritten as version 4: the header without its last
+ * word (the negatives' correction), the FNV-1a checksum of the rest. */
+static void write_version4(const char *from, const char *to)
+{
+    FILE *fp = fopen(from, "rb");
+    CHECK(fp != NULL);
+    fseek(fp, 0, SEEK_END);
+    long size = ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    unsigned char *buf = malloc((size_t)size);
+    CHECK(buf && fread(buf, 1, (size_t)size, fp) == (size_t)size);
+    fclose(fp);
+    uint32_t version, header_bytes;
+    memcpy(&version, buf + 8, 4);
+    memcpy(&header_bytes, buf + 12, 4);
+    CHECK_INT(version, 5);
+    uint32_t v4 = 4, hb4 = header_bytes - 8;
+    fp = fopen(to, "wb");
+    CHECK(fp != NULL);
+    uint64_t h = 1469598103934665603ull;
+    const unsigned char *parts[5] = {buf, (const unsigned char *)&v4, (const unsigned char *)&hb4, buf + 16,
+                                     buf + 16 + header_bytes};
+    size_t lens[5] = {8, 4, 4, hb4, (size_t)size - 8 - (16 + header_bytes)};
+    for (int x = 0; x < 5; x++) {
+        for (size_t i = 0; i < lens[x]; i++) h = (h ^ parts[x][i]) * 1099511628211ull;
+        CHECK(fwrite(parts[x], 1, lens[x], fp) == lens[x]);
+    }
+    CHECK(fwrite(&h, 8, 1, fp) == 1);
+    fclose(fp);
+    free(buf);
+}
+
 /* HR@10 of a model over the users with a held-out item: its top 10 leave
  * the training items out (lac_mf_recommend). */
 static double hr_model(lac_mf_model_t m, const loo *d)
@@ -434,6 +466,9 @@ TEST(checks_and_model_file)
     p.negative_exponent = NAN;
     CHECK_STATUS(ctx, lac_mf_train(ctx, &p, r, NULL, NULL, NULL, &m, NULL), LAC_ERR_ARGUMENT);
     p.negative_exponent = 0.75;
+    p.negative_correction = 1.5;
+    CHECK_STATUS(ctx, lac_mf_train(ctx, &p, r, NULL, NULL, NULL, &m, NULL), LAC_ERR_ARGUMENT);
+    p.negative_correction = 0.5;
     p.loss = LAC_MF_LOSS_BPR;
     p.weighted = 1;
     CHECK_OK(ctx, lac_mf_train(ctx, &p, r, NULL, NULL, NULL, &m, NULL));
@@ -445,6 +480,17 @@ TEST(checks_and_model_file)
     lac_mf_params q = lac_mf_model_params(back);
     CHECK(q.implicit == 1 && q.loss == LAC_MF_LOSS_BPR && q.weighted == 1 && q.negatives == 7 && q.negative_share == 5);
     CHECK(q.negative_exponent == 0.75);
+    CHECK(q.negative_correction == 0.5);   /* the file keeps the correction folded into the biases */
+    lac_mf_model_destroy(&back);
+    /* the same file as version 4 wrote it (no correction word): such models
+     * were trained before the correction existed, so they read as 0 */
+    char old_path[4096];
+    snprintf(old_path, sizeof old_path, "%s/test_mf_implicit_v4.model", getenv("LACUNA_TEST_TMPDIR") ? getenv("LACUNA_TEST_TMPDIR") : ".");
+    write_version4(path, old_path);
+    CHECK_OK(ctx, lac_mf_model_load(ctx, old_path, &back));
+    q = lac_mf_model_params(back);
+    CHECK(q.implicit == 1 && q.negative_exponent == 0.75 && q.negative_correction == 0.0);
+    remove(old_path);
     lac_mf_update_params up = lac_mf_update_params_default();
     lac_mf_model_t upd = NULL;
     CHECK_STATUS(ctx, lac_mf_update(ctx, &up, back, r, &upd, NULL), LAC_ERR_UNSUPPORTED);

@@ -454,9 +454,9 @@ static unsigned char *slurp(const char *path, long *size)
     return buf;
 }
 
-/* A version 4 file rewritten as version 2 (the layout before the bucket
- * keys): header without the key-table count (and version 4's negative
- * exponent), no keys section, the FNV-1a
+/* A version 5 file rewritten as version 2 (the layout before the bucket
+ * keys): header without the key-table count (and versions 4 and 5's
+ * negative exponent and correction), no keys section, the FNV-1a
  * checksum of the rest. */
 static void write_version2(const char *from, const char *to, int64_t key_bytes)
 {
@@ -465,8 +465,8 @@ static void write_version2(const char *from, const char *to, int64_t key_bytes)
     uint32_t version, header_bytes;
     memcpy(&version, buf + 8, 4);
     memcpy(&header_bytes, buf + 12, 4);
-    CHECK_INT(version, 4);
-    uint32_t v2 = 2, hb2 = header_bytes - 16;
+    CHECK_INT(version, 5);
+    uint32_t v2 = 2, hb2 = header_bytes - 24;
     FILE *fp = fopen(to, "wb");
     CHECK(fp != NULL);
     uint64_t h = 1469598103934665603ull;

@@ -152,6 +152,7 @@ _HEADER = struct.Struct("<qqiidddddffiiQqqq")   # num_users .. item_id_bytes
 _HEADER2_SIZE = 160                              # version 2's addition (src/mf/model_file.c)
 _HEADER3_SIZE = 8                                # version 3's: the bucket keys' table count
 _HEADER4_SIZE = 8                                # version 4's: implicit training's negative exponent
+_HEADER5_SIZE = 8                                # version 5's: the negatives' correction
 
 
 def _read_model_bytes(data):
@@ -160,12 +161,14 @@ def _read_model_bytes(data):
     version, header_bytes = struct.unpack_from("<II", data, 8)
     if (version, header_bytes) not in ((1, _HEADER.size), (2, _HEADER.size + _HEADER2_SIZE),
                                        (3, _HEADER.size + _HEADER2_SIZE + _HEADER3_SIZE),
-                                       (4, _HEADER.size + _HEADER2_SIZE + _HEADER3_SIZE + _HEADER4_SIZE)):
-        raise _core.LacunaError("mf model file version %d (header %d bytes): this package reads versions 1 to 4"
+                                       (4, _HEADER.size + _HEADER2_SIZE + _HEADER3_SIZE + _HEADER4_SIZE),
+                                       (5, _HEADER.size + _HEADER2_SIZE + _HEADER3_SIZE + _HEADER4_SIZE
+                                        + _HEADER5_SIZE)):
+        raise _core.LacunaError("mf model file version %d (header %d bytes): this package reads versions 1 to 5"
                                 % (version, header_bytes), _lib.LAC_ERR_UNSUPPORTED)
     (num_users, num_items, k, use_bias, lam, lam_b, alpha, beta, mean, rmin, rmax, epochs, deterministic, seed,
      rated, ub, ib) = _HEADER.unpack_from(data, 16)
-    off = 16 + header_bytes   # versions 2 to 4 add the model kind, the neighbourhood model's parameters, keys
+    off = 16 + header_bytes   # versions 2 to 5 add the model kind, the neighbourhood model's parameters, keys
 
     def take(dtype, count):
         nonlocal off

@@ -16,8 +16,10 @@
  * bucket keys follow the sums (tables x items u64, 0 tables: none), so that
  * an online update keys only the items it changes; older files (versions 1
  * and 2) still load, a neighbourhood model's keys computed from its sums.
- * Version 4 (written now) appends implicit training's negative_exponent
- * (older implicit models were trained with uniform negatives: 0). */
+ * Version 4 appends implicit training's negative_exponent (older implicit
+ * models were trained with uniform negatives: 0); version 5 (written now)
+ * the negatives' correction folded into the item biases (older implicit
+ * models had none: 0). */
 #include "io/io_internal.h"
 #include "mf/mf_internal.h"
 
@@ -28,7 +30,7 @@
 #include <string.h>
 
 #define MODEL_MAGIC "LACUNAMF"
-#define MODEL_VERSION 4u
+#define MODEL_VERSION 5u
 
 typedef struct {
     int64_t num_users, num_items;
@@ -61,6 +63,11 @@ typedef struct {
 typedef struct {
     double negative_exponent;
 } model_header4;
+
+/* Version 5's. */
+typedef struct {
+    double negative_correction;
+} model_header5;
 
 typedef struct {
     uint64_t h;
@@ -130,14 +137,17 @@ lac_status lac_mf_model_save(lac_ctx_t ctx, const char *path, lac_mf_model_t m)
     model_header4 h4;
     memset(&h4, 0, sizeof h4);
     h4.negative_exponent = mp->implicit ? mp->negative_exponent : 0.0;
+    model_header5 h5;
+    memset(&h5, 0, sizeof h5);
+    h5.negative_correction = mp->implicit ? mp->negative_correction : 0.0;
 
     lac_atomic_file af;
     LAC_CHECK(lac_atomic_open(ctx, path, &af));
     fnv f = {1469598103934665603ull};
-    uint32_t version = MODEL_VERSION, header_bytes = (uint32_t)(sizeof h + sizeof h2 + sizeof h3 + sizeof h4);
+    uint32_t version = MODEL_VERSION, header_bytes = (uint32_t)(sizeof h + sizeof h2 + sizeof h3 + sizeof h4 + sizeof h5);
     int ok = put(af.fp, &f, MODEL_MAGIC, 8) && put(af.fp, &f, &version, 4) && put(af.fp, &f, &header_bytes, 4) &&
              put(af.fp, &f, &h, sizeof h) && put(af.fp, &f, &h2, sizeof h2) && put(af.fp, &f, &h3, sizeof h3) &&
-             put(af.fp, &f, &h4, sizeof h4);
+             put(af.fp, &f, &h4, sizeof h4) && put(af.fp, &f, &h5, sizeof h5);
     for (int64_t u = 0; ok && u < m->num_users; u++) ok = put(af.fp, &f, m->P + u * m->stride, (size_t)m->k * 4);
     for (int64_t j = 0; ok && j < m->num_items; j++) ok = put(af.fp, &f, m->Q + j * m->stride, (size_t)m->k * 4);
     ok = ok && put(af.fp, &f, m->user_bias, (size_t)m->num_users * 4) &&
@@ -222,9 +232,11 @@ lac_status lac_mf_model_load(lac_ctx_t ctx, const char *path, lac_mf_model_t *ou
         !(version == 2 && header_bytes == sizeof(model_header) + sizeof(model_header2)) &&
         !(version == 3 && header_bytes == sizeof(model_header) + sizeof(model_header2) + sizeof(model_header3)) &&
         !(version == 4 && header_bytes == sizeof(model_header) + sizeof(model_header2) + sizeof(model_header3) +
-                                               sizeof(model_header4))) {
+                                               sizeof(model_header4)) &&
+        !(version == 5 && header_bytes == sizeof(model_header) + sizeof(model_header2) + sizeof(model_header3) +
+                                               sizeof(model_header4) + sizeof(model_header5))) {
         st = lac_error(ctx, LAC_ERR_FORMAT, "%s: model version %u (header %u bytes) is not a version this build reads "
-                       "(1 to 4)", path, version, header_bytes);
+                       "(1 to 5)", path, version, header_bytes);
         goto done;
     }
     if ((size_t)size < fixed + (header_bytes - sizeof(model_header))) {
@@ -246,20 +258,24 @@ lac_status lac_mf_model_load(lac_ctx_t ctx, const char *path, lac_mf_model_t *ou
     model_header2 h2;
     model_header3 h3;
     model_header4 h4;
+    model_header5 h5;
     memcpy(&h, buf + 16, sizeof h);
     memset(&h2, 0, sizeof h2);
     memset(&h3, 0, sizeof h3);
     memset(&h4, 0, sizeof h4);
+    memset(&h5, 0, sizeof h5);
     if (version >= 2) memcpy(&h2, buf + 16 + sizeof h, sizeof h2);
     if (version >= 3) memcpy(&h3, buf + 16 + sizeof h + sizeof h2, sizeof h3);
     if (version >= 4) memcpy(&h4, buf + 16 + sizeof h + sizeof h2 + sizeof h3, sizeof h4);
+    if (version >= 5) memcpy(&h5, buf + 16 + sizeof h + sizeof h2 + sizeof h3 + sizeof h4, sizeof h5);
     int nbr = h2.kind == LAC_MF_MODEL_NEIGHBOURHOOD;
     if ((h2.kind != LAC_MF_MODEL_PLAIN && !nbr) || (nbr && (h2.nbr_k < 1 || h2.nbr_k > 1024)) ||
         (!nbr && h2.nbr_k != 0) || h2.code_cols < 0 || h2.code_cols > ((int64_t)1 << 32) ||
         (h3.key_tables != 0 && (!nbr || !h2.code_cols || h3.key_tables != h2.q)) ||
         (h2.implicit & 1 && (((h2.implicit >> 8) & 0xFFFF) < 1 || ((h2.implicit >> 8) & 0xFFFF) > 1000 ||
                                ((h2.implicit >> 24) & 0x7F) > LAC_MF_SHARE_MAX)) ||
-        !(h4.negative_exponent >= 0 && h4.negative_exponent <= 2)) {
+        !(h4.negative_exponent >= 0 && h4.negative_exponent <= 2) ||
+        !(h5.negative_correction >= 0 && h5.negative_correction <= 1)) {
         st = lac_error(ctx, LAC_ERR_FORMAT, "%s: impossible header values (model kind)", path);
         goto done;
     }
@@ -312,6 +328,7 @@ lac_status lac_mf_model_load(lac_ctx_t ctx, const char *path, lac_mf_model_t *ou
             m->params.negatives = (h2.implicit >> 8) & 0xFFFF;
             m->params.negative_share = (h2.implicit >> 24) & 0x7F ? (h2.implicit >> 24) & 0x7F : 1;
             m->params.negative_exponent = h4.negative_exponent;
+            m->params.negative_correction = h5.negative_correction;
         }
     }
     {
