@@ -99,6 +99,7 @@ static lac_mf_schedule_params params(int64_t groups, int64_t run_max, int64_t ho
     p.replica_budget = 1e12;
     p.row_bytes = 128;
     p.step_multiple = 8;
+    p.run_unit = 1;
     return p;
 }
 
@@ -173,9 +174,11 @@ static void check_schedule(const lac_mf_data *d, const lac_mf_schedule_params *p
 {
     const int64_t G = p->groups;
     CHECK_INT(s->groups, G);
-    /* run_max: the parameter, cut to half a group's share but not under 32 */
+    /* run_max: the parameter, cut to half a group's share but not under 32,
+     * then down to a multiple of run_unit */
     int64_t share = (d->nnz + G - 1) / G, run_max = p->run_max;
     if (run_max > share / 2) run_max = share / 2 > 32 ? share / 2 : 32;
+    if (p->run_unit > 1) run_max = run_max / p->run_unit * p->run_unit;
     CHECK_INT(s->run_max, run_max);
 
     /* replicas: only items over the threshold, as many rows as documented */
@@ -379,6 +382,8 @@ TEST(skewed_data_every_rating_once_balanced_as_the_reference)
         build_and_check(&d, &p);
         p.hot = 300;   /* a fixed threshold: the popular items get replicas */
         build_and_check(&d, &p);
+        p.run_unit = 3;   /* BPR's pairs on CUDA: runs of whole triples */
+        build_and_check(&d, &p);   /* s.run_max checked against the rounding */
     }
     free_data(&d);
     free(counts);

@@ -933,9 +933,7 @@ typedef struct {
      * - r_hat(i, j')) with one sampled j' per interaction. Update rule (5)
      * with e the loss's gradient in r_hat. No validation set (rank with
      * held-out interactions instead); the epoch callback's train_rmse is
-     * the mean loss. Both models train on CUDA too, except BPR with the
-     * neighbourhood model (LAC_ERR_UNSUPPORTED on a CUDA context, the CPU
-     * under auto). */
+     * the mean loss. Both models train on CUDA too, with either loss. */
     int implicit;                     /* default 0 */
     int loss;                         /* lac_mf_loss; default LAC_MF_LOSS_XENT */
     int negatives;                    /* per interaction (cross-entropy); default 4 */

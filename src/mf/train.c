@@ -174,12 +174,6 @@ static const lac_mf_backend *pick_backend(lac_ctx_t ctx, const lac_mf_params *p,
     /* over MPI ranks the automatic choice trains each rank's blocks on the
      * CPU; --device cuda on the rank's GPU (mf_parts.cu) */
     if (ctx->ranks > 1 && ctx->params.backend == LAC_BACKEND_AUTO) return &lac_mf_cpu_backend;
-    if (p->implicit && p->model == LAC_MF_MODEL_NEIGHBOURHOOD && p->loss == LAC_MF_LOSS_BPR) {   /* no CUDA kernel */
-        if (ctx->params.backend == LAC_BACKEND_AUTO) return &lac_mf_cpu_backend;
-        *st = lac_error(ctx, LAC_ERR_UNSUPPORTED, "BPR with the neighbourhood model trains on the CPU only "
-                                                  "(--device cpu or auto; cross-entropy trains on CUDA)");
-        return NULL;
-    }
     const lac_mf_backend *cuda = lac_mf_backend_cuda();
     if (!cuda) {
         *st = lac_error(ctx, LAC_ERR_NOT_COMPILED, "this build has no CUDA backend for mf");

@@ -12,7 +12,10 @@
  *    test's margin (2x), and HR@10 and NDCG@10 (full ranking, leave-one-out)
  *    are within 0.05 of the CPU's with the same seed, on two shapes: the
  *    plain model (cross-entropy, with shared negatives, BPR) and the
- *    neighbourhood model (cross-entropy: its stream's negatives' cells). */
+ *    neighbourhood model (cross-entropy: its stream's negatives' cells;
+ *    BPR: a pair's three cells);
+ *  - BPR with the neighbourhood model, one epoch of one user against
+ *    float64 (eq. (1), rule (5) by groups), on both kernels. */
 #include "harness.h"
 #include "cuda_harness.h"
 #include "lacuna/lacuna.h"
@@ -201,6 +204,184 @@ TEST(one_epoch_matches_float64_reference)
     one_epoch(40, LAC_MF_LOSS_XENT, 8, 4, 2, 1);
 }
 
+/* The neighbourhood model's eq. (1) for user 0 and item j in float64: R(i)
+ * from seen (NaN: unseen), the residuals' baselines bhat at the epoch's
+ * start; the residuals and the two normalisers for the step. */
+typedef struct {
+    int F, K;
+    double *P, *Q, bu, bi[6], *W, *C, bhat[6];
+    const int32_t *nbr;
+    const double *seen;
+} nbr_ref;
+
+static double nbr_predict(const nbr_ref *r, int j, double *resid, double *rr, double *rc)
+{
+    const double base = r->bu;   /* implicit feedback: mean 0 */
+    double x = base + r->bi[j], sr = 0, sc = 0;
+    int nr = 0;
+    for (int f = 0; f < r->F; f++) x += r->P[f] * r->Q[j * r->F + f];
+    for (int k = 0; k < r->K; k++) {
+        const int n = r->nbr[j * r->K + k];
+        if (r->seen[n] == r->seen[n]) {
+            resid[k] = r->seen[n] - base - r->bhat[n];
+            sr += resid[k] * r->W[j * r->K + k];
+            nr++;
+        } else {
+            resid[k] = NAN;
+            sc += r->C[j * r->K + k];
+        }
+    }
+    *rr = nr ? 1 / sqrt(nr) : 0;
+    *rc = nr < r->K ? 1 / sqrt(r->K - nr) : 0;
+    return x + sr * *rr + sc * *rc;
+}
+
+/* Rule (5) at (0, j) with error e, rates g and regularisers l (b, bhat, u, v, w, c). */
+static void nbr_step(nbr_ref *r, int j, double e, const double *g, const double *l)
+{
+    double resid[8], rr, rc;
+    nbr_predict(r, j, resid, &rr, &rc);   /* with b_i as it is now */
+    r->bu += g[0] * (e - l[0] * r->bu);
+    r->bi[j] += g[1] * (e - l[1] * r->bi[j]);
+    for (int f = 0; f < r->F; f++) {
+        const double pf = r->P[f], qf = r->Q[j * r->F + f];
+        r->P[f] = pf + g[2] * (e * qf - l[2] * pf);
+        r->Q[j * r->F + f] = qf + g[3] * (e * pf - l[3] * qf);
+    }
+    for (int k = 0; k < r->K; k++) {
+        double *w = r->W + j * r->K + k, *c = r->C + j * r->K + k;
+        if (resid[k] == resid[k]) *w += g[4] * (e * rr * resid[k] - l[4] * *w);
+        else *c += g[5] * (e * rc - l[5] * *c);
+    }
+}
+
+/* BPR with the neighbourhood model: one epoch of one user (items 2, 0, 4 of
+ * 6, weights 1, 2, 0.5; K = 3 neighbours, the next three items) against
+ * float64. Each pair (j, n): both scored first, x = r_hat_j - r_hat_n, then n
+ * stepped by -c sigmoid(-x) and j by c sigmoid(-x), the CUDA stream's order
+ * (the CPU steps j first: the same objective, the difference O(rate^2)). */
+static void nbr_bpr_epoch(int F)
+{
+    enum { K = 3, NI = 6 };
+    int32_t col[3] = {2, 0, 4}, order[1] = {0};
+    float val[3] = {1.0f, 2.0f, 0.5f};
+    int64_t start[2] = {0, 3};
+    lac_mf_data d;
+    memset(&d, 0, sizeof d);
+    d.num_users = 1;
+    d.num_items = NI;
+    d.nnz = 3;
+    d.row_start = start;
+    d.col = col;
+    d.val = val;
+    d.row_order = order;
+    lac_mf_params p = lac_mf_params_default();
+    p.implicit = 1;
+    p.weighted = 1;
+    p.loss = LAC_MF_LOSS_BPR;
+    p.model = LAC_MF_MODEL_NEIGHBOURHOOD;
+    p.k = F;
+    p.seed = 13;
+    p.negative_exponent = 0;
+    p.rates = (lac_mf_groups){0.3, 0.2, 0.4, 0.5, 0.1, 0.15};
+    p.lambdas = (lac_mf_groups){0.02, 0.03, 0.04, 0.05, 0.06, 0.07};
+    CHECK_OK(gpu, lac_mf_implicit_data(gpu, &p, &d));
+    lac_mf_model_t m = NULL;
+    CHECK_OK(gpu, lac_mf_model_alloc(gpu, 1, NI, F, &m));
+    CHECK_OK(gpu, lac_mf_model_alloc_nbr(gpu, m, K));
+    m->params = p;
+    m->params.neighbours.k = K;
+    nbr_ref r;
+    memset(&r, 0, sizeof r);
+    r.F = F;
+    r.K = K;
+    r.P = calloc((size_t)F, sizeof *r.P);
+    r.Q = calloc((size_t)NI * F, sizeof *r.Q);
+    r.W = calloc(NI * K, sizeof *r.W);
+    r.C = calloc(NI * K, sizeof *r.C);
+    r.nbr = m->nbr;
+    double seen[NI] = {NAN, NAN, NAN, NAN, NAN, NAN};
+    seen[2] = 1.0, seen[0] = 2.0, seen[4] = 0.5;
+    r.seen = seen;
+    unsigned long long s = 17;
+    r.bu = m->user_bias[0] = (float)(0.2 * harness_rand_uniform(&s) - 0.1);
+    for (int f = 0; f < F; f++) r.P[f] = m->P[f] = (float)((harness_rand_uniform(&s) - 0.5) / sqrt(F));
+    for (int j = 0; j < NI; j++) {
+        r.bi[j] = r.bhat[j] = m->item_bias[j] = (float)(0.2 * harness_rand_uniform(&s) - 0.1);
+        for (int f = 0; f < F; f++) r.Q[j * F + f] = m->Q[j * m->stride + f] = (float)(harness_rand_uniform(&s) - 0.5);
+        for (int k = 0; k < K; k++) {
+            m->nbr[j * K + k] = (j + 1 + k) % NI;
+            r.W[j * K + k] = m->W[j * K + k] = (float)(0.4 * harness_rand_uniform(&s) - 0.2);
+            r.C[j * K + k] = m->C[j * K + k] = (float)(0.4 * harness_rand_uniform(&s) - 0.2);
+        }
+    }
+    /* R(i): the items ascending */
+    const int32_t rated[3] = {0, 2, 4};
+    const float rated_w[3] = {2.0f, 1.0f, 0.5f};
+    m->rated_items = malloc(sizeof rated);
+    m->rated_vals = malloc(sizeof rated_w);
+    memcpy(m->rated_items, rated, sizeof rated);
+    memcpy(m->rated_vals, rated_w, sizeof rated_w);
+    m->rated_start[0] = 0;
+    m->rated_start[1] = 3;
+    lac_mf_call call = lac_mf_model_call(m, &d, NULL);
+    const lac_mf_backend *b = lac_mf_backend_cuda();
+    lac_mf_state *st = NULL;
+    const double lr = 0.5;
+    double sum = 0.0, ref_loss = 0.0;
+    CHECK_OK(gpu, b->begin(gpu, &call, &st));
+    if (st) {
+        CHECK_OK(gpu, b->epoch(gpu, st, (float)lr, 0, &sum));
+        CHECK_OK(gpu, b->download(gpu, st));
+        b->end(gpu, st);
+    }
+    {
+        const double *rt = &p.rates.b, *lt = &p.lambdas.b;
+        double g[6], l[6], resid[K], rr, rc;
+        for (int x = 0; x < 6; x++) g[x] = rt[x] * lr, l[x] = lt[x];
+        const uint64_t useed = lac_mf_draw_seed(call.seed, 0, 0);
+        for (int a = 0; a < 3; a++) {
+            const int j = col[a];
+            int32_t n = 0;
+            for (int t = 0; t < LAC_MF_DRAWS; t++) {
+                n = ref_draw(NULL, useed, j, 0, t);
+                if (seen[n] != seen[n]) break;
+            }
+            const double x = nbr_predict(&r, j, resid, &rr, &rc) - nbr_predict(&r, n, resid, &rr, &rc);
+            const double e = val[a] * sig(-x);
+            ref_loss += val[a] * log_loss(x);
+            nbr_step(&r, n, -e, g, l);
+            nbr_step(&r, j, e, g, l);
+        }
+    }
+    double worst = fabs(r.bu - m->user_bias[0]);
+    for (int f = 0; f < F; f++) worst = fmax(worst, fabs(r.P[f] - m->P[f]));
+    for (int j = 0; j < NI; j++) {
+        worst = fmax(worst, fabs(r.bi[j] - m->item_bias[j]));
+        for (int f = 0; f < F; f++) worst = fmax(worst, fabs(r.Q[j * F + f] - m->Q[j * m->stride + f]));
+        for (int k = 0; k < K; k++) {
+            worst = fmax(worst, fabs(r.W[j * K + k] - m->W[j * K + k]));
+            worst = fmax(worst, fabs(r.C[j * K + k] - m->C[j * K + k]));
+        }
+    }
+    printf("  neighbourhood bpr, k %d, K %d: largest difference from float64 %.2e, loss %.6f vs %.6f\n", F, K, worst,
+           sum, ref_loss);
+    if (!(worst < 2e-5)) HARNESS_FAIL("neighbourhood bpr k = %d: the CUDA epoch is %g from float64", F, worst);
+    CHECK_NEAR(sum, ref_loss, 1e-4 * (1 + fabs(ref_loss)));
+    free(r.P);
+    free(r.Q);
+    free(r.W);
+    free(r.C);
+    lac_mf_model_destroy(&m);
+}
+
+TEST(neighbourhood_bpr_epoch_matches_float64_reference)
+{
+    nbr_bpr_epoch(3);     /* 8 lanes, K in one slot a lane */
+    nbr_bpr_epoch(40);    /* two float4 a lane */
+    nbr_bpr_epoch(300);   /* the general path: a warp, u_i in memory */
+}
+
 static void planted(int64_t users, int64_t items, int per_user, int groups, uint64_t seed)
 {
     loo d;
@@ -209,9 +390,10 @@ static void planted(int64_t users, int64_t items, int per_user, int groups, uint
     printf("  %lld x %lld: most-popular HR@10 %.3f\n", (long long)users, (long long)items, pop);
     lac_ratings_t r = NULL;
     CHECK_OK(cpu, lac_ratings_from_arrays(cpu, d.train.n, d.train.u, d.train.i, d.train.r, &r));
-    /* cross-entropy, with negatives shared by 4, BPR; the neighbourhood model's cross-entropy, shared by 2 */
-    for (int x = 0; x < 5; x++) {
-        const int loss = x == 2 ? LAC_MF_LOSS_BPR : LAC_MF_LOSS_XENT;
+    /* cross-entropy, with negatives shared by 4, BPR; the neighbourhood
+     * model's cross-entropy, shared by 2, and BPR */
+    for (int x = 0; x < 6; x++) {
+        const int loss = x == 2 || x == 5 ? LAC_MF_LOSS_BPR : LAC_MF_LOSS_XENT;
         lac_mf_params p = lac_mf_params_default();
         p.implicit = 1;
         p.loss = loss;
@@ -256,6 +438,7 @@ int main(void)
     int rc;
     if (!harness_cuda_start(&gpu, &cpu, 0, &rc)) return rc;
     RUN(one_epoch_matches_float64_reference);
+    RUN(neighbourhood_bpr_epoch_matches_float64_reference);
     RUN(planted_preferences_beat_most_popular_and_match_the_cpu);
     lac_ctx_destroy(&gpu);
     lac_ctx_destroy(&cpu);

@@ -240,9 +240,6 @@ int cmd_mf_train(int argc, char **argv)
                         cli_find(&command, "--negative-correction")->seen))
         return cli_usage_error(cmd, "--loss, --negatives, --negative-share, --negative-exponent, "
                                     "--negative-correction and --weighted go with --implicit");
-    if (p.implicit && kind == LAC_MF_MODEL_NEIGHBOURHOOD && p.loss == LAC_MF_LOSS_BPR && !strncmp(device, "cuda", 4))
-        return cli_usage_error(cmd, "--implicit --loss bpr with --model neighbourhood trains on the CPU only: use "
-                                    "--device cpu or auto (cross-entropy trains on CUDA)");
     if (p.implicit) {   /* the logistic losses want a slower decay and, for eq. (1), larger rates (docs/mf.md) */
         if (!cli_find(&command, "--beta")->seen) p.beta = 0.1;
         p.rates = (lac_mf_groups){0.2, 0.2, 0.2, 0.2, 0.02, 0.02};

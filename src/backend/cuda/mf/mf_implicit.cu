@@ -224,14 +224,13 @@ lac_status lac_mf_cuda_implicit_nbr_begin(lac_ctx_t ctx, const lac_mf_call *call
 {
     const lac_mf_data *d = call->data;
     const int64_t nu = d->num_users;
-    if (call->loss == LAC_MF_LOSS_BPR)
-        return lac_error(ctx, LAC_ERR_UNSUPPORTED, "BPR with the neighbourhood model trains on the CPU only "
-                                                   "(--device cpu or auto; cross-entropy trains on CUDA)");
+    const int bpr = call->loss == LAC_MF_LOSS_BPR;
     lac_mf_cuda_implicit *m = (lac_mf_cuda_implicit *)calloc(1, sizeof *m);
     if (!m) return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "out of host memory for the CUDA implicit state");
     m->call = call;
-    m->negatives = call->negatives;
-    m->share = call->share < 1 ? 1 : call->share;
+    m->bpr = bpr;
+    m->negatives = bpr ? 1 : call->negatives;
+    m->share = bpr || call->share < 1 ? 1 : call->share;
     *out = m;
     memset(c, 0, sizeof *c);
     c->num_users = nu;
@@ -251,10 +250,14 @@ lac_status lac_mf_cuda_implicit_nbr_begin(lac_ctx_t ctx, const lac_mf_call *call
     int32_t key;
     c->row_start[0] = 0;
     /* a part's users weigh their negatives by negative_scale (mf_parts.cu): none where 0 */
-    const float *scale = call->negative_scale;
+    const float *scale = bpr ? NULL : call->negative_scale;
     for (int64_t u = 0; u < nu; u++) {   /* each interaction and its negatives */
         const int64_t n = d->row_start[u + 1] - d->row_start[u];
         int64_t cells = n;
+        if (bpr) {   /* the pair's three cells */
+            c->row_start[u + 1] = c->row_start[u] + 3 * n;
+            continue;
+        }
         for (int64_t r = 0; r < n && (!scale || scale[u] > 0.0f); r++)
             cells += lac_mf_share(r, n, m->share, m->negatives, 0, &first, &size, &key);
         c->row_start[u + 1] = c->row_start[u] + cells;
@@ -272,9 +275,16 @@ lac_status lac_mf_cuda_implicit_nbr_begin(lac_ctx_t ctx, const lac_mf_call *call
         for (int64_t a = lo; a < lo + n; a++) {
             const int32_t j = d->col[a];
             const int64_t rank = (int64_t)(std::lower_bound(items + lo, items + lo + n, j) - (items + lo));
-            const int cnt = !scale || scale[u] > 0.0f ? lac_mf_share(rank, n, m->share, m->negatives, j, &first, &size, &key) : 0;
+            const int cnt = bpr ? 1 : !scale || scale[u] > 0.0f ? lac_mf_share(rank, n, m->share, m->negatives, j, &first, &size, &key) : 0;
             c->col[w] = j;
             c->val[w++] = d->val[a];
+            if (bpr) {   /* the negative (drawn), the positive again */
+                c->col[w] = j;
+                c->val[w++] = -d->val[a];
+                c->col[w] = j;
+                c->val[w++] = 0.0f;
+                continue;
+            }
             for (int b = 0; b < cnt; b++) {   /* a placeholder: the item is drawn every epoch */
                 c->col[w] = j;
                 c->val[w++] = -(float)size * (scale ? scale[u] : 1.0f);

@@ -87,7 +87,11 @@ void lac_mf_cuda_implicit_end(lac_mf_cuda_implicit *m);
  * negative's weight (times call.negative_scale's, none where that is 0: a
  * block of the items, mf_parts.cu; the item a placeholder, written by the
  * draws before every epoch); freed by lac_mf_cuda_implicit_cells_free.
- * Cross-entropy only. */
+ * BPR: each interaction of weight c makes three cells, the positive (c),
+ * its negative (-c, drawn as cross-entropy's one unshared negative) and
+ * the positive again (0), which the kernel takes as one pair (its error
+ * from both scores before either step; mf_nbr_kernels.cu): a run must not
+ * split them (mf_sgd.cu keeps the model's rows whole). */
 lac_status lac_mf_cuda_implicit_nbr_begin(lac_ctx_t ctx, const lac_mf_call *call, lac_mf_cuda_implicit **out,
                                           lac_mf_data *cells);
 void lac_mf_cuda_implicit_cells_free(lac_mf_data *cells);

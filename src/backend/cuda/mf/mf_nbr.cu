@@ -186,7 +186,7 @@ static lac_mf_cuda_nbr_args make_args(const lac_mf_cuda_nbr *n, const lac_mf_cud
     a.lv = (float)l->v;
     a.lw = (float)l->w;
     a.lc = (float)l->c;
-    a.implicit = n->call->implicit;
+    a.implicit = !n->call->implicit ? 0 : n->call->loss == LAC_MF_LOSS_BPR ? 2 : 1;
     return a;
 }
 

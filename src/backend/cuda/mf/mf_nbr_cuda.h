@@ -39,7 +39,8 @@ struct lac_mf_cuda_nbr_args {
     const float *slot_bhat;         /* rows x K */
     float gb, gbh, gu, gv, gw, gc;  /* the groups' rates at this epoch */
     float lb, lbh, lu, lv, lw, lc;  /* and regularisers */
-    int implicit;                   /* cross-entropy: ratings are weights, negatives' negated (lac_mf_xent_error) */
+    int implicit;                   /* 1 cross-entropy: ratings are weights, negatives' negated (lac_mf_xent_error);
+                                     * 2 BPR: a pair's three cells (mf_nbr_kernels.cu, nbr_error) */
 };
 
 typedef void (*lac_mf_cuda_nbr_fn)(lac_mf_cuda_nbr_args);

@@ -72,6 +72,35 @@ static __device__ __forceinline__ float4 nbr_step4(float keep, float4 a, float t
                        fmaf(keep, a.w, t * b.w));
 }
 
+/* The cell's error e and loss term; false where the cell takes no step.
+ * implicit 1: cross-entropy (lac_mf_xent_error); 2: BPR, a pair as three
+ * cells of one run (mf_implicit.cu): the positive (rating c > 0) only
+ * scored, held; its negative (-c), x = the held score - its own, e = -c
+ * sigmoid(-x), held; the positive again (0), stepped by the held c sigmoid(-x).
+ * Both scores come before either step, as on the CPU. */
+static __device__ __forceinline__ bool nbr_error(int implicit, float rd, float x, float &held, float &e, float &loss)
+{
+    if (implicit == 2) {
+        if (rd > 0.0f) {
+            held = x;
+            return false;
+        }
+        if (rd < 0.0f) {
+            const float d = held - x;
+            held = -rd * lac_mf_sigmoid(-d);
+            loss = -rd * lac_mf_log_loss(d);
+            e = -held;
+        } else {
+            e = held;
+            loss = 0.0f;
+        }
+        return true;
+    }
+    e = implicit ? lac_mf_xent_error(rd, x) : rd - x;
+    loss = implicit ? lac_mf_xent_loss(rd, x) : 0.0f;   /* explicit: the caller's e^2 */
+    return true;
+}
+
 /* The end of a run: u_i and b_i back to memory, or their weighted change
  * added when other groups hold other runs of the row (as CUSGD++). */
 template <int G, int V>
@@ -165,7 +194,7 @@ static __global__ void __launch_bounds__(32 * LAC_MF_WARPS_PER_BLOCK) nbr_epoch(
     float4 p[V], p0[V];
 #pragma unroll
     for (int v = 0; v < V; v++) p[v] = p0[v] = make_float4(0.f, 0.f, 0.f, 0.f);
-    float bu = 0.0f, bu0 = 0.0f, weight = 1.0f, sse = 0.0f;
+    float bu = 0.0f, bu0 = 0.0f, weight = 1.0f, sse = 0.0f, held = 0.0f;
     int64_t user = -1, next_run = b.group_first_run[group];
     const int32_t *items = NULL;
     const float *vals = NULL;
@@ -272,8 +301,9 @@ static __global__ void __launch_bounds__(32 * LAC_MF_WARPS_PER_BLOCK) nbr_epoch(
             }
             if (cd < 0) continue;   /* the same for the group's lanes */
             const float x = MASK ? base + cur.bj + dot : base + cur.bj + dot + sr * rr + sc * rc;
-            const float e = a.implicit ? lac_mf_xent_error(rd, x) : rd - x;
-            if (sub == 0) sse = a.implicit ? sse + lac_mf_xent_loss(rd, x) : fmaf(e, e, sse);
+            float e, term;
+            if (!nbr_error(a.implicit, rd, x, held, e, term)) continue;   /* the same for the group's lanes */
+            if (sub == 0) sse = a.implicit ? sse + term : fmaf(e, e, sse);
             const int64_t j = cd & LAC_MF_ITEM_MASK;
             bu = fmaf(keep_b, bu, a.gb * e);
             if (sub == 0) b.item_bias[j * LAC_MF_BIAS_STRIDE] = fmaf(keep_bh, cur.bj, a.gbh * e);
@@ -313,7 +343,7 @@ static __global__ void __launch_bounds__(32 * LAC_MF_WARPS_PER_BLOCK) nbr_epoch_
     const int32_t *code = b.code + group * b.steps;
     const float *rating = b.rating + group * b.steps;
     const int stride = b.stride, K = a.K;
-    float sse = 0.0f;
+    float sse = 0.0f, held = 0.0f;
     int64_t user = -1, next_run = b.group_first_run[group];
     float *pu = NULL;
     const int32_t *items = NULL;
@@ -356,8 +386,9 @@ static __global__ void __launch_bounds__(32 * LAC_MF_WARPS_PER_BLOCK) nbr_epoch_
         const float ncount = (float)K - nr;
         const float rr = nr > 0.0f ? 1.0f / sqrtf(nr) : 0.0f, rc = ncount > 0.0f ? 1.0f / sqrtf(ncount) : 0.0f;
         const float x = base + bj + dot + sr * rr + sc * rc;
-        const float e = a.implicit ? lac_mf_xent_error(rating[t], x) : rating[t] - x;
-        sse = a.implicit ? sse + lac_mf_xent_loss(rating[t], x) : fmaf(e, e, sse);
+        float e, term;
+        if (!nbr_error(a.implicit, rating[t], x, held, e, term)) continue;
+        sse = a.implicit ? sse + term : fmaf(e, e, sse);
         __syncwarp();
         if (lane == 0) {
             b.user_bias[user] = bu + a.gb * (e - a.lb * bu);

@@ -10,7 +10,7 @@
 typedef struct lac_mf_cuda_part lac_mf_cuda_part;
 /* The part call->part of call->item_part: this rank's users' ratings of those
  * items, on the context's device. Ratings or implicit feedback, either model
- * (implicit BPR: the plain one). */
+ * (both losses). */
 lac_status lac_mf_cuda_part_begin(lac_ctx_t ctx, const lac_mf_call *call, lac_mf_cuda_part **out);
 /* One epoch of the part's ratings: its rows from the call's host arrays,
  * trained on the device, and back. */

@@ -246,6 +246,7 @@ lac_status lac_mf_cuda_one_begin(lac_ctx_t ctx, const lac_mf_call *call, lac_mf_
         sp.replica_budget = ctx->cuda->prop.l2CacheSize / 3.0;
         sp.row_bytes = (double)s->stride * sizeof(float);
         sp.step_multiple = LAC_MF_CODE_AHEAD;
+        sp.run_unit = s->nbr && call->implicit && call->loss == LAC_MF_LOSS_BPR ? 3 : 1;   /* BPR's pairs whole */
         LAC_CHECK_GOTO(lac_mf_schedule_build(ctx, sd, &sp, &sch), st, fail);
     }
     s->steps = sch.steps;
@@ -532,5 +533,5 @@ extern "C" const lac_mf_backend lac_mf_cuda_table = {
     NULL,   /* fold_in: the CPU table's */
     1,      /* parts: over MPI ranks, mf_parts.cu */
     0,      /* part_slices: a whole part a call */
-    1,      /* implicit_parts: both models (BPR: the plain one), mf_parts.cu */
+    1,      /* implicit_parts: both models and losses, mf_parts.cu */
 };
