@@ -10,10 +10,11 @@
  *   map_part.cu            many-target SUM/COUNT: rows partitioned by target range in L2
  *   map_plan.cu            plan build (radix sort) and the segmented execute
  *   map_plan_local.cu      few-target plans: chunk-local sort, privatised execute
+ *   map_plan_multi.cu      plans of a host bridge split across the context's devices
  *   map_fixed.cu           deterministic SUM/COUNT/MEAN in exact fixed point (no sort)
  *   map_fixed_few.cu       the same for few float32 targets in one launch, no range pass
  *   map_stream.cu          host arrays streamed through the device in chunks
- *   map_multi.cu           host arrays split across the context's devices
+ *   map_multi.cu           host arrays split across the context's devices (also deterministic)
  *   map_async.cu           stream-ordered calls: deferred fault reports */
 #ifndef LACUNA_BACKEND_CUDA_MAP_MAP_CUDA_CUH
 #define LACUNA_BACKEND_CUDA_MAP_MAP_CUDA_CUH
@@ -255,6 +256,30 @@ void lac_map_stream_release(lac_ctx_t ctx, map_stream_job *job);
  * whether a call gets the split, and the split call. */
 int lac_map_cuda_multi_wanted(lac_ctx_t ctx, const lac_map_call *call);
 lac_status lac_map_cuda_multi(lac_ctx_t ctx, const lac_map_call *call);
+/* The same for a deterministic call: exact fixed-point parts with one scale,
+ * added on the first device (one device's bits); a call the words do not
+ * serve runs whole on the first device. */
+lac_status lac_map_cuda_multi_deterministic(lac_ctx_t ctx, const lac_map_call *call);
+/* Its parts: whether the fixed-point words serve the call (op, size, knob),
+ * and the split itself over the row ranges start[] (bridges: each share's
+ * checked int32 rows on its device, a plan's; NULL: copied from the call);
+ * *done = 0, nothing written, when the values span more than the words hold. */
+int lac_map_cuda_multi_fixed_serves(lac_ctx_t ctx, const lac_map_call *call);
+lac_status lac_map_cuda_multi_fixed(lac_ctx_t ctx, const lac_map_call *call, const int64_t *start, int32_t *const *bridges,
+                                    int *done);
+/* Plans over host bridges on a context of several devices (map_plan_multi.cu):
+ * each share keeps its rows of the checked bridge (int32) on its device. */
+typedef struct map_multi_plan map_multi_plan;
+/* Whether a plan build gets the split: host bridge, several shares, enough rows, n <= INT32_MAX. */
+int lac_map_multi_plan_wanted(lac_ctx_t ctx, const lac_map_call *call);
+lac_status lac_map_multi_plan_build(lac_ctx_t ctx, const lac_map_call *call, map_multi_plan **out);
+/* Host arrays: SUM / COUNT / MEAN split in exact fixed point (deterministic
+ * or not); the rest (MIN / MAX, a range too wide for the words) as the
+ * one-shot call over the plan's bridge gathered to the host. */
+lac_status lac_map_multi_plan_execute_host(lac_ctx_t ctx, const map_multi_plan *p, const lac_map_call *call);
+/* The plan's whole bridge (int32, checked) gathered on the first device; cudaFree it. */
+lac_status lac_map_multi_plan_gather(lac_ctx_t ctx, const map_multi_plan *p, int32_t **bridge);
+void lac_map_multi_plan_free(map_multi_plan *p);
 /* The whole accumulators (arrays x slots) of a one-shot strategy written to
  * out (which may be f->scratch): scratch folded with the private copies. */
 lac_status lac_map_fold_launch(lac_ctx_t ctx, const map_finalize_args *f, void *out);
@@ -330,6 +355,26 @@ lac_status lac_map_fixed_try(lac_ctx_t ctx, const lac_map_call *call, int *taken
 lac_status lac_map_fixed_few_try(lac_ctx_t ctx, const lac_map_call *call, int *taken);
 /* Whether lac_map_fixed_try would try the call (op, memory, size, knob). */
 int lac_map_fixed_serves(lac_ctx_t ctx, const lac_map_call *call);
+/* A deterministic call of host arrays split by rows across shares
+ * (map_multi.cu), each share's part in the fixed-point words of
+ * map_fixed.cu, all with one scale so that the parts add up word by word to
+ * the whole call's words: begin (on the part's share: the launch shape,
+ * zeroed words, the range pass queued; recv: room for another part's words),
+ * range (waits; the part's exponent range, merged by the caller with max),
+ * fits (whether the merged range fits the words), accumulate (the merged
+ * range in, the pass queued), fault (waits; the smallest flagged row of the
+ * part, MAP_NO_FAULT if none), add (on into's share: from's words copied
+ * over and added), finish (T on the device from the words by the call's
+ * rules, queued), free. scale_m is the whole call's rows. */
+typedef struct map_fixed_part map_fixed_part;
+lac_status lac_map_fixed_part_begin(lac_ctx_t ctx, const lac_map_call *part, int64_t scale_m, int recv, map_fixed_part **out);
+lac_status lac_map_fixed_part_range(lac_ctx_t ctx, const map_fixed_part *P, int range[4]);
+int lac_map_fixed_range_fits(const map_fixed_part *P, const int range[4]);
+lac_status lac_map_fixed_part_accumulate(lac_ctx_t ctx, const lac_map_call *part, map_fixed_part *P, const int range[4]);
+lac_status lac_map_fixed_part_fault(lac_ctx_t ctx, const map_fixed_part *P, unsigned long long *row);
+lac_status lac_map_fixed_part_add(lac_ctx_t ctx, map_fixed_part *into, const map_fixed_part *from);
+lac_status lac_map_fixed_part_finish(lac_ctx_t ctx, const lac_map_call *call, const map_fixed_part *P, void *target);
+void lac_map_fixed_part_free(map_fixed_part *P);
 /* Checks a device bridge: fault = smallest row outside [0, n). */
 lac_status lac_map_check_bridge_launch(lac_ctx_t ctx, const void *bridge, lac_dtype index_dtype, int64_t m, int64_t n,
                                    unsigned long long *fault);

@@ -1,7 +1,8 @@
 /* map on the CUDA backend: the table's entries. Picks the path for a checked
  * call (device arrays: one-shot reduction; host arrays: streamed in chunks;
- * deterministic: a temporary plan's segmented reduction; host arrays on a
- * context of several devices: split across them, map_multi.cu). */
+ * deterministic: exact fixed point, else a temporary plan's segmented
+ * reduction; host arrays on a context of several devices: split across
+ * them, map_multi.cu, deterministic calls too). */
 #include "backend/cuda/map/map_cuda.cuh"
 
 #include <string.h>
@@ -111,7 +112,9 @@ lac_status lac_map_cuda(lac_ctx_t ctx, const lac_map_call *call)
     if (call->n == 0) return LAC_SUCCESS;   /* then m == 0 too (checked by the front end) */
     /* MIN/MAX are exact whatever the order: the atomic path is deterministic. */
     bool order_free = call->params.op == LAC_MAP_MIN || call->params.op == LAC_MAP_MAX;
-    if (call->params.deterministic && !order_free) return lac_map_cuda_deterministic(ctx, call);
+    if (call->params.deterministic && !order_free)
+        return lac_map_cuda_multi_wanted(ctx, call) ? lac_map_cuda_multi_deterministic(ctx, call)
+                                                    : lac_map_cuda_deterministic(ctx, call);
     if (call->memory == LAC_MEM_DEVICE) return lac_map_cuda_device(ctx, call, NULL);
     if (lac_map_cuda_multi_wanted(ctx, call)) return lac_map_cuda_multi(ctx, call);
     return lac_map_cuda_stream(ctx, call);

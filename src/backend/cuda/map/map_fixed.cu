@@ -20,6 +20,7 @@
 #include "backend/cuda/map/map_fixed.cuh"
 #include "backend/cuda/map/map_device.cuh"
 
+#include <stdlib.h>
 #include <string.h>
 
 
@@ -109,6 +110,7 @@ __global__ void __launch_bounds__(256) map_fixed_range_kernel(const V *S, const 
 typedef struct {
     const void *source, *bridge, *weights;
     int64_t m, n, b, slots;
+    int64_t scale_m;          /* rows the word layout is for: the whole call's (a split call's parts share it) */
     lac_map_op op;
     lac_nan_policy nan_policy;
     int checked;              /* bridge known to be in [0, n) */
@@ -356,9 +358,9 @@ template <class V, class I, bool SHARED> __global__ void __launch_bounds__(SHARE
 {
     extern __shared__ unsigned long long fixed_smem[];
     const fixed_header *h = a.h;
-    const fixed_scale xs = a.unit ? fixed_scale_of(FIXED_EXP_BIAS, FIXED_EXP_BIAS, a.m)
-                                  : fixed_scale_of(h->x_top, h->x_low, a.m);
-    const fixed_scale ws = fixed_scale_of(h->w_top, h->w_low, a.m);
+    const fixed_scale xs = a.unit ? fixed_scale_of(FIXED_EXP_BIAS, FIXED_EXP_BIAS, a.scale_m)
+                                  : fixed_scale_of(h->x_top, h->x_low, a.scale_m);
+    const fixed_scale ws = fixed_scale_of(h->w_top, h->w_low, a.scale_m);
     if (!xs.ok || (a.mean_weighted && !ws.ok)) return;   /* declined: the caller takes the sorted path */
 
     unsigned long long *s_x = NULL, *s_w = NULL;
@@ -484,9 +486,9 @@ template <class V> __global__ void map_fixed_finish_kernel(fixed_finish_args f)
 {
     const fixed_args &a = f.a;
     const unsigned long long fault = *(volatile unsigned long long *)&a.h->fault;
-    const fixed_scale xs = a.unit ? fixed_scale_of(FIXED_EXP_BIAS, FIXED_EXP_BIAS, a.m)
-                                  : fixed_scale_of(a.h->x_top, a.h->x_low, a.m);
-    const fixed_scale ws = fixed_scale_of(a.h->w_top, a.h->w_low, a.m);
+    const fixed_scale xs = a.unit ? fixed_scale_of(FIXED_EXP_BIAS, FIXED_EXP_BIAS, a.scale_m)
+                                  : fixed_scale_of(a.h->x_top, a.h->x_low, a.scale_m);
+    const fixed_scale ws = fixed_scale_of(a.h->w_top, a.h->w_low, a.scale_m);
     const bool declined = !xs.ok || (a.mean_weighted && !ws.ok);
     if (blockIdx.x == 0 && threadIdx.x == 0 && f.report)
         *(volatile unsigned long long *)f.report = declined ? FIXED_DECLINED : fault;
@@ -532,22 +534,38 @@ extern "C" int lac_map_fixed_serves(lac_ctx_t ctx, const lac_map_call *call)
            call->n * call->b > 0 && call->n * call->b <= INT32_MAX;
 }
 
-extern "C" lac_status lac_map_fixed_try(lac_ctx_t ctx, const lac_map_call *call, int *taken)
+/* One call's (or one share's part's) launches: the accumulation pass's
+ * arguments and shape, and its workspace carved as
+ *   [header 256][value words][weight words][counts][flags] | partials | recv
+ * where everything before the partials is zeroed together and, once the
+ * shared path's partials are folded in (map_fixed_flat_kernel), holds the
+ * whole of the part's sums: parts of a split call add up word by word. */
+struct map_fixed_part {
+    fixed_args a;
+    bool shared;
+    int64_t grid;
+    size_t smem;
+    int block;
+    size_t flat_bytes;        /* bytes from the value words to the partials */
+    void *extra;              /* room for another part's flat region (recv), or NULL */
+    int device;
+};
+
+/* The launch shape and workspace of a call's accumulation pass; zeroes the
+ * words (on ctx's stream). */
+static lac_status fixed_prepare(lac_ctx_t ctx, const lac_map_call *call, int64_t scale_m, bool recv, map_fixed_part *P)
 {
-    *taken = 0;
-    if (!lac_map_fixed_serves(ctx, call)) return LAC_SUCCESS;
-    LAC_CHECK(lac_map_fixed_few_try(ctx, call, taken));
-    if (*taken) return LAC_SUCCESS;
+    memset(P, 0, sizeof *P);
     cudaStream_t st = ctx->cuda->stream;
     const lac_map_op op = call->params.op;
     const int64_t slots = call->n * call->b;
     const bool weighted = call->weights != NULL;
     map_layout L = lac_map_layout_for(call);
 
-    fixed_args a;
-    memset(&a, 0, sizeof a);
+    fixed_args &a = P->a;
     a.source = call->source, a.bridge = call->bridge, a.weights = call->weights;
     a.m = call->m, a.n = call->n, a.b = call->b, a.slots = slots;
+    a.scale_m = scale_m;
     a.op = op;
     a.nan_policy = call->params.nan_policy;
     a.checked = call->bridge_checked;
@@ -606,11 +624,13 @@ extern "C" lac_status lac_map_fixed_try(lac_ctx_t ctx, const lac_map_call *call,
     const size_t words_bytes = (size_t)FIXED_WORDS * slots * 8;
     const size_t off_xw = 256, off_ww = off_xw + words_bytes,
                  off_hits = off_ww + (a.mean_weighted ? words_bytes : 0),
-                 off_flags = off_hits + (a.count && !shared ? (size_t)slots * 8 : 0),
+                 off_flags = off_hits + (a.count ? (size_t)slots * 8 : 0),
                  off_part = lac_map_align256(off_flags + (size_t)slots * 4),
-                 part_bytes = shared ? (size_t)3 * grid * slots * 8 : 0;
+                 part_bytes = shared ? (size_t)3 * grid * slots * 8 : 0,
+                 off_extra = lac_map_align256(off_part + part_bytes),
+                 extra = recv ? off_part - off_xw : 0;
     void *ws = NULL;
-    LAC_CHECK(lac_cuda_workspace(ctx, off_part + part_bytes, &ws));
+    LAC_CHECK(lac_cuda_workspace(ctx, off_extra + extra, &ws));
     unsigned char *base = (unsigned char *)ws;
     a.h = (fixed_header *)base;
     a.xw = (unsigned long long *)(base + off_xw);
@@ -620,54 +640,104 @@ extern "C" lac_status lac_map_fixed_try(lac_ctx_t ctx, const lac_map_call *call,
     a.partials = (unsigned long long *)(base + off_part);
     LAC_CUDA_CHECK(ctx, cudaMemsetAsync(base, 0, off_part, st));
     LAC_CUDA_CHECK(ctx, cudaMemsetAsync(&a.h->fault, 0xFF, sizeof a.h->fault, st));
+    P->shared = shared;
+    P->grid = grid;
+    P->smem = smem;
+    P->block = shared ? block_shared : block_global;
+    P->flat_bytes = off_part - off_xw;
+    P->extra = extra ? base + off_extra : NULL;
+    P->device = ctx->cuda->device;
+    return LAC_SUCCESS;
+}
 
-    /* The range of the values (none for an unweighted COUNT: all 1). */
-    if (!a.unit && call->m > 0) {
-        int mode = op == LAC_MAP_COUNT ? RANGE_W : weighted ? RANGE_WS : RANGE_S;
-        unsigned int g = (unsigned int)((int64_t)sms * 8);
-        int64_t want_r = (call->m * call->b + 256 * 16 - 1) / (256 * 16);
-        if (want_r < (int64_t)g) g = (unsigned int)(want_r > 0 ? want_r : 1);
-        if (call->value_dtype == LAC_FLOAT32)
-            map_fixed_range_kernel<float><<<g, 256, 0, st>>>((const float *)call->source, (const float *)call->weights,
-                                                             call->m, call->b, mode, a.mean_weighted, a.h);
-        else
-            map_fixed_range_kernel<double><<<g, 256, 0, st>>>((const double *)call->source, (const double *)call->weights,
-                                                              call->m, call->b, mode, a.mean_weighted, a.h);
-        LAC_CUDA_CHECK_LAUNCH(ctx);
-    }
-    if (call->m > 0) {
-        const void *k = pick_kernel(call->value_dtype, call->index_dtype, shared);
-        void *params[] = {&a};
-        LAC_CUDA_CHECK(ctx, cudaLaunchKernel(k, dim3((unsigned int)grid), dim3(shared ? block_shared : block_global),
-                                             params, smem, st));
-        LAC_CUDA_CHECK_LAUNCH(ctx);
-    }
+/* The range of the values (none for an unweighted COUNT: all 1) into the header. */
+static lac_status fixed_range(lac_ctx_t ctx, const lac_map_call *call, const map_fixed_part *P)
+{
+    const fixed_args &a = P->a;
+    if (a.unit || call->m == 0) return LAC_SUCCESS;
+    const int sms = ctx->cuda->prop.multiProcessorCount;
+    int mode = call->params.op == LAC_MAP_COUNT ? RANGE_W : call->weights ? RANGE_WS : RANGE_S;
+    unsigned int g = (unsigned int)((int64_t)sms * 8);
+    int64_t want_r = (call->m * call->b + 256 * 16 - 1) / (256 * 16);
+    if (want_r < (int64_t)g) g = (unsigned int)(want_r > 0 ? want_r : 1);
+    cudaStream_t st = ctx->cuda->stream;
+    if (call->value_dtype == LAC_FLOAT32)
+        map_fixed_range_kernel<float><<<g, 256, 0, st>>>((const float *)call->source, (const float *)call->weights,
+                                                         call->m, call->b, mode, a.mean_weighted, a.h);
+    else
+        map_fixed_range_kernel<double><<<g, 256, 0, st>>>((const double *)call->source, (const double *)call->weights,
+                                                          call->m, call->b, mode, a.mean_weighted, a.h);
+    LAC_CUDA_CHECK_LAUNCH(ctx);
+    return LAC_SUCCESS;
+}
+
+/* The accumulation pass (it returns at once when the header's range declines). */
+static lac_status fixed_accumulate(lac_ctx_t ctx, const lac_map_call *call, map_fixed_part *P)
+{
+    if (call->m == 0) return LAC_SUCCESS;
+    const void *k = pick_kernel(call->value_dtype, call->index_dtype, P->shared);
+    void *params[] = {&P->a};
+    LAC_CUDA_CHECK(ctx, cudaLaunchKernel(k, dim3((unsigned int)P->grid), dim3(P->block), params, P->smem, ctx->cuda->stream));
+    LAC_CUDA_CHECK_LAUNCH(ctx);
+    return LAC_SUCCESS;
+}
+
+static unsigned int finish_grid(lac_ctx_t ctx, int64_t slots)
+{
+    const unsigned int most = (unsigned int)ctx->cuda->prop.multiProcessorCount * 8;
+    const unsigned int g = (unsigned int)((slots + 255) / 256);
+    return g > most ? most : g > 0 ? g : 1;
+}
+
+/* T from the words (target: device, n x b), by the call's rules; the fault
+ * word (or FIXED_DECLINED) into report when it is not NULL. */
+static lac_status fixed_finish(lac_ctx_t ctx, const lac_map_call *call, const map_fixed_part *P, void *target,
+                               unsigned long long *report)
+{
     fixed_finish_args f;
     memset(&f, 0, sizeof f);
-    f.a = a;
-    f.shared = shared;
-    f.blocks = (int)grid;
+    f.a = P->a;
+    f.shared = P->shared;
+    f.blocks = (int)P->grid;
     f.accumulate = call->params.accumulate;
-    f.track_hits = L.track_hits;
+    f.track_hits = lac_map_layout_for(call).track_hits;
     f.empty_value = call->params.empty_value;
-    f.target = call->target;
-    f.report = lac_map_fault_report_word(ctx);
-    unsigned int g2 = (unsigned int)((slots + 255) / 256);
-    if (g2 > (unsigned int)sms * 8) g2 = (unsigned int)sms * 8;
-    if (call->value_dtype == LAC_FLOAT32) map_fixed_finish_kernel<float><<<g2, 256, 0, st>>>(f);
-    else map_fixed_finish_kernel<double><<<g2, 256, 0, st>>>(f);
+    f.target = target;
+    f.report = report;
+    const unsigned int g = finish_grid(ctx, P->a.slots);
+    cudaStream_t st = ctx->cuda->stream;
+    if (call->value_dtype == LAC_FLOAT32) map_fixed_finish_kernel<float><<<g, 256, 0, st>>>(f);
+    else map_fixed_finish_kernel<double><<<g, 256, 0, st>>>(f);
     LAC_CUDA_CHECK_LAUNCH(ctx);
+    return LAC_SUCCESS;
+}
+
+extern "C" lac_status lac_map_fixed_try(lac_ctx_t ctx, const lac_map_call *call, int *taken)
+{
+    *taken = 0;
+    if (!lac_map_fixed_serves(ctx, call)) return LAC_SUCCESS;
+    LAC_CHECK(lac_map_fixed_few_try(ctx, call, taken));
+    if (*taken) return LAC_SUCCESS;
+    cudaStream_t st = ctx->cuda->stream;
+    map_fixed_part P;
+    LAC_CHECK(fixed_prepare(ctx, call, call->m, false, &P));
+    LAC_CHECK(fixed_range(ctx, call, &P));
+    LAC_CHECK(fixed_accumulate(ctx, call, &P));
+    unsigned long long *report = lac_map_fault_report_word(ctx);
+    LAC_CHECK(fixed_finish(ctx, call, &P, call->target, report));
 
     unsigned long long word = MAP_NO_FAULT;
-    if (f.report) {
+    if (report) {
         LAC_CUDA_CHECK(ctx, cudaStreamSynchronize(st));
-        word = *(volatile unsigned long long *)f.report;
+        word = *(volatile unsigned long long *)report;
     } else {
         fixed_header hh;
-        LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(&hh, a.h, sizeof hh, cudaMemcpyDeviceToHost, st));
+        LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(&hh, P.a.h, sizeof hh, cudaMemcpyDeviceToHost, st));
         LAC_CUDA_CHECK(ctx, cudaStreamSynchronize(st));
-        fixed_scale xs = a.unit ? fixed_scale_of(FIXED_EXP_BIAS, FIXED_EXP_BIAS, a.m) : fixed_scale_of(hh.x_top, hh.x_low, a.m);
-        fixed_scale wsc = fixed_scale_of(hh.w_top, hh.w_low, a.m);
+        const fixed_args &a = P.a;
+        fixed_scale xs = a.unit ? fixed_scale_of(FIXED_EXP_BIAS, FIXED_EXP_BIAS, a.scale_m)
+                                : fixed_scale_of(hh.x_top, hh.x_low, a.scale_m);
+        fixed_scale wsc = fixed_scale_of(hh.w_top, hh.w_low, a.scale_m);
         word = (!xs.ok || (a.mean_weighted && !wsc.ok)) ? FIXED_DECLINED : hh.fault;
     }
     if (word == FIXED_DECLINED) {
@@ -678,3 +748,115 @@ extern "C" lac_status lac_map_fixed_try(lac_ctx_t ctx, const lac_map_call *call,
     *taken = 1;
     return lac_map_describe_row(ctx, call, word);
 }
+
+/* ------------------------------------------------------------------------ */
+/* A call split by rows across shares (map_multi.cu)                        */
+/* ------------------------------------------------------------------------ */
+/* The shared path's partials (top words, counts) folded into the L2 words:
+ * the part's sums then lie in its flat region alone. */
+static __global__ void map_fixed_flat_kernel(fixed_finish_args f)
+{
+    const fixed_args &a = f.a;
+    const fixed_scale xs = a.unit ? fixed_scale_of(FIXED_EXP_BIAS, FIXED_EXP_BIAS, a.scale_m)
+                                  : fixed_scale_of(a.h->x_top, a.h->x_low, a.scale_m);
+    const fixed_scale ws = fixed_scale_of(a.h->w_top, a.h->w_low, a.scale_m);
+    for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k < a.slots; k += (int64_t)gridDim.x * blockDim.x) {
+        unsigned long long x = 0, w = 0, c = 0;
+        for (int blk = 0; blk < f.blocks; blk++) {
+            x += a.partials[(int64_t)blk * a.slots + k];
+            if (a.mean_weighted) w += a.partials[((int64_t)f.blocks + blk) * a.slots + k];
+            if (a.count) c += a.partials[((int64_t)2 * f.blocks + blk) * a.slots + k];
+        }
+        a.xw[(int64_t)(xs.K - 1) * a.slots + k] += x;
+        if (a.mean_weighted) a.ww[(int64_t)(ws.K - 1) * a.slots + k] += w;
+        if (a.count) a.hits[k] = c;
+    }
+}
+
+/* acc's flat region += other's: integer words and counts added, flags or'ed. */
+static __global__ void map_fixed_add_kernel(unsigned long long *acc, const unsigned long long *other, int64_t words,
+                                            unsigned int *acc_flags, const unsigned int *other_flags, int64_t slots)
+{
+    const int64_t tid = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, stride = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t i = tid; i < words; i += stride) acc[i] += other[i];
+    for (int64_t k = tid; k < slots; k += stride) acc_flags[k] |= other_flags[k];
+}
+
+extern "C" lac_status lac_map_fixed_part_begin(lac_ctx_t ctx, const lac_map_call *part, int64_t total_m, int recv,
+                                               map_fixed_part **out)
+{
+    *out = (map_fixed_part *)calloc(1, sizeof **out);
+    if (!*out) return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "could not allocate a map part");
+    LAC_CHECK(fixed_prepare(ctx, part, total_m, recv != 0, *out));
+    return fixed_range(ctx, part, *out);
+}
+
+extern "C" lac_status lac_map_fixed_part_range(lac_ctx_t ctx, const map_fixed_part *P, int range[4])
+{
+    fixed_header hh;
+    cudaStream_t st = ctx->cuda->stream;
+    LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(&hh, P->a.h, sizeof hh, cudaMemcpyDeviceToHost, st));
+    LAC_CUDA_CHECK(ctx, cudaStreamSynchronize(st));
+    range[0] = hh.x_top, range[1] = hh.x_low, range[2] = hh.w_top, range[3] = hh.w_low;
+    return LAC_SUCCESS;
+}
+
+extern "C" int lac_map_fixed_range_fits(const map_fixed_part *P, const int range[4])
+{
+    const fixed_args &a = P->a;
+    const fixed_scale xs = a.unit ? fixed_scale_of(FIXED_EXP_BIAS, FIXED_EXP_BIAS, a.scale_m)
+                                  : fixed_scale_of(range[0], range[1], a.scale_m);
+    const fixed_scale ws = fixed_scale_of(range[2], range[3], a.scale_m);
+    return xs.ok && (!a.mean_weighted || ws.ok);
+}
+
+extern "C" lac_status lac_map_fixed_part_accumulate(lac_ctx_t ctx, const lac_map_call *part, map_fixed_part *P,
+                                                    const int range[4])
+{
+    fixed_header hh;
+    hh.fault = MAP_NO_FAULT;
+    hh.x_top = range[0], hh.x_low = range[1], hh.w_top = range[2], hh.w_low = range[3];
+    cudaStream_t st = ctx->cuda->stream;
+    LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(P->a.h, &hh, sizeof hh, cudaMemcpyHostToDevice, st));
+    LAC_CUDA_CHECK(ctx, cudaStreamSynchronize(st));   /* hh is on this stack */
+    LAC_CHECK(fixed_accumulate(ctx, part, P));
+    if (P->shared) {
+        fixed_finish_args f;
+        memset(&f, 0, sizeof f);
+        f.a = P->a;
+        f.blocks = (int)P->grid;
+        map_fixed_flat_kernel<<<finish_grid(ctx, P->a.slots), 256, 0, st>>>(f);
+        LAC_CUDA_CHECK_LAUNCH(ctx);
+        P->shared = false;
+    }
+    return LAC_SUCCESS;
+}
+
+extern "C" lac_status lac_map_fixed_part_fault(lac_ctx_t ctx, const map_fixed_part *P, unsigned long long *row)
+{
+    cudaStream_t st = ctx->cuda->stream;
+    LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(row, &P->a.h->fault, sizeof *row, cudaMemcpyDeviceToHost, st));
+    LAC_CUDA_CHECK(ctx, cudaStreamSynchronize(st));
+    return LAC_SUCCESS;
+}
+
+extern "C" lac_status lac_map_fixed_part_add(lac_ctx_t ctx, map_fixed_part *into, const map_fixed_part *from)
+{
+    cudaStream_t st = ctx->cuda->stream;
+    if (!into->extra) return lac_error(ctx, LAC_ERR_INTERNAL, "map: a part without room for another's words");
+    LAC_CUDA_CHECK(ctx, cudaMemcpyPeerAsync(into->extra, into->device, from->a.xw, from->device, from->flat_bytes, st));
+    const int64_t words = (int64_t)(((unsigned char *)into->a.flags - (unsigned char *)into->a.xw) / 8);
+    const unsigned int *flags = (const unsigned int *)((unsigned char *)into->extra + words * 8);
+    map_fixed_add_kernel<<<finish_grid(ctx, words), 256, 0, st>>>(into->a.xw, (const unsigned long long *)into->extra,
+                                                                   words, into->a.flags, flags, into->a.slots);
+    LAC_CUDA_CHECK_LAUNCH(ctx);
+    return LAC_SUCCESS;
+}
+
+extern "C" lac_status lac_map_fixed_part_finish(lac_ctx_t ctx, const lac_map_call *call, const map_fixed_part *P,
+                                                void *target)
+{
+    return fixed_finish(ctx, call, P, target, NULL);
+}
+
+extern "C" void lac_map_fixed_part_free(map_fixed_part *P) { free(P); }

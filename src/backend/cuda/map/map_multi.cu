@@ -7,9 +7,20 @@
  * driver stages it through the host otherwise) and writes T once, only when
  * no share flagged a row. Device arrays stay on the first device: the map
  * reads each element once, so moving a row range to another device costs
- * more than reducing it in place. Deterministic calls stay on the first
- * device too (the segmented pass sums each target's rows in one fixed order;
- * a split would change the rounding), so they equal one device's bits. */
+ * more than reducing it in place.
+ *
+ * Deterministic SUM / COUNT / MEAN of host arrays split the same way, each
+ * share's rows copied whole to its device and summed in the exact
+ * fixed-point words of map_fixed.cu. The words' scale must be one for all:
+ * every share's range pass runs first, the host merges the ranges (the
+ * largest exponent, the lowest bit) and hands the merged range to every
+ * share's accumulation pass, whose words are then exact integer sums of its
+ * rows; added word by word on the first device they are the one-device
+ * call's sums, rounded once into T: the bits of one device (and of the CPU
+ * wherever its float64 sums are exact). What the words do not cover stays
+ * on the first device whole, with its bits: a range too wide for three
+ * words (the sorted float64 path), MIN / MAX (order-free: split above),
+ * LACUNA_MAP_CUDA_FIXED=0, and targets beyond 2^31. */
 #include "backend/cuda/map/map_cuda.cuh"
 
 #include <string.h>
@@ -101,4 +112,169 @@ extern "C" lac_status lac_map_cuda_multi(lac_ctx_t ctx, const lac_map_call *call
         LAC_CUDA_CHECK(ctx, cudaStreamSynchronize(stream));
     }
     return LAC_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Deterministic: exact fixed-point parts added on the first device          */
+/* ------------------------------------------------------------------------ */
+/* A share's rows of a host call, copied to its device. */
+typedef struct {
+    void *source, *bridge, *weights;
+} share_rows;
+
+static void rows_free(share_rows *d)
+{
+    cudaFree(d->source);
+    cudaFree(d->bridge);
+    cudaFree(d->weights);
+    cudaGetLastError();
+    memset(d, 0, sizeof *d);
+}
+
+/* Rows [first, first + count) of call copied to ctx's current share, as the
+ * device call `part` (T left as the caller's: the parts never write it). */
+static lac_status rows_copy(lac_ctx_t ctx, const lac_map_call *call, int64_t first, int64_t count, const int32_t *bridge,
+                            share_rows *d, lac_map_call *part)
+{
+    cudaStream_t st = ctx->cuda->stream;
+    const size_t vs = lac_dtype_size(call->value_dtype), is = lac_dtype_size(call->index_dtype);
+    const size_t s_bytes = (size_t)count * call->b * vs, r_bytes = bridge ? 0 : (size_t)count * is,
+                 w_bytes = call->weights ? (size_t)count * vs : 0;
+    size_t free_bytes = 0, total_bytes = 0;
+    LAC_CUDA_CHECK(ctx, cudaMemGetInfo(&free_bytes, &total_bytes));
+    if (s_bytes + r_bytes + w_bytes + ((size_t)1 << 28) > free_bytes)
+        return lac_error(ctx, LAC_ERR_UNSUPPORTED,
+                         "a deterministic CUDA map of host arrays copies each device's rows to it (%.1f GB on device %d), "
+                         "but only %.1f GB are free: use device arrays in smaller batches, drop deterministic, "
+                         "or use the CPU backend",
+                         (s_bytes + r_bytes + w_bytes) / 1e9, ctx->cuda->device, free_bytes / 1e9);
+    *part = *call;
+    part->memory = LAC_MEM_DEVICE;
+    part->m = count;
+    LAC_CUDA_CHECK(ctx, cudaMalloc(&d->source, s_bytes ? s_bytes : 1));
+    if (!bridge) LAC_CUDA_CHECK(ctx, cudaMalloc(&d->bridge, r_bytes ? r_bytes : 1));
+    if (w_bytes) LAC_CUDA_CHECK(ctx, cudaMalloc(&d->weights, w_bytes));
+    if (s_bytes)
+        LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(d->source, (const char *)call->source + (size_t)first * call->b * vs, s_bytes,
+                                            cudaMemcpyHostToDevice, st));
+    if (r_bytes)
+        LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(d->bridge, (const char *)call->bridge + (size_t)first * is, r_bytes,
+                                            cudaMemcpyHostToDevice, st));
+    if (w_bytes)
+        LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(d->weights, (const char *)call->weights + (size_t)first * vs, w_bytes,
+                                            cudaMemcpyHostToDevice, st));
+    part->source = d->source;
+    part->bridge = d->bridge;
+    part->weights = call->weights ? d->weights : NULL;
+    if (bridge) {   /* a plan's part: checked, narrowed, resident */
+        part->bridge = bridge;
+        part->index_dtype = LAC_INT32;
+        part->bridge_checked = 1;
+    }
+    return LAC_SUCCESS;
+}
+
+/* The combined words into T on the first device, T copied back. */
+static lac_status combine_fixed(lac_ctx_t ctx, const lac_map_call *call, map_fixed_part *const *P, int shares)
+{
+    lac_cuda_state *first = ctx->cuda;
+    const size_t t_bytes = (size_t)(call->n * call->b) * lac_dtype_size(call->value_dtype);
+    void *t_dev = NULL;
+    LAC_CUDA_CHECK(ctx, cudaMalloc(&t_dev, t_bytes ? t_bytes : 1));
+    lac_status st = LAC_SUCCESS;
+    LAC_CUDA_CHECK_GOTO(ctx, cudaMemcpyAsync(t_dev, call->target, t_bytes, cudaMemcpyHostToDevice, first->stream), st, done);
+    for (int i = 1; i < shares && st >= 0; i++) st = lac_map_fixed_part_add(ctx, P[0], P[i]);
+    if (st >= 0) st = lac_map_fixed_part_finish(ctx, call, P[0], t_dev);
+    if (st >= 0)
+        LAC_CUDA_CHECK_GOTO(ctx, cudaMemcpyAsync(call->target, t_dev, t_bytes, cudaMemcpyDeviceToHost, first->stream), st,
+                            done);
+    if (st >= 0) LAC_CUDA_CHECK_GOTO(ctx, cudaStreamSynchronize(first->stream), st, done);
+done:
+    cudaStreamSynchronize(first->stream);
+    cudaFree(t_dev);
+    cudaGetLastError();
+    return st;
+}
+
+extern "C" int lac_map_cuda_multi_fixed_serves(lac_ctx_t ctx, const lac_map_call *call)
+{
+    lac_map_call probe = *call;
+    probe.memory = LAC_MEM_DEVICE;
+    return lac_map_fixed_serves(ctx, &probe);
+}
+
+extern "C" lac_status lac_map_cuda_multi_fixed(lac_ctx_t ctx, const lac_map_call *call, const int64_t *start,
+                                               int32_t *const *bridges, int *done)
+{
+    *done = 0;
+    const int shares = ctx->cuda->share_count;
+
+    share_rows rows[LAC_MAX_DEVICES];
+    lac_map_call parts[LAC_MAX_DEVICES];
+    map_fixed_part *P[LAC_MAX_DEVICES];
+    memset(rows, 0, sizeof rows);
+    memset(P, 0, sizeof P);
+    lac_status st = LAC_SUCCESS;
+    /* Every share's rows in and its range pass queued before any is waited for. */
+    for (int i = 0; i < shares && st >= 0; i++) {
+        lac_cuda_share_scope scope(ctx, i);
+        st = rows_copy(ctx, call, start[i], start[i + 1] - start[i], bridges ? bridges[i] : NULL, &rows[i], &parts[i]);
+        if (st >= 0) st = lac_map_fixed_part_begin(ctx, &parts[i], call->m, i == 0, &P[i]);
+    }
+    int range[4] = {0, 0, 0, 0};   /* biased encodings: the larger, the wider */
+    for (int i = 0; i < shares && st >= 0; i++) {
+        lac_cuda_share_scope scope(ctx, i);
+        int r[4];
+        st = lac_map_fixed_part_range(ctx, P[i], r);
+        for (int j = 0; j < 4 && st >= 0; j++)
+            if (r[j] > range[j]) range[j] = r[j];
+    }
+    const bool fits = st >= 0 && lac_map_fixed_range_fits(P[0], range);
+    for (int i = 0; i < shares && st >= 0 && fits; i++) {
+        lac_cuda_share_scope scope(ctx, i);
+        st = lac_map_fixed_part_accumulate(ctx, &parts[i], P[i], range);
+    }
+    /* The shares hold ascending row ranges: the first flagged is the smallest row. */
+    unsigned long long fault = MAP_NO_FAULT;
+    for (int i = 0; i < shares && st >= 0 && fits && fault == MAP_NO_FAULT; i++) {
+        lac_cuda_share_scope scope(ctx, i);
+        unsigned long long row = MAP_NO_FAULT;
+        st = lac_map_fixed_part_fault(ctx, P[i], &row);
+        if (st >= 0 && row != MAP_NO_FAULT) fault = (unsigned long long)start[i] + row;
+    }
+    if (st >= 0 && fits && fault == MAP_NO_FAULT) {
+        for (int i = 1; i < shares && st >= 0; i++) {   /* the other parts' words ready before the first reads them */
+            lac_cuda_share_scope scope(ctx, i);
+            LAC_CUDA_CHECK_GOTO(ctx, cudaStreamSynchronize(ctx->cuda->stream), st, release);
+        }
+        if (st >= 0) {
+            lac_log(ctx, LAC_LOG_DEBUG, "map cuda: %lld rows split across %d devices, %lld on the first (deterministic)",
+                    (long long)call->m, shares, (long long)(start[1] - start[0]));
+            st = combine_fixed(ctx, call, P, shares);
+        }
+    }
+release:
+    for (int i = 0; i < shares; i++) {
+        lac_cuda_share_scope scope(ctx, i);
+        cudaStreamSynchronize(ctx->cuda->stream);   /* copies may still be in flight after a failure */
+        rows_free(&rows[i]);
+        lac_map_fixed_part_free(P[i]);
+    }
+    LAC_CHECK(st);
+    if (!fits) {
+        lac_log(ctx, LAC_LOG_DEBUG, "map cuda: the values span more than the fixed-point words hold; not split");
+        return LAC_SUCCESS;
+    }
+    *done = 1;
+    return lac_map_describe_row(ctx, call, fault);   /* T untouched when a row was flagged */
+}
+
+extern "C" lac_status lac_map_cuda_multi_deterministic(lac_ctx_t ctx, const lac_map_call *call)
+{
+    if (!lac_map_cuda_multi_fixed_serves(ctx, call)) return lac_map_cuda_deterministic(ctx, call);
+    int64_t start[LAC_MAX_DEVICES + 1];
+    lac_cuda_share_split(ctx->cuda, call->m, start);
+    int done = 0;
+    LAC_CHECK(lac_map_cuda_multi_fixed(ctx, call, start, NULL, &done));
+    return done ? LAC_SUCCESS : lac_map_cuda_deterministic(ctx, call);   /* the whole call on the first device */
 }

@@ -12,7 +12,8 @@
  * butterfly; a target of several pieces sums its pieces' float64 partials in
  * piece order. G and PIECE depend on (m, n) only, so the summation order, and
  * hence every bit of T, is the same from run to run and between a plan and a
- * deterministic one-shot call. */
+ * deterministic one-shot call. A host bridge on a context of several devices
+ * is planned per share instead (map_plan_multi.cu). */
 #include "backend/cuda/map/map_cuda.cuh"
 
 #include <cub/device/device_radix_sort.cuh>
@@ -34,6 +35,7 @@ typedef struct {
     int64_t m, n;
     int device;
     int32_t *narrow;          /* the checked bridge as int32 (m): one-shot and fixed-point executes */
+    map_multi_plan *multi;    /* a host bridge split across the context's shares (the rest unused), or NULL */
 } cuda_plan;
 
 /* ------------------------------------------------------------------------ */
@@ -193,6 +195,7 @@ static void plan_free(cuda_plan *p)
 {
     if (!p) return;
     cudaSetDevice(p->device);
+    lac_map_multi_plan_free(p->multi);
     lac_map_local_plan_free(p->local);
     cudaFree(p->narrow);
     cudaFree(p->base.order);
@@ -590,6 +593,20 @@ extern "C" lac_status lac_map_cuda_deterministic(lac_ctx_t ctx, const lac_map_ca
 lac_status lac_map_cuda_plan_build(lac_ctx_t ctx, lac_map_plan_t plan, const lac_map_call *call)
 {
     LAC_CHECK(lac_cuda_use_device(ctx));
+    if (lac_map_multi_plan_wanted(ctx, call)) {
+        cuda_plan *p = (cuda_plan *)calloc(1, sizeof *p);
+        if (!p) return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "could not allocate a map plan");
+        p->m = call->m;
+        p->n = call->n;
+        p->device = ctx->cuda->device;
+        lac_status s = lac_map_multi_plan_build(ctx, call, &p->multi);
+        if (s < 0) {
+            free(p);
+            return s;
+        }
+        plan->state = p;
+        return LAC_SUCCESS;
+    }
     cudaStream_t st = ctx->cuda->stream;
     const void *bridge = call->bridge;
     void *copy = NULL;
@@ -657,6 +674,21 @@ lac_status lac_map_cuda_plan_execute(lac_ctx_t ctx, lac_map_plan_t plan, const l
     const cuda_plan *p = (const cuda_plan *)plan->state;
     if (!p) return lac_error(ctx, LAC_ERR_ARGUMENT, "the plan has no device part (was it built on the CUDA backend?)");
     const bool order_free = call->params.op == LAC_MAP_MIN || call->params.op == LAC_MAP_MAX;
+    if (p->multi) {
+        if (call->memory == LAC_MEM_HOST) return lac_map_multi_plan_execute_host(ctx, p->multi, call);
+        /* Device arrays (the first device's): the bridge gathered there, then the one-device paths. */
+        int32_t *bridge = NULL;
+        LAC_CHECK(lac_map_multi_plan_gather(ctx, p->multi, &bridge));
+        lac_map_call c = *call;
+        c.bridge = bridge;
+        c.index_dtype = LAC_INT32;
+        c.bridge_checked = 1;
+        lac_status st = !call->params.deterministic || order_free ? lac_map_cuda_device(ctx, &c, NULL) : deterministic_any(ctx, &c);
+        cudaStreamSynchronize(ctx->cuda->stream);
+        cudaFree(bridge);
+        cudaGetLastError();
+        return st;
+    }
     if (p->narrow && (!call->params.deterministic || order_free)) {
         /* The one-shot device paths over the checked, narrowed bridge. */
         lac_map_call c = *call;
