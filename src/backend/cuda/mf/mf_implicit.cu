@@ -249,8 +249,11 @@ lac_status lac_mf_cuda_implicit_nbr_begin(lac_ctx_t ctx, const lac_mf_call *call
     int first, size;
     int32_t key;
     c->row_start[0] = 0;
-    /* a part's users weigh their negatives by negative_scale (mf_parts.cu): none where 0 */
+    /* a part's users weigh their negatives by negative_scale (mf_parts.cu):
+     * none where 0; a user with no positive in the part takes `alone`
+     * negatives' cells of its own, `negatives` x scale in all */
     const float *scale = bpr ? NULL : call->negative_scale;
+    const int alone = (m->negatives + m->share - 1) / m->share;
     for (int64_t u = 0; u < nu; u++) {   /* each interaction and its negatives */
         const int64_t n = d->row_start[u + 1] - d->row_start[u];
         int64_t cells = n;
@@ -260,6 +263,7 @@ lac_status lac_mf_cuda_implicit_nbr_begin(lac_ctx_t ctx, const lac_mf_call *call
         }
         for (int64_t r = 0; r < n && (!scale || scale[u] > 0.0f); r++)
             cells += lac_mf_share(r, n, m->share, m->negatives, 0, &first, &size, &key);
+        if (n == 0 && scale && scale[u] > 0.0f) cells = alone;
         c->row_start[u + 1] = c->row_start[u] + cells;
     }
     c->nnz = c->row_start[nu];
@@ -272,6 +276,10 @@ lac_status lac_mf_cuda_implicit_nbr_begin(lac_ctx_t ctx, const lac_mf_call *call
     for (int64_t u = 0; u < nu; u++) {
         const int64_t lo = d->row_start[u], n = d->row_start[u + 1] - lo;
         int64_t w = c->row_start[u];
+        for (int64_t x = 0; n == 0 && x < c->row_start[u + 1] - w; x++) {   /* placeholders, drawn */
+            c->col[w + x] = 0;
+            c->val[w + x] = -scale[u] * (float)m->negatives / (float)alone;
+        }
         for (int64_t a = lo; a < lo + n; a++) {
             const int32_t j = d->col[a];
             const int64_t rank = (int64_t)(std::lower_bound(items + lo, items + lo + n, j) - (items + lo));
@@ -315,7 +323,8 @@ lac_status lac_mf_cuda_implicit_nbr_upload(lac_ctx_t ctx, lac_mf_cuda_implicit *
     for (int64_t h = 0; h < sch->hot_items; h++)
         for (int32_t r = 1; r < sch->hot_count[h]; r++) row_item[sch->hot_first[h] + r - 1] = sch->hot_item[h];
     /* a negative's cell follows its interaction's: the interaction's rank
-     * gives the draws' key and t (lac_mf_share), b counting its negatives */
+     * gives the draws' key and t (lac_mf_share), b counting its negatives;
+     * a user without a positive draws t = 0, 1, ... with key -1 */
     int64_t at = 0;
     for (int64_t g = 0; g < sch->groups; g++) {
         int64_t run = sch->group_first_run[g];
@@ -324,7 +333,10 @@ lac_status lac_mf_cuda_implicit_nbr_upload(lac_ctx_t ctx, lac_mf_cuda_implicit *
             const int64_t x = g * sch->steps + t;
             const int32_t cd = sch->code[x];
             if (cd < 0) break;
-            if (cd & LAC_MF_RUN_START) u = sch->run_user[run++];
+            if (cd & LAC_MF_RUN_START) {   /* a run of negatives only (no positive in the part): key -1 */
+                u = sch->run_user[run++];
+                b = 0, first = 0, size = 1, k = -1;
+            }
             if (sch->rating[x] >= 0.0f) {
                 const int32_t j = row_item[cd & LAC_MF_ITEM_MASK];
                 const int64_t lo = d->row_start[u], n = d->row_start[u + 1] - lo;

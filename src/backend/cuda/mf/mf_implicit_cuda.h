@@ -86,7 +86,10 @@ void lac_mf_cuda_implicit_end(lac_mf_cuda_implicit *m);
  * by one cell for each of its negatives (lac_mf_share), rating minus the
  * negative's weight (times call.negative_scale's, none where that is 0: a
  * block of the items, mf_parts.cu; the item a placeholder, written by the
- * draws before every epoch); freed by lac_mf_cuda_implicit_cells_free.
+ * draws before every epoch); a user with no interaction there but a scale
+ * takes ceil(negatives / share) negatives' cells alone, `negatives` x its
+ * scale in all (as the CPU's part epoch); freed by
+ * lac_mf_cuda_implicit_cells_free.
  * BPR: each interaction of weight c makes three cells, the positive (c),
  * its negative (-c, drawn as cross-entropy's one unshared negative) and
  * the positive again (0), which the kernel takes as one pair (its error

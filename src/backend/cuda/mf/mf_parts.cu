@@ -11,10 +11,12 @@
  * the rotation turns its ring once an epoch. Implicit feedback: the part's
  * training draws the negatives from its own items, `negatives` a positive of
  * weight negative_scale, the user's share of one process's
- * (lac_mf_cuda_block_negatives); a user without a positive in the part gets
- * none there (the CPU's part epoch gives it some). The neighbourhood model
- * takes them as its stream's negatives' cells (mf_implicit.cu), drawn by
- * weights that are 0 outside the part.
+ * (lac_mf_cuda_block_negatives). The neighbourhood model takes them as its
+ * stream's negatives' cells (mf_implicit.cu), drawn by weights that are 0
+ * outside the part, and with cross-entropy its part holds every user of
+ * the rank, so that a user without a positive in the part draws its share
+ * there as on the CPU; the plain model's kernel hangs negatives on
+ * positives, so such a user gets none there.
  * The neighbourhood model's part keeps the model's item indices
  * (every item a row on the device, the part's with ratings): a rating's
  * terms read its user's whole row R(i) (rated_*, this rank's users, model
@@ -61,10 +63,13 @@ static lac_status make_sub(lac_ctx_t ctx, lac_mf_cuda_part *q)
     }
     q->part_items = ni;
     if (q->whole_items) ni = d->num_items;
+    /* the neighbourhood model's cross-entropy: every user with interactions
+     * (its negatives' cells need no positive here; lac_mf_cuda_block_negatives) */
+    const int every = q->whole_items && q->call.implicit && q->call.loss != LAC_MF_LOSS_BPR;
     for (int64_t x = 0; st == LAC_SUCCESS && x < d->num_users; x++) {
         int64_t a = d->row_start[x];
         while (a < d->row_start[x + 1] && item_local[d->col[a]] < 0) a++;
-        if (a < d->row_start[x + 1]) q->users_of[nu++] = (int32_t)x;
+        if (a < d->row_start[x + 1] || (every && d->row_start[x + 1] > d->row_start[x])) q->users_of[nu++] = (int32_t)x;
     }
     if (st == LAC_SUCCESS) st = lac_mf_block_data(ctx, d, q->users_of, nu, item_local, ni, &q->sub);
     free(item_local);
@@ -99,7 +104,7 @@ lac_status lac_mf_cuda_block_negatives(lac_ctx_t ctx, const lac_mf_call *call, c
         const int64_t u = users_of[x], n = d->row_start[u + 1] - d->row_start[u];
         int64_t nb = 0;
         const double here = lac_mf_part_share(d, all, item_part, part, part_w, u, &nb);
-        (*scale)[x] = nb > 0 ? (float)((double)n * here / (double)nb) : 0.0f;
+        (*scale)[x] = (float)((double)n * here / (double)(nb > 0 ? nb : 1));
     }
     return LAC_SUCCESS;
 }
