@@ -45,31 +45,48 @@ static int32_t ref_draw(const uint64_t *w, uint64_t useed, int32_t key, int t, i
     return j;
 }
 
-/* One user with 3 interactions (items 2, 0, 4 of 6, weights 1, 2, 0.5);
- * skewed: negatives drawn by the weights `skew`. */
-static void one_epoch(int k, int loss, int negatives, int nb, int share, int skewed)
+/* One user with 3 interactions (items 2, 0, 4 of 6, weights 1, 2, 0.5),
+ * trained with weights and uniform negatives. */
+static int32_t one_col[3] = {2, 0, 4}, one_order[1] = {0};
+static float one_val[3] = {1.0f, 2.0f, 0.5f};
+static int64_t one_start[2] = {0, 3};
+
+static lac_mf_data one_user(void)
 {
-    int32_t col[3] = {2, 0, 4}, order[1] = {0};
-    float val[3] = {1.0f, 2.0f, 0.5f};
-    int64_t start[2] = {0, 3};
     lac_mf_data d;
     memset(&d, 0, sizeof d);
     d.num_users = 1;
     d.num_items = 6;
     d.nnz = 3;
-    d.row_start = start;
-    d.col = col;
-    d.val = val;
-    d.row_order = order;
+    d.row_start = one_start;
+    d.col = one_col;
+    d.val = one_val;
+    d.row_order = one_order;
+    return d;
+}
+
+static lac_mf_params one_user_params(int loss, int k, uint64_t seed)
+{
     lac_mf_params p = lac_mf_params_default();
     p.implicit = 1;
     p.weighted = 1;
     p.loss = loss;
+    p.k = k;
+    p.seed = seed;
+    p.negative_exponent = 0;
+    return p;
+}
+
+/* One user with 3 interactions (items 2, 0, 4 of 6, weights 1, 2, 0.5);
+ * skewed: negatives drawn by the weights `skew`. */
+static void one_epoch(int k, int loss, int negatives, int nb, int share, int skewed)
+{
+    const int32_t *col = one_col;
+    const float *val = one_val;
+    lac_mf_data d = one_user();
+    lac_mf_params p = one_user_params(loss, k, 11);
     p.negatives = negatives;
     p.negative_share = share;
-    p.k = k;
-    p.seed = 11;
-    p.negative_exponent = 0;
     CHECK_OK(gpu, lac_mf_implicit_data(gpu, &p, &d));
     CHECK(d.neg_cum == NULL);   /* exponent 0: uniform */
     if (skewed) {
@@ -263,26 +280,11 @@ static void nbr_step(nbr_ref *r, int j, double e, const double *g, const double 
 static void nbr_bpr_epoch(int F)
 {
     enum { K = 3, NI = 6 };
-    int32_t col[3] = {2, 0, 4}, order[1] = {0};
-    float val[3] = {1.0f, 2.0f, 0.5f};
-    int64_t start[2] = {0, 3};
-    lac_mf_data d;
-    memset(&d, 0, sizeof d);
-    d.num_users = 1;
-    d.num_items = NI;
-    d.nnz = 3;
-    d.row_start = start;
-    d.col = col;
-    d.val = val;
-    d.row_order = order;
-    lac_mf_params p = lac_mf_params_default();
-    p.implicit = 1;
-    p.weighted = 1;
-    p.loss = LAC_MF_LOSS_BPR;
+    const int32_t *col = one_col;
+    const float *val = one_val;
+    lac_mf_data d = one_user();
+    lac_mf_params p = one_user_params(LAC_MF_LOSS_BPR, F, 13);
     p.model = LAC_MF_MODEL_NEIGHBOURHOOD;
-    p.k = F;
-    p.seed = 13;
-    p.negative_exponent = 0;
     p.rates = (lac_mf_groups){0.3, 0.2, 0.4, 0.5, 0.1, 0.15};
     p.lambdas = (lac_mf_groups){0.02, 0.03, 0.04, 0.05, 0.06, 0.07};
     CHECK_OK(gpu, lac_mf_implicit_data(gpu, &p, &d));

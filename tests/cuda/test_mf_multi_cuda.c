@@ -14,7 +14,9 @@
  * preferences HR@10 / NDCG@10 (full ranking, leave-one-out) within 0.05 /
  * 0.03 of one device's, both models with cross-entropy and BPR, and the
  * first epoch's mean loss at a
- * learning rate of 1e-7 (the negatives' weight) within 1% of one device's.
+ * learning rate of 1e-7 (the negatives' weight) within 1% of one device's,
+ * also where most users have no positive in most blocks (the neighbourhood
+ * model's cross-entropy).
  * More shares than users train on the first device (logged), and
  * deterministic training is refused as on one device. A checkpoint written by a rotation
  * resumes at its end to the same model (on the rotation and on the CPU), and
