@@ -232,8 +232,7 @@ static lac_status set_up(lac_ctx_t ctx, lac_mf_state *s)
     if (!s->user_block || !s->item_block || !s->part) return LAC_ERR_OUT_OF_MEMORY;
     LAC_CHECK(lac_mf_deal_blocks(ctx, d, P, s->user_block, s->item_block));
     /* the same on every rank; one round where the inner table trains whole
-     * parts (the GPU's: the measured 2-GPU rotation of whole blocks is of one
-     * device's quality, docs/scaling.md) */
+     * parts */
     s->rounds = s->inner->part_slices ? lac_mf_rounds((d->num_users + P - 1) / P) : 1;
     if (s->rounds > LAC_MF_DIST_MAX_ROUNDS) {
         /* Each round is a pass of every item block round the ring: bound the

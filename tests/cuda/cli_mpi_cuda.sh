@@ -91,7 +91,8 @@ check "impute, partial vertices and --select-lambda, -np 3 GPU ranks: one GPU pr
     "[ $rc -eq 0 ] && compare impp3.npy impp1.npy 1e-9"
 
 # mf on GPU ranks: the rotation of src/dist/mf_dist.c with each rank's blocks
-# trained on its GPU (whole blocks a turn). Measured quality: docs/scaling.md.
+# trained on its GPU (the first two epochs in rounds of user slices, as on
+# CPU ranks; mf_parts.cu). Measured quality: docs/scaling.md.
 TOL=0.03
 "$tool" mf gen --users 20000 --items 2000 --ratings 600000 --clusters 10 --seed 7 all.txt 2>/dev/null
 "$tool" mf split all.txt train.txt valid.txt --seed 3 >/dev/null
@@ -122,7 +123,11 @@ rs=$(key rmse straight.json); rr=$(key rmse resumed.json)
 check "mf -np 2 GPU ranks: 3 + 3 resumed epochs ($rr) within $TOL of 6 straight ones ($rs)" \
     "[ $rc -eq 0 ] && [ $rc2 -eq 0 ] && [ $rc3 -eq 0 ] && close $rr $rs"
 # The neighbourhood model on GPU ranks: each part keeps every item's row
-# (the neighbours' baselines), R(i) of the rank's users whole.
+# (the neighbours' baselines), R(i) of the rank's users whole. Whole blocks
+# a turn in every epoch ended 0.7% / 1.0% above one GPU here; with the
+# rounds of user slices 0.6-0.8% below it (one GPU's seeds spread over
+# 0.4%; docs/scaling.md), so GPU ranks may end at most 0.4% above one GPU.
+TOL=0.004
 o="--model neighbourhood -K 16 --valid valid.txt --no-search --epochs 20 -k 32 --json --quiet"
 "$tool" mf train train.txt nbr1.model $o --device cuda > nbr1.json
 rb=$(key valid_rmse nbr1.json)
@@ -130,8 +135,8 @@ for np in 2 3; do
     mpi $np "$tool" mf train train.txt nbr$np.model $o --device cuda > nbr$np.json; rc=$?
     rn=$(key valid_rmse nbr$np.json)
     echo "mf neighbourhood: validation RMSE one GPU $rb, -np $np GPU ranks $rn"
-    check "mf neighbourhood -np $np GPU ranks: exit 0, RMSE $rn within $TOL of one GPU's $rb" \
-        "[ $rc -eq 0 ] && close $rn $rb"
+    check "mf neighbourhood -np $np GPU ranks: exit 0, RMSE $rn at most $TOL above one GPU's $rb" \
+        "[ $rc -eq 0 ] && \"$py\" -c 'import sys; sys.exit(0 if $rn <= (1 + $TOL) * $rb else 1)'"
     "$tool" mf predict nbr$np.model valid.txt --json > nbrpred$np.json
     rp=$(key rmse nbrpred$np.json)
     check "mf neighbourhood -np $np GPU ranks: the written model predicts the reported RMSE ($rp, $rn)" \

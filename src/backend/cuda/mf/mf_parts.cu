@@ -7,8 +7,17 @@
  * an epoch call copies the part's user and item rows in, runs one epoch of
  * the part's ratings and copies them back out: rows over PCIe against an
  * epoch of the block's ratings (mf_multi.cu keeps them on the devices of
- * one process instead). A call trains the whole part (no user slices), so
- * the rotation turns its ring once an epoch. Implicit feedback: the part's
+ * one process instead).
+ * In the first epochs (lac_mf_rounds_at of call.rounds) a call trains one
+ * slice of the part's users, as the CPU's part does (the rotation then
+ * turns its ring once a slice): a one-device training of the slice's
+ * ratings, made for the call and freed after it (set-up against a slice's
+ * few ratings, in two epochs; later epochs keep the whole part's training
+ * and its kernels' parallelism). Slice r holds the users whose position
+ * among the rank's users lies in its r-th R-th, so that a user's pieces in
+ * the P parts are trained in the same round; whole blocks a turn converged
+ * 0.7-1.0% worse with the neighbourhood model (docs/scaling.md).
+ * Implicit feedback: the part's
  * training draws the negatives from its own items, `negatives` a positive of
  * weight negative_scale, the user's share of one process's
  * (lac_mf_cuda_block_negatives). The neighbourhood model takes them as its
@@ -21,9 +30,9 @@
  * (every item a row on the device, the part's with ratings): a rating's
  * terms read its user's whole row R(i) (rated_*, this rank's users, model
  * item ids) and the baselines bhat of neighbours in any block, which an
- * epoch call takes from every item bias of the host arrays, as this rank
- * last held them (the rotation gathers them after each epoch;
- * src/dist/mf_dist.c). */
+ * epoch call takes from every item bias of the host arrays as this rank
+ * held them at the epoch's first call (the rotation gathers them after each
+ * epoch; src/dist/mf_dist.c), the part's own items' as they stand. */
 #include "backend/cuda/mf/mf_multi_cuda.h"
 #include "backend/cuda/mf/mf_parts_cuda.h"
 #include "mf/schedule.h"
@@ -38,7 +47,13 @@ struct lac_mf_cuda_part {
     int32_t *users_of, *items_of;   /* model index of each local user / item (of the part) */
     float *scale;               /* implicit cross-entropy: each local user's negatives' weight */
     uint64_t *cum;              /* implicit: the local items' cumulative weights (0 outside the part; NULL: uniform) */
+    int32_t *item_local;        /* local index of each model item (-1 outside the part) */
     int64_t part_items;         /* the part's items (items_of's length) */
+    int64_t *rank_pos;          /* each local user's position among the rank's users (the slices) */
+    int64_t rank_users;         /* this rank's users (rows of call.data with ratings) */
+    int next_slice;             /* the slice the next epoch call trains */
+    float *bhat0;               /* the neighbourhood model: the item biases at the epoch's first call */
+    int64_t *slice_rated;       /* the neighbourhood model: a slice's R(i) offsets, from 0 */
     int whole_items;            /* the neighbourhood model: local item index = model index */
     int64_t *rated_start;       /* the neighbourhood model: R(i) of each local user, */
     int32_t *rated_items;       /* model item ids, ascending */
@@ -52,10 +67,12 @@ static lac_status make_sub(lac_ctx_t ctx, lac_mf_cuda_part *q)
 {
     const lac_mf_data *d = q->call.data;
     const int32_t *part = q->call.item_part;
-    int32_t *item_local = (int32_t *)lac_malloc(ctx, (size_t)(d->num_items ? d->num_items : 1) * sizeof(int32_t));
+    int32_t *item_local = q->item_local =
+        (int32_t *)lac_malloc(ctx, (size_t)(d->num_items ? d->num_items : 1) * sizeof(int32_t));
+    q->rank_pos = (int64_t *)lac_malloc(ctx, (size_t)(d->num_users ? d->num_users : 1) * sizeof(int64_t));
     q->items_of = (int32_t *)lac_malloc(ctx, (size_t)(d->num_items ? d->num_items : 1) * sizeof(int32_t));
     q->users_of = (int32_t *)lac_malloc(ctx, (size_t)(d->num_users ? d->num_users : 1) * sizeof(int32_t));
-    lac_status st = item_local && q->items_of && q->users_of ? LAC_SUCCESS : LAC_ERR_OUT_OF_MEMORY;
+    lac_status st = item_local && q->rank_pos && q->items_of && q->users_of ? LAC_SUCCESS : LAC_ERR_OUT_OF_MEMORY;
     int64_t ni = 0, nu = 0;
     for (int64_t j = 0; st == LAC_SUCCESS && j < d->num_items; j++) {
         item_local[j] = part[j] != q->call.part ? -1 : q->whole_items ? (int32_t)j : (int32_t)ni;
@@ -69,10 +86,13 @@ static lac_status make_sub(lac_ctx_t ctx, lac_mf_cuda_part *q)
     for (int64_t x = 0; st == LAC_SUCCESS && x < d->num_users; x++) {
         int64_t a = d->row_start[x];
         while (a < d->row_start[x + 1] && item_local[d->col[a]] < 0) a++;
-        if (a < d->row_start[x + 1] || (every && d->row_start[x + 1] > d->row_start[x])) q->users_of[nu++] = (int32_t)x;
+        if (a < d->row_start[x + 1] || (every && d->row_start[x + 1] > d->row_start[x])) {
+            q->rank_pos[nu] = q->rank_users;
+            q->users_of[nu++] = (int32_t)x;
+        }
+        q->rank_users += d->row_start[x + 1] > d->row_start[x];
     }
     if (st == LAC_SUCCESS) st = lac_mf_block_data(ctx, d, q->users_of, nu, item_local, ni, &q->sub);
-    free(item_local);
     return st == LAC_SUCCESS ? st
                              : lac_error(ctx, st, "out of host memory for the ratings of mf part %d", q->call.part);
 }
@@ -152,14 +172,19 @@ static lac_status part_negatives(lac_ctx_t ctx, lac_mf_cuda_part *q)
                              : lac_error(ctx, st, "out of host memory for the negatives of mf part %d", q->call.part);
 }
 
-/* The part's rows of the model's host arrays into its packed rows (in 1), or
- * back. With whole items, every item bias goes in (the neighbours'
- * baselines) and only the part's rows come back. */
-static void exchange(lac_mf_cuda_part *q, int in)
+/* The part's rows of the model's host arrays (its local users [lo, hi) and
+ * its items) into its packed rows (in 1), or back. With whole items, every
+ * item bias goes in (the neighbours' baselines: as the epoch's first call,
+ * `first`, found them) and only the part's rows come back. */
+static void exchange(lac_mf_cuda_part *q, int in, int first, int64_t lo, int64_t hi)
 {
     const lac_mf_factors *g = &q->call.factors, *f = &q->fac;
     const size_t row = (size_t)g->stride * sizeof(float);
-    for (int64_t u = 0; u < f->num_users; u++) {
+    if (in && q->whole_items) {
+        if (first) memcpy(q->bhat0, g->item_bias, (size_t)g->num_items * sizeof(float));
+        memcpy(f->item_bias, q->bhat0, (size_t)g->num_items * sizeof(float));
+    }
+    for (int64_t u = lo; u < hi; u++) {
         float *mine = f->P + u * f->stride, *model = g->P + (int64_t)q->users_of[u] * g->stride;
         memcpy(in ? mine : model, in ? model : mine, row);
         if (in) f->user_bias[u] = g->user_bias[q->users_of[u]];
@@ -179,7 +204,22 @@ static void exchange(lac_mf_cuda_part *q, int in)
             memcpy(in ? mc : gc, in ? gc : mc, wc);
         }
     }
-    if (in && q->whole_items) memcpy(f->item_bias, g->item_bias, (size_t)g->num_items * sizeof(float));
+}
+
+/* The one-device training's call for ratings `data` (local indices) and
+ * packed rows f; scale: its users' negatives' weights (implicit). */
+static lac_mf_call one_call(const lac_mf_cuda_part *q, const lac_mf_data *data, const lac_mf_factors *f,
+                            const float *scale)
+{
+    lac_mf_call c = q->call;
+    c.data = data;
+    c.valid = NULL;   /* the rotation validates over the ranks */
+    c.factors = *f;
+    c.item_part = NULL;
+    c.rounds = 0;
+    c.negative_scale = scale;
+    c.neg_cum = q->cum;   /* the local items' */
+    return c;
 }
 
 void lac_mf_cuda_part_end(lac_ctx_t ctx, lac_mf_cuda_part *q)
@@ -189,6 +229,10 @@ void lac_mf_cuda_part_end(lac_ctx_t ctx, lac_mf_cuda_part *q)
     lac_mf_block_data_free(&q->sub);
     free(q->users_of);
     free(q->items_of);
+    free(q->item_local);
+    free(q->rank_pos);
+    free(q->bhat0);
+    free(q->slice_rated);
     free(q->scale);
     free(q->cum);
     free(q->rated_start);
@@ -237,21 +281,20 @@ lac_status lac_mf_cuda_part_begin(lac_ctx_t ctx, const lac_mf_call *call, lac_mf
                               (f->nbr_k && (cudaMallocHost((void **)&f->W, wc * sizeof(float)) != cudaSuccess ||
                                             cudaMallocHost((void **)&f->C, wc * sizeof(float)) != cudaSuccess))))
         st = lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "out of pinned host memory for the rows of mf part %d", call->part);
+    if (st == LAC_SUCCESS && q->whole_items) {
+        q->bhat0 = (float *)lac_malloc(ctx, (size_t)(f->num_items ? f->num_items : 1) * sizeof(float));
+        q->slice_rated = (int64_t *)lac_malloc(ctx, (size_t)(f->num_users + 1) * sizeof(int64_t));
+        if (!q->bhat0 || !q->slice_rated)
+            st = lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "out of host memory for mf part %d", call->part);
+    }
     if (st == LAC_SUCCESS) {
         memset(f->Q, 0, qi * sizeof(float));
         if (f->nbr_k) {
             memset(f->W, 0, wc * sizeof(float));
             memset(f->C, 0, wc * sizeof(float));
         }
-        exchange(q, 1);
-        lac_mf_call c = *call;
-        c.data = &q->sub;
-        c.valid = NULL;   /* the rotation validates over the ranks */
-        c.factors = *f;
-        c.item_part = NULL;
-        c.rounds = 0;
-        c.negative_scale = q->scale;
-        c.neg_cum = q->cum;   /* the local items' */
+        exchange(q, 1, 1, 0, f->num_users);
+        const lac_mf_call c = one_call(q, &q->sub, f, q->scale);
         st = lac_mf_cuda_one_begin(ctx, &c, &q->one);
     }
     if (st != LAC_SUCCESS) {
@@ -262,14 +305,77 @@ lac_status lac_mf_cuda_part_begin(lac_ctx_t ctx, const lac_mf_call *call, lac_mf
     return LAC_SUCCESS;
 }
 
+/* The first local user at or past position `pos` among the rank's users. */
+static int64_t first_at(const lac_mf_cuda_part *q, int64_t pos)
+{
+    int64_t lo = 0, hi = q->sub.num_users;
+    while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (q->rank_pos[mid] < pos) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+/* One epoch of the local users [lo, hi)'s ratings: a one-device training of
+ * them made for the call (its rows: the packed ones of those users, every
+ * item row) and freed. draw: the epoch its negatives are keyed by (implicit;
+ * the slice's local user indices start at 0 in every slice, so each slice
+ * gets its own key). */
+static lac_status train_slice(lac_ctx_t ctx, lac_mf_cuda_part *q, int64_t lo, int64_t hi, float lr, int draw,
+                              double *train_sse)
+{
+    lac_mf_data sub;
+    lac_status st = lac_mf_block_data(ctx, q->call.data, q->users_of + lo, hi - lo, q->item_local, q->sub.num_items,
+                                      &sub);
+    if (st != LAC_SUCCESS)
+        return lac_error(ctx, st, "out of host memory for a slice of the ratings of mf part %d", q->call.part);
+    lac_mf_factors f = q->fac;
+    f.num_users = hi - lo;
+    f.P += lo * f.stride;
+    f.user_bias += lo;
+    if (q->whole_items) {
+        for (int64_t x = lo; x <= hi; x++) q->slice_rated[x - lo] = q->rated_start[x] - q->rated_start[lo];
+        f.rated_start = q->slice_rated;
+        f.rated_items = q->rated_items + q->rated_start[lo];
+        f.rated_vals = q->rated_vals + q->rated_start[lo];
+    }
+    const lac_mf_call c = one_call(q, &sub, &f, q->scale ? q->scale + lo : NULL);
+    lac_mf_state *one = NULL;
+    /* a training a slice: their set-up lines would flood an info log */
+    const lac_log_level level = ctx->log_level;
+    if (level > LAC_LOG_WARN) ctx->log_level = LAC_LOG_WARN;
+    st = lac_mf_cuda_one_begin(ctx, &c, &one);
+    ctx->log_level = level;
+    if (st == LAC_SUCCESS) st = lac_mf_cuda_one_launch(ctx, one, lr, draw);
+    if (st == LAC_SUCCESS) st = lac_mf_cuda_one_sse(ctx, one, train_sse);
+    if (st == LAC_SUCCESS) st = lac_mf_cuda_one_get(ctx, one, 0, &f);
+    lac_mf_cuda_one_end(ctx, one);
+    lac_mf_block_data_free(&sub);
+    return st;
+}
+
 lac_status lac_mf_cuda_part_epoch(lac_ctx_t ctx, lac_mf_cuda_part *q, float lr, int epoch, double *train_sse)
 {
     *train_sse = 0.0;
-    exchange(q, 1);
-    LAC_CHECK(lac_mf_cuda_one_put(ctx, q->one, 0, &q->fac));
-    LAC_CHECK(lac_mf_cuda_one_launch(ctx, q->one, lr, epoch));
-    LAC_CHECK(lac_mf_cuda_one_sse(ctx, q->one, train_sse));
-    LAC_CHECK(lac_mf_cuda_one_get(ctx, q->one, 0, &q->fac));
-    exchange(q, 0);
+    const int R = lac_mf_rounds_at(q->call.rounds > 1 ? q->call.rounds : 1, epoch);
+    const int r = q->next_slice < R ? q->next_slice : 0;
+    q->next_slice = (r + 1) % R;
+    int64_t lo = 0, hi = q->fac.num_users;
+    if (R > 1) {
+        lo = first_at(q, q->rank_users * r / R);
+        hi = first_at(q, q->rank_users * (r + 1) / R);
+    }
+    exchange(q, 1, r == 0, lo, hi);
+    if (R == 1) {
+        LAC_CHECK(lac_mf_cuda_one_put(ctx, q->one, 0, &q->fac));
+        LAC_CHECK(lac_mf_cuda_one_launch(ctx, q->one, lr, epoch));
+        LAC_CHECK(lac_mf_cuda_one_sse(ctx, q->one, train_sse));
+        LAC_CHECK(lac_mf_cuda_one_get(ctx, q->one, 0, &q->fac));
+    } else if (hi > lo) {
+        /* keys below 0: apart from every whole epoch's */
+        LAC_CHECK(train_slice(ctx, q, lo, hi, lr, -(epoch * R + r) - 1, train_sse));
+    }
+    exchange(q, 0, 0, lo, hi);
     return LAC_SUCCESS;
 }

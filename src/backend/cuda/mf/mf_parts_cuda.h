@@ -12,8 +12,9 @@ typedef struct lac_mf_cuda_part lac_mf_cuda_part;
  * items, on the context's device. Ratings or implicit feedback, either model
  * (both losses). */
 lac_status lac_mf_cuda_part_begin(lac_ctx_t ctx, const lac_mf_call *call, lac_mf_cuda_part **out);
-/* One epoch of the part's ratings: its rows from the call's host arrays,
- * trained on the device, and back. */
+/* One epoch of the part's ratings (in the first epochs, of the next slice of
+ * its users: call.rounds): its rows from the call's host arrays, trained on
+ * the device, and back. */
 lac_status lac_mf_cuda_part_epoch(lac_ctx_t ctx, lac_mf_cuda_part *q, float lr, int epoch, double *train_sse);
 void lac_mf_cuda_part_end(lac_ctx_t ctx, lac_mf_cuda_part *q);
 

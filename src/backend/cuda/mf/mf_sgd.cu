@@ -532,6 +532,6 @@ extern "C" const lac_mf_backend lac_mf_cuda_table = {
     "cuda", 0, cuda_begin, cuda_epoch, cuda_valid_rmse, cuda_keep, cuda_download, cuda_end, cuda_get, cuda_put, 1,
     NULL,   /* fold_in: the CPU table's */
     1,      /* parts: over MPI ranks, mf_parts.cu */
-    0,      /* part_slices: a whole part a call */
+    1,      /* part_slices: a slice of the part's users a call in the first epochs, mf_parts.cu */
     1,      /* implicit_parts: both models and losses, mf_parts.cu */
 };
