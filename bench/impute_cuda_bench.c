@@ -8,12 +8,17 @@
  *     a slice over the SGEMM rate measured here).
  *  2. One iteration of Algorithm 1 (GFT + SVT + iGFT + the imputation step) on
  *     a random graph of N vertices, half of them observed, rank-5 spectral
- *     slices: each phase's time over --iters iterations (the difference of
- *     two runs, so one-off setup and finish stay out), the GEMMs against
- *     2·mn·N·N_missing flops over the measured rate; with the default SVT
- *     path and again with the Gram route forced (LACUNA_IMPUTE_CUDA_SVT).
+ *     slices, timed by CUDA events inside each of --iters iterations
+ *     (LACUNA_IMPUTE_CUDA_PHASES): each phase's median against its floor
+ *     (the GEMMs: 2·mn·N·N_missing flops over the measured rate; the SVT:
+ *     its bytes and flops as in 1.; the imputation step: its bytes over the
+ *     copy rate), their sum, and the whole iteration's median (the sum plus
+ *     the host's time between the phases); with the default SVT path and
+ *     again with the Gram route forced (LACUNA_IMPUTE_CUDA_SVT).
  *  3. The paper's ego-Facebook protocol (50 x 50 x 4039, rank 5) with the
- *     defaults: the whole run including the eigendecomposition, and its rMSE.
+ *     defaults: the whole run including the eigendecomposition, and its rMSE;
+ *     on the Jacobi path, the sweeps of each pass and the slices whose
+ *     certificate for the columns below λ was refused.
  * The peers (PyTorch's batched SVD, its gesvda driver, the Gram-matrix eigh
  * route and the GFT GEMM) run beside it in bench/torch_impute_peer.py.
  *
@@ -53,6 +58,7 @@ typedef struct {
 } shape;
 
 static lac_ctx_t gpu, gpu_cold, gpu_gram;   /* gpu_cold: every SVT pass starts cold; gpu_gram: the Gram route */
+static lac_ctx_t gpu_iter, gpu_also_iter;    /* gpu and gpu_also with the phase clock (LACUNA_IMPUTE_CUDA_PHASES) */
 static lac_ctx_t gpu_capped;                 /* --cap: LACUNA_CUDA_MEMORY_CAP, the streamed plan */
 static lac_ctx_t gpu_split;                  /* --devices: a context of several devices */
 static lac_ctx_t gpu_also;                   /* --also: a context with those knobs */
@@ -61,11 +67,38 @@ static const char *also_knobs;
 static long long sub_sum[4];
 /* The Jacobi path's debug lines: passes, their mean sweeps summed, the most. */
 static double jac_sum[3];
+/* Each pass's mean sweeps and refused certificates, while tracing (the protocol). */
+enum { TRACE_MAX = 4096 };
+static double trace_sweeps[TRACE_MAX];
+static long long trace_refused[TRACE_MAX];
+static int tracing, trace_count;
+/* The phase clock's line (LACUNA_IMPUTE_CUDA_PHASES): iterations, then the
+ * medians of GFT, SVT, iGFT, the imputation step (-1: inside the iGFT) and
+ * the whole iteration, in ms. */
+static double phases[6];
+static int phases_seen;
+static void note_slab(const char *message);
 
 static void note_subspace(lac_log_level level, const char *message, void *user)
 {
     (void)level;
     (void)user;
+    note_slab(message);
+    const char *ph = strstr(message, "phases by CUDA events over ");
+    if (ph) {
+        long long n = 0;
+        const char *g = strstr(ph, ": GFT "), *v = strstr(ph, ", SVT "), *i = strstr(ph, ", iGFT ");
+        const char *st = strstr(ph, "imputation step "), *w = strstr(ph, "whole iteration ");
+        if (sscanf(ph, "phases by CUDA events over %lld", &n) == 1 && g && v && i && st && w) {
+            phases[0] = (double)n;
+            phases[1] = atof(g + 6);
+            phases[2] = atof(v + 6);
+            phases[3] = atof(i + 7);
+            phases[4] = strncmp(st + 16, "inside", 6) == 0 ? -1 : atof(st + 16);
+            phases[5] = atof(w + 16);
+            phases_seen = 1;
+        }
+    }
     const char *at = strstr(message, "SVT by subspace");
     const char *c = at ? strstr(at, "filter degree ") : NULL;
     long long cert, of, zero, full;
@@ -79,10 +112,15 @@ static void note_subspace(lac_log_level level, const char *message, void *user)
     const char *j = strstr(message, "SVT by Jacobi");
     const char *sw = j ? strstr(j, "sweeps mean ") : NULL;
     double mean, most;
-    if (sw && sscanf(sw, "sweeps mean %lf, max %lf", &mean, &most) == 2) {
+    long long refused = 0;
+    if (sw && sscanf(sw, "sweeps mean %lf, max %lf, certificate refused on %lld", &mean, &most, &refused) >= 2) {
         jac_sum[0]++;
         jac_sum[1] += mean;
         if (most > jac_sum[2]) jac_sum[2] = most;
+        if (tracing && trace_count < TRACE_MAX) {
+            trace_sweeps[trace_count] = mean;
+            trace_refused[trace_count++] = refused;
+        }
     }
 }
 /* The Jacobi sweeps since `before` (jac_sum's first two). */
@@ -95,10 +133,8 @@ static void print_sweeps(const double before[2])
 static const char *stream_cap;
 static long long stream_slab;   /* the slab width the streamed plan logged */
 
-static void note_slab(lac_log_level level, const char *message, void *user)
+static void note_slab(const char *message)
 {
-    (void)level;
-    (void)user;
     const char *at = strstr(message, "in slabs of ");
     if (at && stream_slab != atoll(at + strlen("in slabs of "))) {
         stream_slab = atoll(at + strlen("in slabs of "));
@@ -188,6 +224,18 @@ static void measure_rates(void)
 }
 #endif
 
+/* The SVT pass's floors (s): reading the slices and reading and writing the
+ * estimate at the copy rate; the R-SVD flop count 4m²n + 8mn² + 9n³ a slice
+ * at the SGEMM rate. */
+static void svt_floors(shape s, double *bytes_s, double *flops_s)
+{
+    const double big = (double)(s.m > s.n ? s.m : s.n), small = (double)(s.m < s.n ? s.m : s.n);
+    const double flops = (double)s.N * (4 * big * big * small + 8 * big * small * small + 9 * small * small * small);
+    const double bytes = 3.0 * sizeof(float) * (double)(s.N * s.m * s.n);
+    *bytes_s = bytes / copy_rate;
+    *flops_s = flops / sgemm_rate;
+}
+
 /* 1. The SVT alone, through the backend table with an identity basis. */
 static void bench_svt(shape s, int reps, lac_ctx_t ctx)
 {
@@ -234,11 +282,8 @@ static void bench_svt(shape s, int reps, lac_ctx_t ctx)
         }
         if (r > 0) t[n_ok++] = now_s() - t0;
     }
-    double sec = median(t, n_ok);
-    const double big = (double)(s.m > s.n ? s.m : s.n), small = (double)(s.m < s.n ? s.m : s.n);
-    const double flops = (double)N * (4 * big * big * small + 8 * big * small * small + 9 * small * small * small);
-    const double bytes = 3.0 * sizeof(float) * (double)(N * mn);
-    const double floor_bytes = bytes / copy_rate, floor_flops = flops / sgemm_rate;
+    double sec = median(t, n_ok), floor_bytes, floor_flops;
+    svt_floors(s, &floor_bytes, &floor_flops);
     printf("svt %s %4lldx%-4lld x %6lld  %9.3f ms  bytes floor %.3f ms  flops floor %.3f ms  mean rank %.2f\n",
            start, (long long)s.m, (long long)s.n, (long long)N, sec * 1e3, floor_bytes * 1e3, floor_flops * 1e3,
            (double)stats.rank_sum / (double)N);
@@ -322,9 +367,11 @@ static void free_problem(problem *p)
     lac_gft_destroy(&p->gft);
 }
 
-/* 2. Per iteration, each phase: two runs of a and a + iters iterations on the
- * same problem, the difference over iters, so that the one-off setup (the
- * upload, Uᵀ P_Ω(G)) and finish (the estimate's download) stay out. */
+/* 2. Per iteration, each phase: a warm-up run, then one of `iters`
+ * iterations on a context with the phase clock, whose medians (CUDA events
+ * inside each iteration, logged when the state is released) are read from
+ * the log: the one-off setup (the upload, Uᵀ P_Ω(G)) and finish (the
+ * estimate's download) are in no phase. */
 static const char *const gemm_names[] = {"fp32", "tf32", "3xtf32"};   /* lac_gemm_mode order */
 
 static lac_impute_result run_iterations(lac_ctx_t ctx, problem *p, int64_t iterations, int gemm)
@@ -346,23 +393,36 @@ static void bench_iteration(shape s, int iters, lac_ctx_t ctx, const char *path,
     lac_graph_t graph = random_graph(s.N, 5);
     problem p;
     make_problem(graph, s.m, s.n, 0.5, 1, &p);
-    const int64_t first = 5;
-    run_iterations(ctx, &p, first, gemm);   /* warm-up */
-    lac_impute_result a = run_iterations(ctx, &p, first, gemm);
+    run_iterations(ctx, &p, 5, gemm);   /* warm-up */
     long long before[4];
     memcpy(before, sub_sum, sizeof before);
     double jac_before[2] = {jac_sum[0], jac_sum[1]};
     jac_sum[2] = 0;
-    lac_impute_result b = run_iterations(ctx, &p, first + iters, gemm);
-    const double it = (double)(b.iterations - a.iterations), mn = (double)(s.m * s.n), N = (double)s.N;
+    phases_seen = 0;
+    lac_impute_result b = run_iterations(ctx, &p, iters, gemm);
+    if (!phases_seen) {
+        fprintf(stderr, "impute_cuda_bench: no phase clock line from the %s context\n", path);
+        exit(1);
+    }
+    const double mn = (double)(s.m * s.n), N = (double)s.N;
     const double missing = (double)(b.partial_vertices + b.missing_vertices);
     const double gemm_floor = 2 * mn * N * missing / sgemm_rate;
-    double gft = (b.seconds_gft - a.seconds_gft) / it, svt = (b.seconds_svt - a.seconds_svt) / it;
-    double igft = (b.seconds_igft - a.seconds_igft) / it;
-    printf("iter  %4lldx%-4lld x %6lld  %9.3f ms  = GFT %.3f (floor %.3f, %s) + SVT %.3f (%s) + iGFT %.3f; "
-           "basis %.3f s\n",
-           (long long)s.m, (long long)s.n, (long long)s.N, (gft + svt + igft) * 1e3, gft * 1e3, gemm_floor * 1e3,
-           gemm_names[gemm], svt * 1e3, path, igft * 1e3, p.eigen_s);
+    /* The step reads the product and X_{t-1}, writes X_t and what line 7
+     * imputes (momentum, the default): four values an entry, copy_rate
+     * counting reads and writes. */
+    const double step_floor = 4.0 * sizeof(float) * mn * missing / copy_rate;
+    double svt_bytes, svt_flops;
+    svt_floors(s, &svt_bytes, &svt_flops);
+    const double gft = phases[1], svt = phases[2], igft = phases[3], step = phases[4], whole = phases[5];
+    const double sum = gft + svt + igft + (step > 0 ? step : 0);
+    char step_text[64];
+    if (step >= 0) snprintf(step_text, sizeof step_text, "%.3f (floor %.3f)", step, step_floor * 1e3);
+    else snprintf(step_text, sizeof step_text, "in the iGFT");
+    printf("iter  %4lldx%-4lld x %6lld  %9.3f ms a whole iteration (median of %.0f, CUDA events); phases' medians sum "
+           "%.3f ms:\n      GFT %.3f (GEMM floor %.3f, %s) + SVT %.3f (%s; floors: bytes %.3f, flops %.3f) + iGFT %.3f "
+           "(GEMM floor %.3f) + imputation step %s; basis %.3f s\n",
+           (long long)s.m, (long long)s.n, (long long)s.N, whole, phases[0], sum, gft, gemm_floor * 1e3, gemm_names[gemm],
+           svt, path, svt_bytes * 1e3, svt_flops * 1e3, igft, gemm_floor * 1e3, step_text, p.eigen_s);
     if (sub_sum[0] > before[0])
         printf("      subspace pass: %lld of %lld passes; slices certified %lld (zero by trace %lld), full eigensolve %lld\n",
                sub_sum[0] - before[0], (long long)b.iterations, sub_sum[1] - before[1], sub_sum[2] - before[2],
@@ -379,15 +439,16 @@ static void bench_iteration(shape s, int iters, lac_ctx_t ctx, const char *path,
         if (json)
             printf("{\"capability\":\"impute\",\"case\":\"streamed\",\"cap\":\"%s\",\"slab\":%lld,\"m\":%lld,\"n\":%lld,"
                    "\"N\":%lld,\"ms\":%.4f,\"in_mb\":%.1f,\"out_mb\":%.1f,\"copy_floor_ms\":%.4f}\n",
-                   stream_cap, stream_slab, (long long)s.m, (long long)s.n, (long long)s.N, (gft + svt + igft) * 1e3, in / 1e6,
-                   out / 1e6, floor_s * 1e3);
+                   stream_cap, stream_slab, (long long)s.m, (long long)s.n, (long long)s.N, whole, in / 1e6, out / 1e6,
+                   floor_s * 1e3);
     }
     if (json)
         printf("{\"capability\":\"impute\",\"case\":\"iteration\",\"svt_path\":\"%s\",\"gemm\":\"%s\",\"m\":%lld,\"n\":%lld,"
-               "\"N\":%lld,\"ms\":%.4f,\"gft_ms\":%.4f,\"svt_ms\":%.4f,\"igft_ms\":%.4f,\"gemm_floor_ms\":%.4f,"
-               "\"basis_s\":%.4f}\n",
-               path, gemm_names[gemm], (long long)s.m, (long long)s.n, (long long)s.N, (gft + svt + igft) * 1e3, gft * 1e3, svt * 1e3,
-               igft * 1e3, gemm_floor * 1e3, p.eigen_s);
+               "\"N\":%lld,\"iterations\":%.0f,\"ms\":%.4f,\"sum_ms\":%.4f,\"gft_ms\":%.4f,\"svt_ms\":%.4f,\"igft_ms\":%.4f,"
+               "\"step_ms\":%.4f,\"gemm_floor_ms\":%.4f,\"svt_floor_bytes_ms\":%.4f,\"svt_floor_flops_ms\":%.4f,"
+               "\"step_floor_ms\":%.4f,\"basis_s\":%.4f}\n",
+               path, gemm_names[gemm], (long long)s.m, (long long)s.n, (long long)s.N, phases[0], whole, sum, gft, svt,
+               igft, step, gemm_floor * 1e3, svt_bytes * 1e3, svt_flops * 1e3, step_floor * 1e3, p.eigen_s);
     free_problem(&p);
     lac_graph_destroy(&graph);
 }
@@ -412,6 +473,8 @@ static void bench_protocol(const char *path, double ratio, int gemm, lac_ctx_t r
     lac_gft_destroy(&p.gft);
     double jac_before[2] = {jac_sum[0], jac_sum[1]};
     jac_sum[2] = 0;
+    tracing = 1;
+    trace_count = 0;
     double t0 = now_s();
     if (lac_gft_create(run, graph, LAC_FLOAT32, &p.gft) ||
         lac_impute(run, &ip, p.gft, &p.truth, &p.observed, &p.truth, &p.out, &r) < 0) {
@@ -419,7 +482,19 @@ static void bench_protocol(const char *path, double ratio, int gemm, lac_ctx_t r
         exit(1);
     }
     double total = now_s() - t0;
+    tracing = 0;
     print_sweeps(jac_before);
+    if (trace_count > 0) {
+        long long refused = 0, passes_refused = 0;
+        printf("      sweeps a pass (slices refused their certificate):");
+        for (int i = 0; i < trace_count; i++) {
+            printf(trace_refused[i] ? " %.2f(%lld)" : " %.2f", trace_sweeps[i], trace_refused[i]);
+            refused += trace_refused[i];
+            passes_refused += trace_refused[i] > 0;
+        }
+        printf("\n      certificates refused: %lld slice-passes in %lld of %d passes\n", refused, passes_refused,
+               trace_count);
+    }
     if (run == gpu_also) printf("(--also %s) ", also_knobs);
     printf("ego-Facebook 50x50x4039 ratio %.2f%s: %.3f s incl. eigendecomposition (run %.3f s, %lld iterations), "
            "rmse %.4g (missing %.4g)\n",
@@ -469,15 +544,32 @@ int main(int argc, char **argv)
     cp.backend = LAC_BACKEND_CUDA;
     cp.log = note_subspace;
     cp.log_level = LAC_LOG_DEBUG;
+    char also_iter[512];
     if (also_knobs) {
         cp.knobs = also_knobs;
+        snprintf(also_iter, sizeof also_iter, "%s,IMPUTE_CUDA_PHASES=1", also_knobs);
         if (lac_ctx_create(&cp, &gpu_also)) {
+            fprintf(stderr, "impute_cuda_bench: --also %s: %s\n", also_knobs, lac_last_error(NULL));
+            return 1;
+        }
+        cp.knobs = also_iter;
+        if (lac_ctx_create(&cp, &gpu_also_iter)) {
             fprintf(stderr, "impute_cuda_bench: --also %s: %s\n", also_knobs, lac_last_error(NULL));
             return 1;
         }
         cp.knobs = NULL;
     }
     if (lac_ctx_create(&cp, &gpu)) {
+        fprintf(stderr, "impute_cuda_bench: %s\n", lac_last_error(NULL));
+        return 1;
+    }
+    cp.knobs = "IMPUTE_CUDA_PHASES=1";
+    if (lac_ctx_create(&cp, &gpu_iter)) {
+        fprintf(stderr, "impute_cuda_bench: %s\n", lac_last_error(NULL));
+        return 1;
+    }
+    cp.knobs = "IMPUTE_CUDA_SVT=gram,IMPUTE_CUDA_PHASES=1";
+    if (lac_ctx_create(&cp, &gpu_gram)) {
         fprintf(stderr, "impute_cuda_bench: %s\n", lac_last_error(NULL));
         return 1;
     }
@@ -488,21 +580,16 @@ int main(int argc, char **argv)
         fprintf(stderr, "impute_cuda_bench: %s\n", lac_last_error(NULL));
         return 1;
     }
-    cp.knobs = "IMPUTE_CUDA_SVT=gram";
-    if (lac_ctx_create(&cp, &gpu_gram)) {
-        fprintf(stderr, "impute_cuda_bench: %s\n", lac_last_error(NULL));
-        return 1;
-    }
     if (stream_only && !stream_cap) {
         fprintf(stderr, "impute_cuda_bench: --stream-only needs --cap BYTES\n");
         return 2;
     }
     char cap_knob[96];
     if (stream_cap) {
-        snprintf(cap_knob, sizeof cap_knob, "CUDA_MEMORY_CAP=%s", stream_cap);
+        snprintf(cap_knob, sizeof cap_knob, "CUDA_MEMORY_CAP=%s,IMPUTE_CUDA_PHASES=1", stream_cap);
         cp.knobs = cap_knob;
-        cp.log = note_slab;
-        cp.log_level = LAC_LOG_INFO;
+        cp.log = note_subspace;
+        cp.log_level = LAC_LOG_DEBUG;
         if (lac_ctx_create(&cp, &gpu_capped)) {
             fprintf(stderr, "impute_cuda_bench: %s\n", lac_last_error(NULL));
             return 1;
@@ -515,6 +602,9 @@ int main(int argc, char **argv)
     if (devices) {
         lac_ctx_params sp = lac_ctx_params_default();
         sp.backend = LAC_BACKEND_CUDA;
+        sp.knobs = "IMPUTE_CUDA_PHASES=1";
+        sp.log = note_subspace;
+        sp.log_level = LAC_LOG_DEBUG;
         for (const char *d = devices; *d && sp.num_devices < LAC_MAX_DEVICES;) {
             char *end;
             long id = strtol(d, &end, 10);
@@ -549,12 +639,12 @@ int main(int argc, char **argv)
             snprintf(split_name, sizeof split_name, "devices %s", devices ? devices : "");
             if (split_only) {
                 if (pass == 1) {
-                    bench_iteration(s, iters, gpu, "default", LAC_GEMM_FP32);
+                    bench_iteration(s, iters, gpu_iter, "default", LAC_GEMM_FP32);
                     bench_iteration(s, iters, gpu_split, split_name, LAC_GEMM_FP32);
                 }
             } else if (stream_only) {
                 if (pass == 1) {
-                    bench_iteration(s, iters, gpu, "default", LAC_GEMM_FP32);
+                    bench_iteration(s, iters, gpu_iter, "default", LAC_GEMM_FP32);
                     bench_iteration(s, iters, gpu_capped, "streamed", LAC_GEMM_FP32);
                 }
             } else if (pass == 0) {
@@ -563,12 +653,12 @@ int main(int argc, char **argv)
                 if (gpu_also) bench_svt(s, reps, gpu_also);
             }
             else {
-                bench_iteration(s, iters, gpu, "default", LAC_GEMM_FP32);
-                if (gpu_also) bench_iteration(s, iters, gpu_also, also_knobs, LAC_GEMM_FP32);
+                bench_iteration(s, iters, gpu_iter, "default", LAC_GEMM_FP32);
+                if (gpu_also) bench_iteration(s, iters, gpu_also_iter, also_knobs, LAC_GEMM_FP32);
                 if (!fp32_only) {
                     bench_iteration(s, iters, gpu_gram, "gram", LAC_GEMM_FP32);
-                    bench_iteration(s, iters, gpu, "default", LAC_GEMM_TF32);
-                    bench_iteration(s, iters, gpu, "default", LAC_GEMM_3XTF32);
+                    bench_iteration(s, iters, gpu_iter, "default", LAC_GEMM_TF32);
+                    bench_iteration(s, iters, gpu_iter, "default", LAC_GEMM_3XTF32);
                 }
                 if (gpu_capped) bench_iteration(s, iters, gpu_capped, "streamed", LAC_GEMM_FP32);
                 if (gpu_split) bench_iteration(s, iters, gpu_split, split_name, LAC_GEMM_FP32);
@@ -592,10 +682,12 @@ int main(int argc, char **argv)
         c = *end == ',' ? end + 1 : end;
     }
     lac_ctx_destroy(&gpu);
+    lac_ctx_destroy(&gpu_iter);
     lac_ctx_destroy(&gpu_cold);
     lac_ctx_destroy(&gpu_gram);
     if (gpu_capped) lac_ctx_destroy(&gpu_capped);
     if (gpu_split) lac_ctx_destroy(&gpu_split);
     if (gpu_also) lac_ctx_destroy(&gpu_also);
+    if (gpu_also_iter) lac_ctx_destroy(&gpu_also_iter);
     return 0;
 }

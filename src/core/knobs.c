@@ -55,6 +55,8 @@ static const struct {
                                            "largest subspace block, percent of min(m, n) (default 75; beyond: the full eigensolve)"},
     [LAC_KNOB_MF_CUDA_NBR_MASK] = {"LACUNA_MF_CUDA_NBR_MASK",
                                    "0: the GPU neighbourhood model searches each user's ratings every epoch (no per-rating masks)"},
+    [LAC_KNOB_IMPUTE_CUDA_PHASES] = {"LACUNA_IMPUTE_CUDA_PHASES",
+                                     "1: time each phase of every GPU impute iteration with CUDA events and log the medians (measurement)"},
 };
 
 /* The environment as the process first saw it: read once. */

@@ -732,6 +732,79 @@ TEST(streamed_imputation_equals_the_resident_one)
     streamed_equals_resident(LAC_FLOAT32, 1, 1, "IMPUTE_CUDA_SVT=gram");
 }
 
+/* ------------------------------------------------------------------------ */
+/* The phase clock (LACUNA_IMPUTE_CUDA_PHASES), a measurement only            */
+/* ------------------------------------------------------------------------ */
+/* The clock's line: iterations, then GFT, SVT, iGFT, the imputation step
+ * (-1: inside the iGFT) and the whole iteration, medians in ms; lines seen. */
+static double clock_figures[6];
+static int clock_lines;
+
+static void note_clock(lac_log_level level, const char *message, void *user)
+{
+    (void)level;
+    (void)user;
+    note_slab(level, message, user);
+    const char *at = strstr(message, "phases by CUDA events over ");
+    if (!at) return;
+    clock_lines++;
+    const char *g = strstr(at, ": GFT "), *v = strstr(at, ", SVT "), *i = strstr(at, ", iGFT ");
+    const char *st = strstr(at, "imputation step "), *w = strstr(at, "whole iteration ");
+    long long n = 0;
+    if (sscanf(at, "phases by CUDA events over %lld", &n) != 1 || !g || !v || !i || !st || !w) return;
+    clock_figures[0] = (double)n;
+    clock_figures[1] = atof(g + 6);
+    clock_figures[2] = atof(v + 6);
+    clock_figures[3] = atof(i + 7);
+    clock_figures[4] = strncmp(st + 16, "inside", 6) == 0 ? -1 : atof(st + 16);
+    clock_figures[5] = atof(w + 16);
+}
+
+/* With the clock on, the completion is the one without it, bit for bit (it
+ * only records events), and its line counts the run's iterations with every
+ * phase's median inside the whole iteration's (an iteration holds each of its
+ * phases, so each order statistic does too); off, no line. Resident (the
+ * imputation step timed apart) and streamed (inside the iGFT). */
+TEST(phase_clock_times_every_iteration_and_changes_nothing)
+{
+    const int64_t N = case_n, mn = case_m * case_nn;
+    int64_t shape[3] = {N, case_m, case_nn};
+    impute_case c;
+    impute_case_make(LAC_FLOAT32, 0, 31, 7, &c);
+    lac_array plain, timed;
+    CHECK_OK(cpu, lac_array_alloc(cpu, LAC_FLOAT64, 3, shape, &plain));
+    CHECK_OK(cpu, lac_array_alloc(cpu, LAC_FLOAT64, 3, shape, &timed));
+    lac_impute_params p = lac_impute_params_default();
+    for (int streamed = 0; streamed < 2; streamed++) {
+        lac_ctx_t off = logged_context(streamed ? "CUDA_MEMORY_CAP=60000" : NULL, note_clock, LAC_LOG_INFO);
+        lac_ctx_t on = logged_context(streamed ? "CUDA_MEMORY_CAP=60000,IMPUTE_CUDA_PHASES=1" : "IMPUTE_CUDA_PHASES=1",
+                                      note_clock, LAC_LOG_INFO);
+        lac_impute_result r0, r1;
+        clock_lines = 0;
+        logged_slab = 0;
+        CHECK_OK(off, lac_impute(off, &p, c.gft, &c.tensor, NULL, &c.truth, &plain, &r0));
+        CHECK_INT(clock_lines, 0);
+        CHECK(streamed ? logged_slab > 0 : logged_slab == 0);
+        CHECK_OK(on, lac_impute(on, &p, c.gft, &c.tensor, NULL, &c.truth, &timed, &r1));
+        CHECK_INT(clock_lines, 1);
+        CHECK(memcmp(plain.data, timed.data, sizeof(double) * (size_t)(N * mn)) == 0);
+        CHECK_INT(r1.iterations, r0.iterations);
+        printf("    %s: %.0f iterations, GFT %.4f + SVT %.4f + iGFT %.4f + step %.4f ms, whole %.4f ms\n",
+               streamed ? "streamed" : "resident", clock_figures[0], clock_figures[1], clock_figures[2],
+               clock_figures[3], clock_figures[4], clock_figures[5]);
+        CHECK_INT((int64_t)clock_figures[0], r1.iterations);
+        CHECK(streamed ? clock_figures[4] == -1 : clock_figures[4] > 0);
+        for (int f = 1; f <= 4; f++)
+            if (f != 4 || !streamed) CHECK(clock_figures[f] >= 0 && clock_figures[f] <= clock_figures[5]);
+        CHECK(clock_figures[2] > 0 && clock_figures[5] > 0);
+        lac_ctx_destroy(&off);
+        lac_ctx_destroy(&on);
+    }
+    lac_array_release(&plain);
+    lac_array_release(&timed);
+    impute_case_free(&c);
+}
+
 /* Through the backend table with the canonical basis (U = I): every product
  * with U or U_I is then exact, so the streamed pass must give the resident
  * one's numbers (bound 1e-7 relative, float32, expected 0): the slabs, the
@@ -1037,6 +1110,7 @@ int main(void)
     RUN(streamed_imputation_equals_the_resident_one);
     RUN(streamed_pass_with_the_canonical_basis_loses_nothing);
     RUN(streamed_cap_below_one_slab_is_a_clear_error);
+    RUN(phase_clock_times_every_iteration_and_changes_nothing);
     RUN(basis_eigendecomposition_matches_lapack);
     RUN(generator_transform_matches_the_cpu);
     if (full) RUN(ego_facebook_agrees_with_the_cpu_float64_path);

@@ -13,9 +13,11 @@
  * grid). rank is -1 for a slice that was not finite. */
 enum {
     LAC_SVT_CHANGE = 0, LAC_SVT_PREVIOUS, LAC_SVT_TRUTH, LAC_SVT_SIGMA_MAX, LAC_SVT_RANK,
-    LAC_SVT_SWEEPS,   /* Jacobi sweeps the slice took (0: another path) */
+    LAC_SVT_SWEEPS,   /* Jacobi sweeps the slice took (0: another path), plus LAC_SVT_REFUSED when
+                         its certificate for the columns below λ was refused */
     LAC_SVT_STATS
 };
+enum { LAC_SVT_REFUSED = 1024 };   /* above any sweep count */
 
 /* One SVT pass over `count` slices. A slice is a rows x cols column-major
  * matrix (lda = rows) `stride` elements after the previous one. */
@@ -184,6 +186,22 @@ struct lac_math_mode_scope {
         if (changed) cublasSetMathMode(h, previous);
     }
 };
+
+/* The phase clock (impute_phases.cu, LACUNA_IMPUTE_CUDA_PHASES): events at
+ * these marks of an iteration, each phase's median logged at release. NULL
+ * (the knob off) makes every call a no-op. STEP0 (the iGFT's product done,
+ * the imputation step next) is marked by the resident plan only. */
+enum {
+    LAC_PHASE_GFT0, LAC_PHASE_GFT1, LAC_PHASE_SVT0, LAC_PHASE_SVT1, LAC_PHASE_IGFT0, LAC_PHASE_STEP0, LAC_PHASE_IGFT1,
+    LAC_PHASE_MARKS
+};
+struct lac_phase_clock;
+lac_phase_clock *lac_phase_clock_make(lac_ctx_t ctx);
+void lac_phase_mark(lac_phase_clock *clock, int mark, cudaStream_t stream);
+/* After IGFT1: waits for it and adds the iteration's figures. */
+void lac_phase_iteration_end(lac_phase_clock *clock);
+/* Logs the medians (info) with the context given to make, and frees. */
+void lac_phase_clock_free(lac_phase_clock *clock);
 
 /* Host-side steps both plans share (impute_dispatch.cu). */
 /* ‖G‖² and its part over the missing entries, from the host's truth. */

@@ -124,6 +124,7 @@ template <typename REAL> struct impute_cuda {
     int part_count = 1;
     bool gft_split = false;               /* each share also runs its columns' GFT and iGFT */
     REAL *recv = nullptr;                 /* a share's iGFT product, received on the first device */
+    lac_phase_clock *clock = nullptr;     /* the handle's (LACUNA_IMPUTE_CUDA_PHASES), or NULL */
 
     ~impute_cuda()
     {
@@ -682,6 +683,7 @@ template <typename REAL> lac_status igft(lac_ctx_t ctx, impute_cuda<REAL> *s, do
     /* G^est on the incomplete vertices: Ĝest U_Iᵀ (line 10). */
     if (s->gft_split) LAC_CHECK(igft_split<REAL>(ctx, s));
     else LAC_CHECK(loop_gemm<REAL>(ctx, s, CUBLAS_OP_T, s->mn, s->ni, s->N, s->gest, (REAL)0, s->x_new));
+    lac_phase_mark(s->clock, LAC_PHASE_STEP0, ctx->cuda->stream);
     double err = 0;
     LAC_CHECK(lac_impute_cuda_impute_sum<REAL>(ctx, s->mn * s->ni, s->x_new, s->obs_inc, s->true_inc, s->x_inc, s->x_est,
                                                (REAL)momentum, s->x_est != s->x_inc, s->partial, s->partial_host, &err));
@@ -830,6 +832,7 @@ struct handle {
      * next phase copies it back. */
     void *est_host, *inc_host, *xest_host;
     bool est_stale, inc_stale;
+    lac_phase_clock *clock;   /* LACUNA_IMPUTE_CUDA_PHASES, or NULL */
 };
 
 template <typename REAL>
@@ -861,6 +864,11 @@ lac_status cuda_setup(lac_ctx_t ctx, const lac_impute_problem *problem, void **s
     if (st < 0) {
         free(h);
         return st;
+    }
+    h->clock = lac_phase_clock_make(ctx);
+    if (!h->streamed) {
+        if (h->precision == LAC_FLOAT32) ((impute_cuda<float> *)h->impl)->clock = h->clock;
+        else ((impute_cuda<double> *)h->impl)->clock = h->clock;
     }
     *state = h;
     return LAC_SUCCESS;
@@ -1068,7 +1076,10 @@ lac_status cuda_gft(lac_ctx_t ctx, void *state)
     handle *h = (handle *)state;
     LAC_CHECK(lac_cuda_use_device(ctx));
     LAC_CHECK(LAC_BY_PRECISION(h, rank_refresh)(ctx, h));
-    return LAC_BY_PLAN(h, resident_gft, streamed_gft)(ctx, h->impl);
+    lac_phase_mark(h->clock, LAC_PHASE_GFT0, ctx->cuda->stream);
+    LAC_CHECK(LAC_BY_PLAN(h, resident_gft, streamed_gft)(ctx, h->impl));
+    lac_phase_mark(h->clock, LAC_PHASE_GFT1, ctx->cuda->stream);
+    return LAC_SUCCESS;
 }
 
 lac_status cuda_svt(lac_ctx_t ctx, void *state, const double *lambda, double *sigma_max, lac_impute_svt_stats *stats)
@@ -1076,7 +1087,10 @@ lac_status cuda_svt(lac_ctx_t ctx, void *state, const double *lambda, double *si
     handle *h = (handle *)state;
     LAC_CHECK(lac_cuda_use_device(ctx));
     LAC_CHECK(LAC_BY_PRECISION(h, rank_refresh)(ctx, h));
-    return LAC_BY_PLAN(h, resident_svt, lac_impute_stream_svt)(ctx, h->impl, lambda, sigma_max, stats);
+    lac_phase_mark(h->clock, LAC_PHASE_SVT0, ctx->cuda->stream);
+    LAC_CHECK(LAC_BY_PLAN(h, resident_svt, lac_impute_stream_svt)(ctx, h->impl, lambda, sigma_max, stats));
+    lac_phase_mark(h->clock, LAC_PHASE_SVT1, ctx->cuda->stream);
+    return LAC_SUCCESS;
 }
 
 lac_status cuda_igft(lac_ctx_t ctx, void *state, double momentum, double *missing_error_sq)
@@ -1084,7 +1098,11 @@ lac_status cuda_igft(lac_ctx_t ctx, void *state, double momentum, double *missin
     handle *h = (handle *)state;
     LAC_CHECK(lac_cuda_use_device(ctx));
     LAC_CHECK(LAC_BY_PRECISION(h, rank_refresh)(ctx, h));
-    return LAC_BY_PLAN(h, resident_igft, lac_impute_stream_igft)(ctx, h->impl, momentum, missing_error_sq);
+    lac_phase_mark(h->clock, LAC_PHASE_IGFT0, ctx->cuda->stream);
+    LAC_CHECK(LAC_BY_PLAN(h, resident_igft, lac_impute_stream_igft)(ctx, h->impl, momentum, missing_error_sq));
+    lac_phase_mark(h->clock, LAC_PHASE_IGFT1, ctx->cuda->stream);
+    lac_phase_iteration_end(h->clock);
+    return LAC_SUCCESS;
 }
 
 lac_status cuda_finish(lac_ctx_t ctx, void *state, lac_impute_output output, void *out, lac_dtype out_dtype,
@@ -1100,6 +1118,7 @@ void cuda_release(void *state)
 {
     handle *h = (handle *)state;
     if (!h) return;
+    lac_phase_clock_free(h->clock);
     LAC_BY_PLAN(h, resident_release, lac_impute_stream_release)(h->impl);
     cudaFreeHost(h->est_host);
     cudaFreeHost(h->inc_host);
@@ -1151,6 +1170,7 @@ lac_status lac_impute_cuda_sum_stats(lac_ctx_t ctx, const double *stats_host, in
     lac_impute_svt_stats sum;
     memset(&sum, 0, sizeof sum);
     double sweeps = 0, sweeps_max = 0;
+    int64_t refused = 0;
     for (int64_t k = 0; k < N; k++) {
         const double *st = stats_host + k * LAC_SVT_STATS;
         if (st[LAC_SVT_RANK] < 0)
@@ -1160,12 +1180,18 @@ lac_status lac_impute_cuda_sum_stats(lac_ctx_t ctx, const double *stats_host, in
         sum.truth_error_sq += st[LAC_SVT_TRUTH];
         sum.rank_sum += (int64_t)st[LAC_SVT_RANK];
         if (sigma_max) sigma_max[k] = st[LAC_SVT_SIGMA_MAX];
-        sweeps += st[LAC_SVT_SWEEPS];
-        if (st[LAC_SVT_SWEEPS] > sweeps_max) sweeps_max = st[LAC_SVT_SWEEPS];
+        double sw = st[LAC_SVT_SWEEPS];
+        if (sw >= LAC_SVT_REFUSED) {
+            sw -= LAC_SVT_REFUSED;
+            refused++;
+        }
+        sweeps += sw;
+        if (sw > sweeps_max) sweeps_max = sw;
     }
     if (jacobi)
-        lac_log(ctx, LAC_LOG_DEBUG, "impute (cuda): SVT by Jacobi, %s start, sweeps mean %.2f, max %.0f",
-                warm ? "warm" : "cold", sweeps / (double)N, sweeps_max);
+        lac_log(ctx, LAC_LOG_DEBUG,
+                "impute (cuda): SVT by Jacobi, %s start, sweeps mean %.2f, max %.0f, certificate refused on %lld slices",
+                warm ? "warm" : "cold", sweeps / (double)N, sweeps_max, (long long)refused);
     *out = sum;
     return LAC_SUCCESS;
 }

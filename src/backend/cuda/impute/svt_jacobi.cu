@@ -14,7 +14,8 @@
  * of two columns well below it are left unrotated, and once the others have
  * converged the columns below λ are proved (Gershgorin on their Gram block)
  * to hide no singular value above it; where that fails every pair is
- * rotated again. LACUNA_IMPUTE_CUDA_SUBSPACE=off turns this off (as the
+ * rotated again (the slice's sweeps then carry LAC_SVT_REFUSED, counted in
+ * the pass's debug line). LACUNA_IMPUTE_CUDA_SUBSPACE=off turns this off (as the
  * Gram route's subspace pass; float64 only with force).
  *
  * The columns are then W = A V = U Σ, so σ_i = ‖w_i‖; V (float64) takes the
@@ -278,6 +279,7 @@ __global__ void __launch_bounds__(1024) svt_jacobi_kernel(lac_svt_batch<REAL> b,
     const double lam_s = b.lambda && skip_small ? b.lambda[k] * scale : -1;
     const REAL small = lam_s > 0 ? (REAL)(0.64 * lam_s * lam_s) : (REAL)0;
     int skipping = small > 0 && warm;   /* from I the small block is not orthogonal: the proof would fail */
+    int refused = 0;
     /* Columns of up to HELD·G rows stay in registers between a pair's sums
      * and its rotation: one pass of loads less a rotation. */
     constexpr int HELD = sizeof(REAL) > 4 ? 1 : G >= 8 ? 64 / G : 8;   /* float64: registers spill */
@@ -362,8 +364,10 @@ __global__ void __launch_bounds__(1024) svt_jacobi_kernel(lac_svt_batch<REAL> b,
             if (skipping) {
                 skipping = 0;
                 if (!small_block_certified<REAL, G>(W, LS, L, p, lam_s * lam_s, coef,
-                                                    reinterpret_cast<float *>(kept_list), &certify_failed))
+                                                    reinterpret_cast<float *>(kept_list), &certify_failed)) {
+                    refused = 1;
                     continue;   /* rotate every pair from here */
+                }
             }
             sweep += any_rotated;   /* counted as done */
             break;
@@ -432,7 +436,7 @@ __global__ void __launch_bounds__(1024) svt_jacobi_kernel(lac_svt_batch<REAL> b,
         stats[LAC_SVT_TRUTH] = truth_err;
         stats[LAC_SVT_SIGMA_MAX] = smax * amax;
         stats[LAC_SVT_RANK] = rank;
-        stats[LAC_SVT_SWEEPS] = sweep;
+        stats[LAC_SVT_SWEEPS] = sweep + (refused ? LAC_SVT_REFUSED : 0);
     }
 }
 
