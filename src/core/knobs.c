@@ -53,6 +53,9 @@ static const struct {
     [LAC_KNOB_IMPUTE_CUDA_FILTER] = {"LACUNA_IMPUTE_CUDA_FILTER", "degree of the subspace pass's Chebyshev filter (default 4)"},
     [LAC_KNOB_IMPUTE_CUDA_SUBSPACE_MAX] = {"LACUNA_IMPUTE_CUDA_SUBSPACE_MAX",
                                            "largest subspace block, percent of min(m, n) (default 75; beyond: the full eigensolve)"},
+    [LAC_KNOB_MAP_CUDA_FIXED_SELECT] = {"LACUNA_MAP_CUDA_FIXED_SELECT",
+                                        "0: the one-launch deterministic kernel adds warm and other targets' rows on two branches, "
+                                        "hot and warm targets' low words at the target"},
     [LAC_KNOB_MF_CUDA_NBR_MASK] = {"LACUNA_MF_CUDA_NBR_MASK",
                                    "0: the GPU neighbourhood model searches each user's ratings every epoch (no per-rating masks)"},
     [LAC_KNOB_IMPUTE_CUDA_PHASES] = {"LACUNA_IMPUTE_CUDA_PHASES",

@@ -412,12 +412,22 @@ TEST(empty_source_writes_empty_values)
  * MEAN of one column in device memory, uniform and skewed bridges, float32
  * and float64; some targets empty, some with weights summing to 0) against
  * the reference, with the hot keys through the index and in registers
- * (LACUNA_MAP_CUDA_HOT_TABLE=0), and the general path (LACUNA_MAP_CUDA_FEW=0);
+ * (LACUNA_MAP_CUDA_HOT_TABLE=0), and the general path (LACUNA_MAP_CUDA_FEW=0),
+ * each through a context's knobs;
  * then faulty and clean calls in turn, so that each of the context's two fault
  * flags is set, read and reset: a clean call after a faulty one succeeds, and
  * every faulty one names its row and leaves T as it was. */
 TEST(few_targets_single_launch_full_grid_and_alternating_faults)
 {
+    /* The paths by context knobs (the environment is read once a process). */
+    static const char *const knobs[] = {"MAP_CUDA_FEW=0", "MAP_CUDA_HOT_TABLE=0"};
+    lac_ctx_t ctxs[3] = {gpu, NULL, NULL};
+    for (int k = 0; k < 2; k++) {
+        lac_ctx_params cp = lac_ctx_params_default();
+        cp.backend = LAC_BACKEND_CUDA;
+        cp.knobs = knobs[k];
+        CHECK_OK(NULL, lac_ctx_create(&cp, &ctxs[k + 1]));
+    }
     for (int vt = 0; vt < 2; vt++)
         for (int skew = 0; skew < 2; skew++) {
             if (quick && vt != skew) continue;
@@ -436,11 +446,8 @@ TEST(few_targets_single_launch_full_grid_and_alternating_faults)
                 reference(&d, &p, ref);
                 for (int path = 0; path < 3; path++) {
                     static const char *const paths[] = {"few-target", "general", "few-target (hot registers)"};
-                    if (path == 1) setenv("LACUNA_MAP_CUDA_FEW", "0", 1);
-                    if (path == 2) setenv("LACUNA_MAP_CUDA_HOT_TABLE", "0", 1);
-                    int st = run_case(gpu, &d, &p, LAC_MEM_DEVICE, RUN_MAP, got, NULL);
-                    unsetenv("LACUNA_MAP_CUDA_FEW");
-                    unsetenv("LACUNA_MAP_CUDA_HOT_TABLE");
+                    if (!ctxs[path]) continue;
+                    int st = run_case(ctxs[path], &d, &p, LAC_MEM_DEVICE, RUN_MAP, got, NULL);
                     int64_t worst = -1;
                     double e = st == LAC_SUCCESS ? compare(got, ref, n, &worst) : INFINITY;
                     /* float32 sums of up to ~500k values on one target. */
@@ -478,6 +485,7 @@ TEST(few_targets_single_launch_full_grid_and_alternating_faults)
             free(got);
             case_free(&d);
         }
+    for (int k = 1; k < 3; k++) lac_ctx_destroy(&ctxs[k]);
 }
 
 /* Few-target plans (the chunk-local plan): SUM and COUNT against the float64

@@ -27,6 +27,7 @@ static const char *const ctx_knobs[] = {
     "MAP_CUDA_FIXED_GRID=1",
     "MAP_CUDA_FIXED_GRID=7,MAP_CUDA_FIXED=global",
     "MAP_CUDA_FIXED_GRID=333",
+    "MAP_CUDA_FIXED_SELECT=0",   /* the one-launch kernel without selected addresses */
 };
 #define CTXS (int)(sizeof ctx_knobs / sizeof *ctx_knobs)
 static lac_ctx_t gpu[CTXS];
@@ -334,13 +335,22 @@ static void few_case_check(const case_data *d, const lac_map_params *p, const ch
 
 TEST(few_float32_targets_in_one_launch_equal_the_two_passes)
 {
-    for (int skew = 0; skew < 2; skew++)
+    /* skew 2: a Zipf-like bridge, two hot targets (20% and 10% of the rows:
+     * both words in registers) and 40 warm ones (0.75% each: per-lane
+     * accumulators), the rest uniform. */
+    for (int skew = 0; skew < 3; skew++)
         for (int it = 0; it < 2; it++) {
-            if (quick && skew != it) continue;
+            if (quick && (skew == 2 ? it != 0 : skew != it)) continue;
             case_data d;
             int64_t n = 10000 + (int64_t)(harness_rand_u64(&rng) % 64);
             case_make(&d, rows(2000000) + (int64_t)(harness_rand_u64(&rng) % 4), n, 1, LAC_FLOAT32,
-                      it ? LAC_INT64 : LAC_INT32, 0, skew);
+                      it ? LAC_INT64 : LAC_INT32, 0, skew == 1);
+            for (int64_t i = 0; i < d.m && skew == 2; i++) {
+                const double u = harness_rand_uniform(&rng);
+                if (u < 0.2) d.R[i] = 3;
+                else if (u < 0.3) d.R[i] = n / 2;
+                else if (u < 0.6) d.R[i] = (int64_t)(harness_rand_u64(&rng) % 40) * 97 + 11;
+            }
             for (int64_t i = 0; i < d.m; i++)
                 if (d.R[i] % 101 == 5) d.R[i] = (d.R[i] + 1) % n;   /* empty targets */
             for (int o = 0; o < 6; o++) {

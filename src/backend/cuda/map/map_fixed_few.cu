@@ -31,6 +31,7 @@ namespace cg = cooperative_groups;
 #define FF_MARGIN 6           /* bits above the sample's top exponent the words allow */
 #define FF_WORDS 2            /* words a value is split into here */
 #define FF_HOT 4              /* hot targets a thread keeps in registers */
+#define FF_HOT_SELECT 2       /* the same with selected addresses (the default) */
 #define FF_HOT_SHARE_LOG2 4   /* hot: at least 1/16 of the sample */
 #define FF_WARM 64            /* warm targets with per-lane accumulators */
 #define FF_WARM_SHARE_LOG2 9  /* warm: at least 1/512 of the sample */
@@ -46,6 +47,8 @@ typedef struct {
     int count;                /* an integer count per target */
     int warm;                 /* room for the warm targets' accumulators */
     unsigned int warm_offset, index_offset;   /* bytes: the warm accumulators, the warm index */
+    unsigned int warm_low_offset;   /* bytes to the warm targets' low-word accumulators */
+    int warm_low;             /* warm targets' low words in per-lane accumulators too */
     size_t zero_words;        /* 8-byte words of shared memory zeroed before the rows */
     fixed_rules rules;
     void *target;
@@ -102,12 +105,14 @@ struct ff_split {
 /* The rows of one block into its shared words: H hot targets' top words
  * and counts in registers, warm targets' in per-lane accumulators (found
  * through a byte per target), the rest by shared-memory integer atomics.
- * Returns whether a value fell outside the window. */
-template <class I, int K, int H>
+ * SELECT (the default): the low words go with the top words, and a warm or
+ * other row does one atomic a word at a selected address. Returns whether a
+ * value fell outside the window. */
+template <class I, int K, int H, bool SELECT>
 __device__ __forceinline__ bool ff_rows(const ff_args &a, const ff_split &sp, unsigned long long *words, unsigned int *hits,
                                         unsigned int *flags, const unsigned int *hot, unsigned int nhot,
-                                        unsigned long long *warm_acc, unsigned int *warm_cnt, const unsigned char *warm_index,
-                                        bool warm)
+                                        unsigned long long *warm_acc, unsigned int *warm_cnt, unsigned long long *warm_lo,
+                                        const unsigned char *warm_index, bool warm)
 {
     const unsigned int tid = threadIdx.x, bd = blockDim.x;
     const int lane = tid & 31;
@@ -116,10 +121,14 @@ __device__ __forceinline__ bool ff_rows(const ff_args &a, const ff_split &sp, un
     const float *S = (const float *)a.source, *W = (const float *)a.weights;
     const I *R = (const I *)a.bridge;
     unsigned int hk[H > 0 ? H : 1];
-    unsigned long long hx[H > 0 ? H : 1];
+    unsigned long long hx[H > 0 ? H : 1], hl[K > 1 && H > 0 ? H : 1];
     unsigned int hc[H > 0 ? H : 1];
 #pragma unroll
     for (int j = 0; j < H; j++) hk[j] = j < (int)nhot ? hot[j] : 0xFFFFFFFFu, hx[j] = 0, hc[j] = 0;
+#pragma unroll
+    for (int j = 0; j < (K > 1 ? H : 0); j++) hl[j] = 0;
+    /* Integer sums: where a word is added does not change the words. */
+    const bool warm_low = K > 1 && a.warm_low;
     bool missed = false;
     auto element = [&](int64_t i, unsigned long long key, float s, float w) {
         if (!a.checked && key >= un) {
@@ -139,13 +148,28 @@ __device__ __forceinline__ bool ff_rows(const ff_args &a, const ff_split &sp, un
             return;
         }
         if (flag) atomicOr(flags + (key >> 3), flag << ((key & 7) * 4));
-        if (K > 1 && wd[0]) atomicAdd(words + key, wd[0]);
+        if (K > 1 && wd[0] && !SELECT) atomicAdd(words + key, wd[0]);
         bool is_hot = false;
 #pragma unroll
         for (int j = 0; j < H; j++)
-            if ((unsigned int)key == hk[j]) hx[j] += wd[K - 1], hc[j] += 1, is_hot = true;
+            if ((unsigned int)key == hk[j]) {
+                hx[j] += wd[K - 1], hc[j] += 1, is_hot = true;
+                if (K > 1) hl[j] += wd[0];
+            }
         if (is_hot) return;
         const unsigned int wi = warm ? warm_index[key] : 0u;
+        if constexpr (SELECT) {
+            /* One atomic a word at a selected address, the lane's own
+             * accumulator of a warm target or the target's word: the warm and
+             * other lanes of a warp do not take turns on two branches. */
+            const size_t at = (size_t)(wi ? wi - 1 : 0) * 32 + lane;
+            unsigned long long *top = wi ? warm_acc + at : words + (size_t)(K - 1) * n + key;
+            unsigned long long *low = wi && warm_low ? warm_lo + at : words + key;
+            if (K > 1 && wd[0]) atomicAdd(low, wd[0]);
+            if (wd[K - 1]) atomicAdd(top, wd[K - 1]);
+            if (a.count) atomicAdd(wi ? warm_cnt + at : hits + key, 1u);
+            return;
+        }
         if (wi) {   /* this lane's own accumulator: no other lane of the warp meets it */
             if (wd[K - 1]) atomicAdd(warm_acc + (wi - 1) * 32 + lane, wd[K - 1]);
             if (a.count) atomicAdd(warm_cnt + (wi - 1) * 32 + lane, 1u);
@@ -179,21 +203,23 @@ __device__ __forceinline__ bool ff_rows(const ff_args &a, const ff_split &sp, un
 #pragma unroll
     for (int j = 0; j < H; j++) {
         if (j >= (int)nhot) break;
-        unsigned long long x = hx[j];
+        unsigned long long x = hx[j], lo = K > 1 ? hl[j] : 0ull;
         unsigned int c = hc[j];
         for (int off = 16; off > 0; off >>= 1) {
             x += __shfl_xor_sync(0xFFFFFFFFu, x, off);
             c += __shfl_xor_sync(0xFFFFFFFFu, c, off);
+            if (SELECT) lo += __shfl_xor_sync(0xFFFFFFFFu, lo, off);
         }
         if (lane == 0) {
             if (x) atomicAdd(words + (size_t)(K - 1) * n + hk[j], x);
             if (a.count && c) atomicAdd(hits + hk[j], c);
+            if (SELECT && lo) atomicAdd(words + hk[j], lo);
         }
     }
     return missed;
 }
 
-template <class I, int K> __global__ void __launch_bounds__(FF_BLOCK, 1) map_fixed_few_kernel(ff_args a)
+template <class I, int K, bool SELECT> __global__ void __launch_bounds__(FF_BLOCK, 1) map_fixed_few_kernel(ff_args a)
 {
     extern __shared__ __align__(16) unsigned long long ff_smem[];
     __shared__ int s_top_enc, s_low_enc;
@@ -245,13 +271,16 @@ template <class I, int K> __global__ void __launch_bounds__(FF_BLOCK, 1) map_fix
     /* Hot targets: a share of 1/16 of the sample or more, the first FF_HOT
      * found (which ones does not change the integer sums). */
     const unsigned int bar = (unsigned int)(sample >> FF_HOT_SHARE_LOG2) > 16u ? (unsigned int)(sample >> FF_HOT_SHARE_LOG2) : 16u;
+    /* With selected addresses, two in registers (the rows' registers allow
+     * no more without spills); the other hot ones join the warm targets. */
+    const unsigned int hot_cap = SELECT ? FF_HOT_SELECT : FF_HOT;
     for (int64_t t = tid; t < n; t += bd)
         if (counts[t] >= bar) {
             const unsigned int i = atomicAdd(&s_found, 1u);
-            if (i < FF_HOT) s_hot[i] = (unsigned int)t;
+            if (i < hot_cap) s_hot[i] = (unsigned int)t;
         }
     __syncthreads();
-    const unsigned int nhot = s_found < FF_HOT ? s_found : FF_HOT;
+    const unsigned int nhot = s_found < hot_cap ? s_found : hot_cap;
     /* Warm targets: a share of 1/512 or more below the hot bar, the first
      * FF_WARM found, when the host left room for their accumulators. */
     unsigned int nwarm = 0;
@@ -260,7 +289,7 @@ template <class I, int K> __global__ void __launch_bounds__(FF_BLOCK, 1) map_fix
         if (tid == 0) s_wfound = 0;
         __syncthreads();
         for (int64_t t = tid; t < n; t += bd)
-            if (counts[t] >= wbar && counts[t] < bar) {
+            if (counts[t] >= wbar && (counts[t] < bar || (SELECT && nhot == hot_cap && s_hot[0] != t && s_hot[1] != t))) {
                 const unsigned int i = atomicAdd(&s_wfound, 1u);
                 if (i < FF_WARM) s_warm[i] = (unsigned int)t;
             }
@@ -282,6 +311,7 @@ template <class I, int K> __global__ void __launch_bounds__(FF_BLOCK, 1) map_fix
     /* 2. The rows. */
     unsigned long long *warm_acc = ff_smem + a.warm_offset / 8;
     unsigned int *warm_cnt = (unsigned int *)(warm_acc + FF_WARM * 32);
+    unsigned long long *warm_lo = ff_smem + a.warm_low_offset / 8;
     unsigned char *warm_index = (unsigned char *)ff_smem + a.index_offset;
     const bool warm = nwarm > 0;
     if (warm) {
@@ -289,21 +319,27 @@ template <class I, int K> __global__ void __launch_bounds__(FF_BLOCK, 1) map_fix
         __syncthreads();
     }
     if (!missed) {
-        if (nhot == 0) missed = ff_rows<I, K, 0>(a, sp, words, hits, flags, s_hot, 0, warm_acc, warm_cnt, warm_index, warm);
-        else missed = ff_rows<I, K, FF_HOT>(a, sp, words, hits, flags, s_hot, nhot, warm_acc, warm_cnt, warm_index, warm);
+        /* Each choice its own kernel: the registers of one do not crowd the
+         * other's (without the selected addresses: as before them). */
+        constexpr int H = SELECT ? FF_HOT_SELECT : FF_HOT;
+        if (nhot == 0) missed = ff_rows<I, K, 0, SELECT>(a, sp, words, hits, flags, s_hot, 0, warm_acc, warm_cnt, warm_lo, warm_index, warm);
+        else missed = ff_rows<I, K, H, SELECT>(a, sp, words, hits, flags, s_hot, nhot, warm_acc, warm_cnt, warm_lo, warm_index, warm);
     }
     __syncthreads();
     /* Warm accumulators: one warp per target sums the 32 lanes' parts. */
     for (unsigned int h = tid >> 5; h < nwarm; h += bd >> 5) {
         unsigned long long x = warm_acc[h * 32 + (tid & 31)];
+        unsigned long long lo = K > 1 && a.warm_low ? warm_lo[h * 32 + (tid & 31)] : 0ull;
         unsigned int c = a.count ? warm_cnt[h * 32 + (tid & 31)] : 0u;
         for (int off = 16; off > 0; off >>= 1) {
             x += __shfl_xor_sync(0xFFFFFFFFu, x, off);
             c += __shfl_xor_sync(0xFFFFFFFFu, c, off);
+            lo += __shfl_xor_sync(0xFFFFFFFFu, lo, off);
         }
         if ((tid & 31) == 0) {
             if (x) atomicAdd(words + (size_t)(K - 1) * n + s_warm[h], x);
             if (a.count && c) atomicAdd(hits + s_warm[h], c);
+            if (lo) atomicAdd(words + s_warm[h], lo);
         }
     }
     if (missed) s_missed = 1;   /* a benign race: every writer writes 1 */
@@ -389,20 +425,30 @@ template <class I, int K> __global__ void __launch_bounds__(FF_BLOCK, 1) map_fix
  * warm targets [FF_WARM x 32 accumulators (and counts)][a byte per target];
  * after the barrier the same memory holds the final sums' tiles. */
 typedef struct {
-    size_t warm_offset, index_offset, zero_bytes, smem;
+    size_t warm_offset, warm_low_offset, index_offset, zero_bytes, smem;
 } ff_layout;
 
-static ff_layout ff_layout_of(int64_t n, int K, int count, int warm)
+/* warm_low: the warm targets' low words get accumulators too (after the
+ * counts'). */
+static ff_layout ff_layout_of(int64_t n, int K, int count, int warm, int warm_low)
 {
     ff_layout l;
     const size_t nf = (size_t)(n + 7) / 8;
     const size_t data = (size_t)K * n * 8 + (count ? (size_t)(n + 1) / 2 * 2 * 4 : 0) + (nf + 1) / 2 * 8;
     l.warm_offset = (data + 15) / 16 * 16;
-    l.index_offset = l.warm_offset + (size_t)FF_WARM * 32 * (8 + (count ? 4 : 0));
+    l.warm_low_offset = l.warm_offset + (size_t)FF_WARM * 32 * (8 + (count ? 4 : 0));
+    l.index_offset = l.warm_low_offset + (warm_low ? (size_t)FF_WARM * 32 * 8 : 0);
     l.zero_bytes = warm ? l.index_offset + ((size_t)n + 15) / 16 * 16 : data;
     const size_t red = (size_t)(K + 2) * FF_BLOCK * 8;
     l.smem = l.zero_bytes + 16 > red ? l.zero_bytes + 16 : red;
     return l;
+}
+
+template <bool SELECT> static const void *ff_kernel_for(lac_dtype index, int unit)
+{
+    if (index == LAC_INT32)
+        return unit ? (const void *)map_fixed_few_kernel<int32_t, 1, SELECT> : (const void *)map_fixed_few_kernel<int32_t, FF_WORDS, SELECT>;
+    return unit ? (const void *)map_fixed_few_kernel<int64_t, 1, SELECT> : (const void *)map_fixed_few_kernel<int64_t, FF_WORDS, SELECT>;
 }
 
 extern "C" lac_status lac_map_fixed_few_try(lac_ctx_t ctx, const lac_map_call *call, int *taken)
@@ -427,17 +473,21 @@ extern "C" lac_status lac_map_fixed_few_try(lac_ctx_t ctx, const lac_map_call *c
     const int unit = p->op == LAC_MAP_COUNT && !weighted;
     const int K = unit ? 1 : FF_WORDS;
     const int count = L.track_hits || p->op == LAC_MAP_MEAN;
-    const void *kernel = call->index_dtype == LAC_INT32
-                             ? (unit ? (const void *)map_fixed_few_kernel<int32_t, 1> : (const void *)map_fixed_few_kernel<int32_t, FF_WORDS>)
-                             : (unit ? (const void *)map_fixed_few_kernel<int64_t, 1> : (const void *)map_fixed_few_kernel<int64_t, FF_WORDS>);
+    /* Selected addresses (LACUNA_MAP_CUDA_FIXED_SELECT=0: the kernel before them). */
+    const int select = lac_knob_int(ctx, LAC_KNOB_MAP_CUDA_FIXED_SELECT, 1) != 0;
+    const void *kernel = select ? ff_kernel_for<true>(call->index_dtype, unit) : ff_kernel_for<false>(call->index_dtype, unit);
     size_t smem_max = 0;
     int per_sm = 0;
     LAC_CHECK(lac_map_coop_limits(ctx, kernel, MAP_FACT_FEW, FF_BLOCK, 0, &smem_max, &per_sm));
     /* Warm targets' accumulators where they fit (LACUNA_MAP_CUDA_WARM=0: none). */
     const char *warm_knob = lac_knob_string(ctx, LAC_KNOB_MAP_CUDA_WARM);
     int warm = !(warm_knob && strcmp(warm_knob, "0") == 0);
-    ff_layout lay = ff_layout_of(call->n, K, count, warm);
-    if (lay.smem > smem_max) warm = 0, lay = ff_layout_of(call->n, K, count, 0);
+    /* The hot and warm targets' low words beside their top words
+     * (LACUNA_MAP_CUDA_FIXED_SELECT=0: by shared atomics at the target). */
+    int warm_low = select && K > 1 && warm;
+    ff_layout lay = ff_layout_of(call->n, K, count, warm, warm_low);
+    if (lay.smem > smem_max && warm_low) warm_low = 0, lay = ff_layout_of(call->n, K, count, warm, 0);
+    if (lay.smem > smem_max) warm = 0, lay = ff_layout_of(call->n, K, count, 0, 0);
     const size_t smem = lay.smem;
     if (smem > smem_max) return LAC_SUCCESS;
     LAC_CHECK(lac_map_coop_limits(ctx, kernel, MAP_FACT_FEW, FF_BLOCK, smem, &smem_max, &per_sm));
@@ -481,6 +531,8 @@ extern "C" lac_status lac_map_fixed_few_try(lac_ctx_t ctx, const lac_map_call *c
     a.warm = warm;
     a.warm_offset = (unsigned int)lay.warm_offset;
     a.index_offset = (unsigned int)lay.index_offset;
+    a.warm_low_offset = (unsigned int)lay.warm_low_offset;
+    a.warm_low = warm_low;
     a.zero_words = (lay.zero_bytes + 7) / 8;
     a.rules.op = p->op, a.rules.accumulate = p->accumulate, a.rules.track_hits = L.track_hits;
     a.rules.mean_weighted = 0, a.rules.empty_value = p->empty_value;
