@@ -15,8 +15,8 @@
  * 0.03 of one device's, both models with cross-entropy and BPR, and the
  * first epoch's mean loss at a
  * learning rate of 1e-7 (the negatives' weight) within 1% of one device's,
- * also where most users have no positive in most blocks (the neighbourhood
- * model's cross-entropy).
+ * also where most users have no positive in most blocks (cross-entropy,
+ * both models; within 0.2% for the plain model).
  * More shares than users train on the first device (logged), and
  * deterministic training is refused as on one device. A checkpoint written by a rotation
  * resumes at its end to the same model (on the rotation and on the CPU), and
@@ -283,13 +283,14 @@ TEST(implicit_rotation_ranks_like_one_device)
     free(d.held);
 }
 
-/* Users with one or two interactions on three shares: most have no positive
- * in two of the three item blocks, where the neighbourhood model's
- * cross-entropy still draws their share of negatives (the CPU ranks' rule):
- * the first epoch's mean loss at rates of 1e-7 is one device's within 1%
- * (without those negatives it would be about log 2 x (1 + 4 / 3) against
- * log 2 x 5). The plain model's kernel draws negatives only at positives:
- * not checked. */
+/* Users with one or two interactions on two and three shares: most have no
+ * positive in one or two of the item blocks, where cross-entropy still
+ * draws their share of negatives (the CPU ranks' rule; the plain model: a
+ * stream cell of negatives only): the first epoch's mean loss at rates of
+ * 1e-7 is one device's within 0.2% (the plain model; its logits start near
+ * 0) and 1% (the neighbourhood model), where without those negatives it
+ * would be about log 2 x (1 + 4 / 3) on three shares against log 2 x 5.
+ * BPR draws each pair's negative in its positive's block: not affected. */
 TEST(implicit_negatives_without_a_positive_in_the_block)
 {
     const int64_t users = 3000, items = 300;
@@ -305,24 +306,32 @@ TEST(implicit_negatives_without_a_positive_in_the_block)
         }
     lac_ratings_t r = NULL;
     CHECK_OK(cpu, lac_ratings_from_arrays(cpu, n, u, i, v, &r));
-    lac_mf_params p = lac_mf_params_default();
-    p.implicit = 1;
-    p.k = 16;
-    p.epochs = 1;
-    p.alpha = 1e-7;
-    p.model = LAC_MF_MODEL_NEIGHBOURHOOD;
-    p.neighbours.k = 16;
-    p.rates = (lac_mf_groups){1e-7, 1e-7, 1e-7, 1e-7, 1e-7, 1e-7};
-    double loss[4] = {0};
-    for (int d = 1; d <= 3; d += 2) {
-        lac_mf_model_t m = NULL;
-        CHECK_OK(d == 1 ? one : shares[d], lac_mf_train(d == 1 ? one : shares[d], &p, r, NULL, first_loss, &loss[d], &m, NULL));
-        lac_mf_model_destroy(&m);
+    for (int nbr = 0; nbr <= 1; nbr++) {
+        lac_mf_params p = lac_mf_params_default();
+        p.implicit = 1;
+        p.k = 16;
+        p.epochs = 1;
+        p.alpha = 1e-7;
+        if (nbr) {
+            p.model = LAC_MF_MODEL_NEIGHBOURHOOD;
+            p.neighbours.k = 16;
+            p.rates = (lac_mf_groups){1e-7, 1e-7, 1e-7, 1e-7, 1e-7, 1e-7};
+        }
+        double loss[4] = {0};
+        for (int d = 1; d <= 3; d++) {
+            lac_mf_model_t m = NULL;
+            CHECK_OK(d == 1 ? one : shares[d],
+                     lac_mf_train(d == 1 ? one : shares[d], &p, r, NULL, first_loss, &loss[d], &m, NULL));
+            lac_mf_model_destroy(&m);
+        }
+        const char *name = nbr ? "neighbourhood" : "plain";
+        printf("    sparse users, %s xent: first loss at 1e-7 cuda:0 %.4f, cuda:0,0 %.4f, cuda:0,0,0 %.4f "
+               "(log 2 x 5 = %.4f)\n", name, loss[1], loss[2], loss[3], 5 * log(2.0));
+        for (int d = 2; d <= 3; d++)
+            if (!(fabs(loss[d] - loss[1]) <= (nbr ? 0.01 : 0.002) * loss[1]))
+                HARNESS_FAIL("sparse users, %s, %d shares: first loss %.4f vs one device's %.4f", name, d, loss[d],
+                             loss[1]);
     }
-    printf("    sparse users, neighbourhood xent: first loss at 1e-7 cuda:0 %.4f, cuda:0,0,0 %.4f (log 2 x 5 = %.4f)\n",
-           loss[1], loss[3], 5 * log(2.0));
-    if (!(fabs(loss[3] - loss[1]) <= 0.01 * loss[1]))
-        HARNESS_FAIL("sparse users, 3 shares: first loss %.4f vs one device's %.4f", loss[3], loss[1]);
     lac_ratings_destroy(&r);
     free(u);
     free(i);

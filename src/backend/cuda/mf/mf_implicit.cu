@@ -13,6 +13,7 @@ struct lac_mf_cuda_implicit {
     const lac_mf_call *call;
     lac_mf_cuda_implicit_kernel kernel;
     int negatives, bpr, share;
+    int alone;                      /* cells without a positive in the stream (alone_cells) */
     int64_t cells, steps;
     float *neg_weight, *user_scale;
     int64_t *seen_start;
@@ -41,7 +42,7 @@ lac_status lac_mf_cuda_implicit_begin(lac_ctx_t ctx, const lac_mf_call *call, in
     const int share = bpr || call->share < 1 ? 1 : call->share;
     /* with shared negatives most cells take (negatives / share) rounded up */
     /* lists (a weight per cell): shared negatives, or a GPU rank's part's scale (upload) */
-    const int lists = share > 1 || (call->negative_scale && !bpr);
+    const int lists = call->negative_scale && !bpr ? 2 : share > 1;   /* 2: and cells without a positive */
     lac_mf_cuda_implicit_kernel k = lac_mf_cuda_implicit_choose(pieces, (negatives + share - 1) / share, lists);
     if (!k.fn)
         return lac_error(ctx, LAC_ERR_UNSUPPORTED, "implicit feedback on CUDA takes k <= %d (k = %d: --device cpu)",
@@ -200,6 +201,8 @@ lac_status lac_mf_cuda_implicit_epoch(lac_ctx_t ctx, lac_mf_cuda_implicit *m, co
     dr.neg_weight = m->neg_weight;
     dr.user_scale = m->user_scale;
     dr.neg_cum = m->neg_cum;
+    dr.rating = m->alone ? base->rating : NULL;
+    dr.alone = (m->negatives + m->share - 1) / m->share;
     lac_mf_cuda_implicit_args a;
     a.base = *base;
     a.neg = m->neg;
@@ -209,7 +212,6 @@ lac_status lac_mf_cuda_implicit_epoch(lac_ctx_t ctx, lac_mf_cuda_implicit *m, co
     return lac_mf_cuda_implicit_launch(ctx, &m->kernel, blocks, &dr, &a);
 }
 
-/* The neighbourhood model. */
 void lac_mf_cuda_implicit_cells_free(lac_mf_data *c)
 {
     free(c->row_start);
@@ -218,6 +220,46 @@ void lac_mf_cuda_implicit_cells_free(lac_mf_data *c)
     free(c->row_order);
     memset(c, 0, sizeof *c);
 }
+
+lac_status lac_mf_cuda_implicit_alone_cells(lac_ctx_t ctx, lac_mf_cuda_implicit *m, lac_mf_data *c)
+{
+    const lac_mf_data *d = m->call->data;
+    const float *scale = m->bpr ? NULL : m->call->negative_scale;
+    const int64_t nu = d->num_users;
+    memset(c, 0, sizeof *c);
+    int64_t more = 0;
+    for (int64_t u = 0; scale && u < nu; u++) more += d->row_start[u + 1] == d->row_start[u] && scale[u] > 0.0f;
+    if (!more || !d->num_items) return LAC_SUCCESS;
+    *c = *d;
+    c->nnz = d->nnz + more;
+    c->row_start = (int64_t *)malloc((size_t)(nu + 1) * sizeof *c->row_start);
+    c->row_order = (int32_t *)malloc((size_t)(nu ? nu : 1) * sizeof *c->row_order);
+    c->col = (int32_t *)malloc((size_t)c->nnz * sizeof *c->col);
+    c->val = (float *)malloc((size_t)c->nnz * sizeof *c->val);
+    c->neg_cum = NULL;
+    if (!c->row_start || !c->row_order || !c->col || !c->val) {
+        lac_mf_cuda_implicit_cells_free(c);
+        return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "out of host memory for the implicit cells");
+    }
+    /* users by count, most first, still (a zero count became one, after every other) */
+    if (nu) memcpy(c->row_order, d->row_order, (size_t)nu * sizeof *c->row_order);
+    c->row_start[0] = 0;
+    for (int64_t u = 0; u < nu; u++) {
+        const int64_t lo = d->row_start[u], n = d->row_start[u + 1] - lo, w = c->row_start[u];
+        memcpy(c->col + w, d->col + lo, (size_t)n * sizeof *c->col);
+        memcpy(c->val + w, d->val + lo, (size_t)n * sizeof *c->val);
+        const int add = n == 0 && scale[u] > 0.0f;
+        if (add) {   /* placeholders spread over the items (the schedule's popular ones stay its own) */
+            c->col[w] = (int32_t)(u % d->num_items);
+            c->val[w] = -1.0f;
+        }
+        c->row_start[u + 1] = w + n + add;
+    }
+    m->alone = 1;
+    return LAC_SUCCESS;
+}
+
+/* The neighbourhood model. */
 
 lac_status lac_mf_cuda_implicit_nbr_begin(lac_ctx_t ctx, const lac_mf_call *call, lac_mf_cuda_implicit **out,
                                           lac_mf_data *c)

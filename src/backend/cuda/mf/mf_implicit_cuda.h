@@ -27,6 +27,8 @@ struct lac_mf_cuda_draw_args {
     float *neg_weight;              /* cells: the negatives' weight (lists: share > 1 or user_scale; NULL: 1) */
     const float *user_scale;        /* per user: its negatives' weight (call.negative_scale; NULL: 1) */
     const uint64_t *neg_cum;        /* num_items: the items' cumulative weights (NULL: uniform) */
+    const float *rating;            /* groups x steps: < 0 a cell without a positive (NULL: none) */
+    int alone;                      /* such a cell's negatives: ceil(negatives / share) */
 };
 
 /* The arguments of one epoch (passed by value). */
@@ -60,7 +62,8 @@ struct lac_mf_cuda_implicit_kernel {
     lac_mf_cuda_implicit_fn fn;
     int lanes, groups_per_block;
 };
-/* lists: shared negatives (cells end their lists with -1, neg_weight). */
+/* lists: shared negatives (cells end their lists with -1, neg_weight); 2:
+ * also cells without a positive (lac_mf_cuda_implicit_alone_cells). */
 lac_mf_cuda_implicit_kernel lac_mf_cuda_implicit_choose(int pieces, int negatives_per_cell, int lists);
 lac_status lac_mf_cuda_implicit_occupancy(lac_ctx_t ctx, const lac_mf_cuda_implicit_kernel *k, int *blocks_per_sm);
 lac_status lac_mf_cuda_implicit_launch(lac_ctx_t ctx, const lac_mf_cuda_implicit_kernel *k, unsigned blocks,
@@ -72,6 +75,14 @@ typedef struct lac_mf_cuda_implicit lac_mf_cuda_implicit;
 /* Chooses the kernel (an error for rows too wide) before the schedule. */
 lac_status lac_mf_cuda_implicit_begin(lac_ctx_t ctx, const lac_mf_call *call, int pieces,
                                       lac_mf_cuda_implicit **out, lac_mf_cuda_implicit_kernel *kernel);
+/* A block of the items (call.negative_scale, cross-entropy): the data the
+ * schedule deals, call.data with one cell more, of weight -1 (no positive;
+ * its item a placeholder), for each user with a scale but no interaction
+ * there, whose share of one process's negatives (`negatives` x its scale,
+ * as the CPU's part epoch) that cell draws (lac_mf_cuda_draw_args.alone);
+ * *cells left empty where no user needs one. Freed by
+ * lac_mf_cuda_implicit_cells_free. */
+lac_status lac_mf_cuda_implicit_alone_cells(lac_ctx_t ctx, lac_mf_cuda_implicit *m, lac_mf_data *cells);
 /* Uploads the users' item lists and the cells' users, replicas and draws'
  * room for the schedule. */
 lac_status lac_mf_cuda_implicit_upload(lac_ctx_t ctx, lac_mf_cuda_implicit *m, const lac_mf_schedule *sch);

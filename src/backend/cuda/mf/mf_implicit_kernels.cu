@@ -47,7 +47,9 @@ static __device__ __forceinline__ int32_t replica_row(const lac_mf_cuda_draw_arg
 
 /* A thread per (cell, negative) (SHARED: per cell, which finds its rank
  * once and writes its list: most cells take one or none, -1 after the
- * last; and its negatives' weight, times user_scale's). */
+ * last; and its negatives' weight, times user_scale's; a cell without a
+ * positive (rating < 0) takes `alone` with key -1 and t = 0, 1, ..., the
+ * neighbourhood model's draws for such a user). */
 template <bool SHARED>
 static __global__ void draw_negatives(lac_mf_cuda_draw_args a)
 {
@@ -67,10 +69,16 @@ static __global__ void draw_negatives(lac_mf_cuda_draw_args a)
         a.neg[x] = replica_row(a, draw_unseen(a.neg_cum, seed, j, t, items, len, a.num_items), cell);
         return;
     }
-    int first, size;
-    int32_t key;
-    const int cnt = lac_mf_share(find_item(items, len, j), len, a.share, a.negatives, j, &first, &size, &key);
-    if (a.neg_weight) a.neg_weight[cell] = (float)size * (a.user_scale ? __ldg(a.user_scale + u) : 1.0f);
+    int first = 0, size = 1, cnt;
+    int32_t key = -1;
+    const float scale = a.user_scale ? __ldg(a.user_scale + u) : 1.0f;
+    if (a.rating && __ldg(a.rating + cell) < 0.0f) {   /* no positive here: the user's share alone */
+        cnt = a.alone;
+        if (a.neg_weight) a.neg_weight[cell] = scale * (float)a.negatives / (float)a.alone;
+    } else {
+        cnt = lac_mf_share(find_item(items, len, j), len, a.share, a.negatives, j, &first, &size, &key);
+        if (a.neg_weight) a.neg_weight[cell] = (float)size * scale;
+    }
     for (int b = 0; b < a.negatives; b++) {
         a.neg[cell * a.negatives + b] =
             b < cnt ? replica_row(a, draw_unseen(a.neg_cum, seed, key, first + b * size, items, len, a.num_items), cell)
@@ -106,8 +114,11 @@ lac_status lac_mf_cuda_implicit_launch_nbr_draws(lac_ctx_t ctx, const lac_mf_cud
  * row), up to NB negatives scored together (NB <= G). LISTS (shared
  * negatives): a cell's negatives end with -1 and weigh neg_weight; without,
  * every cell has all of them with weight 1 and the loop's bounds are known
- * (measured 14-21% faster: the lists cost the unshared default). */
-template <int G, int V, bool FULL, int NB, bool LISTS>
+ * (measured 14-21% faster: the lists cost the unshared default). ALONE (a
+ * block of the items, with lists): a cell of weight < 0 has no positive,
+ * only its negatives (a user without a positive in the block); one device's
+ * kernels do without the test. */
+template <int G, int V, bool FULL, int NB, bool LISTS, bool ALONE = false>
 static __global__ void __launch_bounds__(32 * LAC_MF_WARPS_PER_BLOCK) implicit_epoch(lac_mf_cuda_implicit_args ia)
 {
     const lac_mf_cuda_epoch_args &a = ia.base;
@@ -164,7 +175,7 @@ static __global__ void __launch_bounds__(32 * LAC_MF_WARPS_PER_BLOCK) implicit_e
         /* the positive with the first NB negatives, then the rest NB at a time;
          * LISTS: -1 ends the cell's negatives (shared ones: most cells have 0 or 1) */
         for (int c0 = 0, more = 1; LISTS ? more != 0 : c0 < negs; c0 += NB) {
-            const bool pos = c0 == 0;
+            const bool pos = c0 == 0 && (!ALONE || w_now >= 0.0f);
             int cnt = negs - c0 < NB ? negs - c0 : NB;   /* LISTS: counted below */
             int32_t rows[NB];
             if (c0 == 0) {
@@ -276,37 +287,39 @@ static __global__ void __launch_bounds__(32 * LAC_MF_WARPS_PER_BLOCK) implicit_e
         atomicAdd(a.sse + (blockIdx.x * LAC_MF_WARPS_PER_BLOCK + (threadIdx.x >> 5)) % LAC_MF_SSE_SLOTS, (double)loss);
 }
 
-template <int G, int NB, bool LISTS>
+template <int G, int NB, bool LISTS, bool ALONE>
 static lac_mf_cuda_implicit_fn full(int v)
 {
     switch (v) {
-    case 1: return implicit_epoch<G, 1, true, NB, LISTS>;
-    case 2: return implicit_epoch<G, 2, true, NB, LISTS>;
-    case 3: return implicit_epoch<G, 3, true, NB, LISTS>;
-    case 4: return implicit_epoch<G, 4, true, NB, LISTS>;
+    case 1: return implicit_epoch<G, 1, true, NB, LISTS, ALONE>;
+    case 2: return implicit_epoch<G, 2, true, NB, LISTS, ALONE>;
+    case 3: return implicit_epoch<G, 3, true, NB, LISTS, ALONE>;
+    case 4: return implicit_epoch<G, 4, true, NB, LISTS, ALONE>;
     default: return NULL;
     }
 }
 
-template <int NB, bool LISTS>
+template <int NB, bool LISTS, bool ALONE = false>
 static lac_mf_cuda_implicit_fn full_lanes(int g, int v)
 {
-    return g == 4 ? full<4, NB, LISTS>(v) : g == 8 ? full<8, NB, LISTS>(v) : g == 16 ? full<16, NB, LISTS>(v)
-                                                                                     : full<32, NB, LISTS>(v);
+    return g == 4    ? full<4, NB, LISTS, ALONE>(v)
+           : g == 8  ? full<8, NB, LISTS, ALONE>(v)
+           : g == 16 ? full<16, NB, LISTS, ALONE>(v)
+                     : full<32, NB, LISTS, ALONE>(v);
 }
 
-template <bool LISTS>
+template <bool LISTS, bool ALONE = false>
 static lac_mf_cuda_implicit_fn masked(int v)
 {
     switch (v) {
-    case 1: return implicit_epoch<32, 1, false, 1, LISTS>;
-    case 2: return implicit_epoch<32, 2, false, 1, LISTS>;
-    case 3: return implicit_epoch<32, 3, false, 1, LISTS>;
-    case 4: return implicit_epoch<32, 4, false, 1, LISTS>;
-    case 5: return implicit_epoch<32, 5, false, 1, LISTS>;
-    case 6: return implicit_epoch<32, 6, false, 1, LISTS>;
-    case 7: return implicit_epoch<32, 7, false, 1, LISTS>;
-    case 8: return implicit_epoch<32, 8, false, 1, LISTS>;
+    case 1: return implicit_epoch<32, 1, false, 1, LISTS, ALONE>;
+    case 2: return implicit_epoch<32, 2, false, 1, LISTS, ALONE>;
+    case 3: return implicit_epoch<32, 3, false, 1, LISTS, ALONE>;
+    case 4: return implicit_epoch<32, 4, false, 1, LISTS, ALONE>;
+    case 5: return implicit_epoch<32, 5, false, 1, LISTS, ALONE>;
+    case 6: return implicit_epoch<32, 6, false, 1, LISTS, ALONE>;
+    case 7: return implicit_epoch<32, 7, false, 1, LISTS, ALONE>;
+    case 8: return implicit_epoch<32, 8, false, 1, LISTS, ALONE>;
     default: return NULL;
     }
 }
@@ -315,19 +328,24 @@ static lac_mf_cuda_implicit_fn masked(int v)
  * negatives together (one when cells mostly take one: shared negatives, BPR;
  * fewer registers); rows no group divides take a full warp with one
  * negative at a time in registers (NB = 1); rows on its general path are
- * too wide (fn NULL). lists: shared negatives' cells (LISTS). */
+ * too wide (fn NULL). lists: shared negatives' cells (LISTS); 2: and cells
+ * without a positive (ALONE). */
 lac_mf_cuda_implicit_kernel lac_mf_cuda_implicit_choose(int pieces, int negatives_per_cell, int lists)
 {
     const lac_mf_cuda_kernel e = lac_mf_cuda_choose_kernel(pieces, 0, 1);
-    const int g = e.lanes, v = pieces / g;
+    const int g = e.lanes, v = pieces / g, one = negatives_per_cell <= 1;
     lac_mf_cuda_implicit_kernel k;
     k.lanes = g;
     k.groups_per_block = LAC_MF_WARPS_PER_BLOCK * (32 / g);
     if (pieces > 32 * LAC_MF_MAX_PIECES) k.fn = NULL;
     else if (pieces % g == 0 && v <= 4)
-        k.fn = negatives_per_cell <= 1 ? (lists ? full_lanes<1, true>(g, v) : full_lanes<1, false>(g, v))
-                                       : (lists ? full_lanes<4, true>(g, v) : full_lanes<4, false>(g, v));
-    else k.fn = lists ? masked<true>((pieces + 31) / 32) : masked<false>((pieces + 31) / 32);
+        k.fn = lists == 2 ? (one ? full_lanes<1, true, true>(g, v) : full_lanes<4, true, true>(g, v))
+               : one      ? (lists ? full_lanes<1, true>(g, v) : full_lanes<1, false>(g, v))
+                          : (lists ? full_lanes<4, true>(g, v) : full_lanes<4, false>(g, v));
+    else
+        k.fn = lists == 2 ? masked<true, true>((pieces + 31) / 32)
+               : lists    ? masked<true>((pieces + 31) / 32)
+                          : masked<false>((pieces + 31) / 32);
     return k;
 }
 

@@ -35,8 +35,9 @@
  * only (the other blocks' rows are being trained elsewhere), weighted to its
  * users' share of one process's, as a GPU rank's part does (mf_parts.cu);
  * the neighbourhood model's negatives are cells of its stream (drawn with
- * weight 0 outside the block's rows), also for a user with no positive in
- * the block (cross-entropy; mf_implicit.cu). */
+ * weight 0 outside the block's rows); with cross-entropy a user with no
+ * positive in the block draws its share there too (both models;
+ * mf_implicit.cu). */
 #include "backend/cuda/mf/mf_multi_cuda.h"
 #include "backend/cuda/mf/mf_cuda.h"
 #include "backend/cuda/mf/mf_parts_cuda.h"

@@ -22,10 +22,9 @@
  * weight negative_scale, the user's share of one process's
  * (lac_mf_cuda_block_negatives). The neighbourhood model takes them as its
  * stream's negatives' cells (mf_implicit.cu), drawn by weights that are 0
- * outside the part, and with cross-entropy its part holds every user of
- * the rank, so that a user without a positive in the part draws its share
- * there as on the CPU; the plain model's kernel hangs negatives on
- * positives, so such a user gets none there.
+ * outside the part. With cross-entropy a part holds every user of the rank,
+ * so that a user without a positive in the part draws its share there as
+ * on the CPU (the plain model: a cell of negatives only in its stream).
  * The neighbourhood model's part keeps the model's item indices
  * (every item a row on the device, the part's with ratings): a rating's
  * terms read its user's whole row R(i) (rated_*, this rank's users, model
@@ -80,9 +79,9 @@ static lac_status make_sub(lac_ctx_t ctx, lac_mf_cuda_part *q)
     }
     q->part_items = ni;
     if (q->whole_items) ni = d->num_items;
-    /* the neighbourhood model's cross-entropy: every user with interactions
-     * (its negatives' cells need no positive here; lac_mf_cuda_block_negatives) */
-    const int every = q->whole_items && q->call.implicit && q->call.loss != LAC_MF_LOSS_BPR;
+    /* cross-entropy: every user with interactions (its negatives need no
+     * positive here; lac_mf_cuda_block_negatives) */
+    const int every = q->call.implicit && q->call.loss != LAC_MF_LOSS_BPR;
     for (int64_t x = 0; st == LAC_SUCCESS && x < d->num_users; x++) {
         int64_t a = d->row_start[x];
         while (a < d->row_start[x + 1] && item_local[d->col[a]] < 0) a++;

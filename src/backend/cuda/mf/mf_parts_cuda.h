@@ -28,10 +28,9 @@ void lac_mf_cuda_part_end(lac_ctx_t ctx, lac_mf_cuda_part *q);
  * for BPR) = n x share / n_b (lac_mf_part_share), so that its negatives
  * there weigh, in expectation, as one process's that land in the block; a
  * user with no positive there (n_b = 0) gets n x share, its negatives'
- * `negatives` x that in all, which the neighbourhood model's stream takes
- * as cells of their own (the CPU ranks' rule; the plain model's kernel
- * draws negatives only at positives, so such a user gets none there). The
- * caller frees both. */
+ * `negatives` x that in all, which both models' streams take as cells of
+ * their own (the CPU ranks' rule; mf_implicit_cuda.h). The caller frees
+ * both. */
 lac_status lac_mf_cuda_block_negatives(lac_ctx_t ctx, const lac_mf_call *call, const int32_t *item_part, int part,
                                        const lac_mf_data *sub, const int32_t *users_of, const int32_t *row_item,
                                        float **scale, uint64_t **cum);

@@ -197,7 +197,8 @@ lac_status lac_mf_cuda_one_begin(lac_ctx_t ctx, const lac_mf_call *call, lac_mf_
     int per_sm = 0;
 
     /* implicit feedback with the neighbourhood model: its kernel on a stream
-     * of the interactions and their negatives' cells (mf_implicit_cuda.h) */
+     * of the interactions and their negatives' cells; the plain model's on a
+     * block of the items: and cells without a positive (mf_implicit_cuda.h) */
     lac_mf_data cells;
     memset(&cells, 0, sizeof cells);
     const lac_mf_data *sd = d;   /* what the schedule deals */
@@ -210,6 +211,9 @@ lac_status lac_mf_cuda_one_begin(lac_ctx_t ctx, const lac_mf_call *call, lac_mf_
         s->kernel.fn = NULL;
         s->kernel.lanes = ik.lanes;
         s->kernel.groups_per_block = ik.groups_per_block;
+        /* a block of the items: users without a positive there take a cell of negatives */
+        LAC_CHECK_GOTO(lac_mf_cuda_implicit_alone_cells(ctx, s->implicit, &cells), st, fail);
+        if (cells.row_start) sd = &cells;
     } else if (f->nbr_k) {   /* its own kernel; s->kernel keeps only the group shape */
         lac_mf_cuda_nbr_kernel nk;
         LAC_CHECK_GOTO(lac_mf_cuda_nbr_begin(ctx, &s->call, s->stride / 4, &s->nbr, &nk), st, fail);
