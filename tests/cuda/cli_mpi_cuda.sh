@@ -177,15 +177,21 @@ done
 # its first epoch moves; its parts' weights are the same code's as the
 # several-device rotation's, checked frozen in tests/cuda/test_mf_multi_cuda.c)
 o="--implicit -k 16 -t 1 -a 1e-7 --json --device cuda --no-search"
-"$tool" mf train imp_train.txt w.model $o > w1.json
-l1=$(key train_loss w1.json)
-TOL=0.01
-for np in 2 3; do
-    mpi $np "$tool" mf train imp_train.txt w.model $o > wn.json
-    ln=$(key train_loss wn.json)
-    echo "mf implicit: first loss at 1e-7 one GPU $l1, -np $np GPU ranks $ln (log 2 x 5 = 3.4657)"
-    check "mf implicit -np $np GPU ranks: the first loss $ln (negatives' weight) within $TOL of log 2 x 5" "close $ln 3.4657359"
-done
+# first_losses DATA TOL WHAT [REF]: one GPU's first loss on DATA, then -np 2
+# and -np 3 GPU ranks' within TOL of REF (default: one GPU's)
+first_losses() {
+    local l1 ln np ref
+    "$tool" mf train "$1" w.model $o > w1.json
+    l1=$(key train_loss w1.json); ref=${4:-$l1}; TOL=$2
+    for np in 2 3; do
+        mpi $np "$tool" mf train "$1" w.model $o > wn.json
+        ln=$(key train_loss wn.json)
+        echo "mf implicit, $3: first loss at 1e-7 one GPU $l1, -np $np GPU ranks $ln (against $ref)"
+        check "mf implicit -np $np GPU ranks, $3: the first loss $ln (negatives' weight) within $TOL of $ref" \
+            "close $ln $ref"
+    done
+}
+first_losses imp_train.txt 0.01 "planted" 3.4657359   # log 2 x 5
 # Users of one or two interactions: most have none in a rank's block, where
 # its part still draws their share of negatives (cross-entropy: a part holds
 # every user of the rank; the plain model's stream a cell of negatives only
@@ -197,15 +203,7 @@ for u in range(3000):
     a = random.randrange(300)
     print(u + 1, a + 1, 1)
     if u % 2: print(u + 1, (a + 1) % 300 + 1, 1)' > sparse.txt
-"$tool" mf train sparse.txt w.model $o > s1.json
-l1=$(key train_loss s1.json)
-TOL=0.002
-for np in 2 3; do
-    mpi $np "$tool" mf train sparse.txt w.model $o > sn.json
-    ln=$(key train_loss sn.json)
-    echo "mf implicit, users of 1-2 interactions: first loss at 1e-7 one GPU $l1, -np $np GPU ranks $ln"
-    check "mf implicit -np $np GPU ranks, sparse users: the first loss $ln within $TOL of one GPU's $l1" "close $ln $l1"
-done
+first_losses sparse.txt 0.002 "users of 1-2 interactions"
 
 echo "$passes passed, $fails failed"
 [ $fails -eq 0 ]
