@@ -71,6 +71,7 @@ static double jac_sum[3];
 enum { TRACE_MAX = 4096 };
 static double trace_sweeps[TRACE_MAX];
 static long long trace_refused[TRACE_MAX];
+static long long trace_sharp[TRACE_MAX];   /* proved by Cholesky where Gershgorin was refused */
 static int tracing, trace_count;
 /* The phase clock's line (LACUNA_IMPUTE_CUDA_PHASES): iterations, then the
  * medians of GFT, SVT, iGFT, the imputation step (-1: inside the iGFT) and
@@ -112,13 +113,16 @@ static void note_subspace(lac_log_level level, const char *message, void *user)
     const char *j = strstr(message, "SVT by Jacobi");
     const char *sw = j ? strstr(j, "sweeps mean ") : NULL;
     double mean, most;
-    long long refused = 0;
+    long long refused = 0, sharp = 0;
+    const char *ch = sw ? strstr(sw, "Gershgorin was refused on ") : NULL;
+    if (ch) sharp = atoll(ch + strlen("Gershgorin was refused on "));
     if (sw && sscanf(sw, "sweeps mean %lf, max %lf, certificate refused on %lld", &mean, &most, &refused) >= 2) {
         jac_sum[0]++;
         jac_sum[1] += mean;
         if (most > jac_sum[2]) jac_sum[2] = most;
         if (tracing && trace_count < TRACE_MAX) {
             trace_sweeps[trace_count] = mean;
+            trace_sharp[trace_count] = sharp;
             trace_refused[trace_count++] = refused;
         }
     }
@@ -485,15 +489,17 @@ static void bench_protocol(const char *path, double ratio, int gemm, lac_ctx_t r
     tracing = 0;
     print_sweeps(jac_before);
     if (trace_count > 0) {
-        long long refused = 0, passes_refused = 0;
+        long long refused = 0, passes_refused = 0, sharp = 0;
         printf("      sweeps a pass (slices refused their certificate):");
         for (int i = 0; i < trace_count; i++) {
             printf(trace_refused[i] ? " %.2f(%lld)" : " %.2f", trace_sweeps[i], trace_refused[i]);
             refused += trace_refused[i];
             passes_refused += trace_refused[i] > 0;
+            sharp += trace_sharp[i];
         }
-        printf("\n      certificates refused: %lld slice-passes in %lld of %d passes\n", refused, passes_refused,
-               trace_count);
+        printf("\n      certificates refused: %lld slice-passes in %lld of %d passes; proved by Cholesky where "
+               "Gershgorin was refused: %lld\n",
+               refused, passes_refused, trace_count, sharp);
     }
     if (run == gpu_also) printf("(--also %s) ", also_knobs);
     printf("ego-Facebook 50x50x4039 ratio %.2f%s: %.3f s incl. eigendecomposition (run %.3f s, %lld iterations), "

@@ -624,6 +624,154 @@ TEST(subspace_svt_certifies_or_falls_back)
     free(l2);
 }
 
+/* What the Jacobi pass logged last: slices whose certificate for the
+ * columns below λ was refused, and those Cholesky proved after Gershgorin
+ * refused. */
+static long long jac_refused = -1, jac_sharp = -1;
+
+static void note_jacobi(lac_log_level level, const char *message, void *user)
+{
+    (void)level;
+    (void)user;
+    const char *at = strstr(message, "certificate refused on ");
+    const char *ch = strstr(message, "Gershgorin was refused on ");
+    if (!strstr(message, "SVT by Jacobi") || !at || !ch) return;
+    jac_refused = atoll(at + strlen("certificate refused on "));
+    jac_sharp = atoll(ch + strlen("Gershgorin was refused on "));
+}
+
+/* The Jacobi pass's warm start leaves pairs of columns below (0.8 λ)²
+ * unrotated and then proves that the block below λ hides no singular value
+ * above it. Two passes on one state whose slices are set between them (every
+ * vertex missing, identity basis: slice k is X_I's column k): the σmax pass
+ * on A0 = Q diag(s) Pᵀ (three values above λ = 1, 37 in [0.25, 0.6] or, for
+ * the hidden case, [0.2, 0.45]), then
+ * the λ pass on A1 = Q (diag(s) + M) Pᵀ, M nonzero only on the 37 below:
+ *   proved: M = 0.04·Gaussian: every column of the block stays below
+ *     0.8 λ, Gershgorin's discs (|γ| summed over 36 columns) cross λ², but
+ *     the block's largest singular value stays below 0.9 λ: Cholesky proves;
+ *   hidden: M = 1.3 x yᵀ (x, y of ±1/√37): the columns stay below 0.55 λ but
+ *     the block holds a singular value near 1.3 λ: both refuse, and every
+ *     pair is rotated.
+ * Each against LAPACK, and the log's counts. */
+TEST(jacobi_certificate_proves_or_refuses_the_block_below_lambda)
+{
+    const int64_t m = 40, n = 48, N = 8, size = m * n, p = 40, b = p - 3;
+    float *a0 = malloc(sizeof(float) * (size_t)(N * size)), *a1 = malloc(sizeof(float) * (size_t)(N * size));
+    float *out = malloc(sizeof(float) * (size_t)(N * size));
+    double *lambda = malloc(sizeof(double) * (size_t)N), *sv = malloc(sizeof(double) * (size_t)p);
+    double *g = malloc(sizeof(double) * (size_t)(n * p)), *q = malloc(sizeof(double) * (size_t)(n * p));
+    double *pt = malloc(sizeof(double) * (size_t)(p * p)), *d = malloc(sizeof(double) * (size_t)(p * p));
+    double *t = malloc(sizeof(double) * (size_t)(n * p));
+    unsigned long long seed = 9090;
+    for (int64_t k = 0; k < N; k++) {
+        const int hidden = (int)(k % 2);
+        lambda[k] = 1;
+        /* Q (n x p) and Pᵀ (p x p) orthonormal, from a Gaussian's SVD. */
+        for (int64_t i = 0; i < n * p; i++) g[i] = gaussian(&seed);
+        if (LAPACKE_dgesdd(LAPACK_COL_MAJOR, 'S', (int)n, (int)p, g, (int)n, sv, q, (int)n, pt, (int)p) != 0)
+            HARNESS_FAIL("dgesdd");
+        for (int pass = 0; pass < 2; pass++) {
+            memset(d, 0, sizeof(double) * (size_t)(p * p));
+            d[0] = 10, d[1 + p] = 8, d[2 + 2 * p] = 6;
+            for (int64_t j = 0; j < b; j++) {
+                const double lo = hidden ? 0.2 : 0.25, hi = hidden ? 0.45 : 0.6;
+                d[(3 + j) * (p + 1)] = hi - (hi - lo) * (double)j / (double)(b - 1);
+            }
+            if (pass == 1) {
+                double x[64], y[64];
+                for (int64_t j = 0; j < b; j++) {
+                    x[j] = (gaussian(&seed) < 0 ? -1 : 1) / sqrt((double)b);
+                    y[j] = (gaussian(&seed) < 0 ? -1 : 1) / sqrt((double)b);
+                }
+                for (int64_t j = 0; j < b; j++)
+                    for (int64_t i = 0; i < b; i++)
+                        d[(3 + i) + (3 + j) * p] += hidden ? 1.3 * x[i] * y[j] : 0.04 * gaussian(&seed);
+            }
+            /* A = Q D Pᵀ, n x p column-major (rows = n, cols = m). */
+            for (int64_t j = 0; j < p; j++)
+                for (int64_t r = 0; r < n; r++) {
+                    double v = 0;
+                    for (int64_t i = 0; i < p; i++) v += q[r + i * n] * d[i + j * p];
+                    t[r + j * n] = v;
+                }
+            float *a = (pass ? a1 : a0) + k * size;
+            for (int64_t c = 0; c < p; c++)
+                for (int64_t r = 0; r < n; r++) {
+                    double v = 0;
+                    for (int64_t i = 0; i < p; i++) v += t[r + i * n] * pt[i + c * p];
+                    a[r + c * n] = (float)v;
+                }
+        }
+        /* The design: A1's fourth singular value below 0.9 λ (proved) or
+         * above 1.2 λ (hidden). */
+        reference_svt((int)n, (int)m, a1 + k * size, -1, sv, NULL);
+        if (hidden ? !(sv[3] > 1.2) : !(sv[3] < 0.9))
+            HARNESS_FAIL("slice %lld: σ4 = %.4g, not what the case needs", (long long)k, sv[3]);
+    }
+    const lac_impute_backend *be = lac_impute_backend_cuda();
+    unsigned char *state = malloc((size_t)N);
+    int64_t *inc = malloc(sizeof(int64_t) * (size_t)N);
+    for (int64_t v = 0; v < N; v++) state[v] = LAC_VERTEX_MISSING, inc[v] = v;
+    float *zeros = calloc((size_t)(N * size), sizeof(float));
+    struct lac_gft gf;
+    lac_impute_problem pr;
+    identity_problem(N, m, n, zeros, state, &gf, &pr);
+    pr.incomplete = inc;
+    pr.num_incomplete = N;
+    const double tol = 2e-6 * sqrt((double)n);
+    const char *knobs[2] = {"IMPUTE_CUDA_SVT=jacobi", "IMPUTE_CUDA_SVT=jacobi,IMPUTE_CUDA_SUBSPACE=off"};
+    for (int run = 0; run < 2; run++) {
+        lac_ctx_t c = logged_context(knobs[run], note_jacobi, LAC_LOG_DEBUG);
+        void *st = NULL, *x_est = NULL;
+        double tsq = 0, tmsq = 0, err = 0;
+        int64_t elements = 0;
+        lac_dtype dt;
+        lac_impute_svt_stats stats;
+        /* igft_part makes the host mirror of X_I that incomplete hands out. */
+        int ok = c && be && be->setup(c, &pr, &st, &tsq, &tmsq) == 0 && be->igft_part(c, st, 0, N, 0, &err) == 0;
+        float *x = ok ? (float *)be->incomplete(st, &x_est, &elements, &dt) : NULL;
+        if (ok && x && elements == size && dt == LAC_FLOAT32) {
+            memcpy(x, a0, sizeof(float) * (size_t)(N * size));
+            ok = be->gft(c, st) == 0 && be->svt(c, st, NULL, NULL, &stats) == 0;
+            x = ok ? (float *)be->incomplete(st, &x_est, &elements, &dt) : NULL;
+            if (x) memcpy(x, a1, sizeof(float) * (size_t)(N * size));
+            jac_refused = jac_sharp = -1;
+            ok = x && be->gft(c, st) == 0 && be->svt(c, st, lambda, NULL, &stats) == 0 &&
+                 be->finish(c, st, LAC_IMPUTE_ESTIMATE, out, LAC_FLOAT32, &err) == 0;
+        } else {
+            ok = 0;
+        }
+        if (ok) {
+            double worst = worst_against_lapack(N, m, n, a1, lambda, out);
+            printf("    %s: refused %lld, proved by Cholesky after Gershgorin %lld; %.3g of ‖A‖\n", knobs[run],
+                   jac_refused, jac_sharp, worst);
+            if (!(worst <= tol)) HARNESS_FAIL("%s: S_λ differs from LAPACK's by %.3g of ‖A‖ (tolerance %.3g)", knobs[run], worst, tol);
+            CHECK_INT(stats.rank_sum, 3 * N / 2 + 4 * N / 2);   /* the hidden value is kept */
+            CHECK_INT(jac_refused, run == 0 ? N / 2 : 0);
+            CHECK_INT(jac_sharp, run == 0 ? N / 2 : 0);
+        } else {
+            HARNESS_FAIL("%s: %s", knobs[run], c ? lac_last_error(c) : "no context");
+        }
+        if (st) be->release(st);
+        lac_ctx_destroy(&c);
+    }
+    identity_free(&gf);
+    free(state);
+    free(inc);
+    free(zeros);
+    free(a0);
+    free(a1);
+    free(out);
+    free(lambda);
+    free(sv);
+    free(g);
+    free(q);
+    free(pt);
+    free(d);
+    free(t);
+}
+
 /* Whole imputations on the Gram route with the subspace pass (48 x 40
  * slices, rank 3): its warm passes start from the previous iteration's
  * vectors of slices that changed, so the filter, the residual check and the
@@ -1106,6 +1254,7 @@ int main(void)
     RUN(svt_split_across_shares_matches_lapack);
     RUN(imputation_matches_the_cpu);
     RUN(subspace_svt_certifies_or_falls_back);
+    RUN(jacobi_certificate_proves_or_refuses_the_block_below_lambda);
     RUN(imputation_with_the_subspace_pass_matches_the_cpu);
     RUN(streamed_imputation_equals_the_resident_one);
     RUN(streamed_pass_with_the_canonical_basis_loses_nothing);

@@ -4,6 +4,9 @@
 #ifndef LACUNA_BACKEND_CUDA_IMPUTE_CUDA_H
 #define LACUNA_BACKEND_CUDA_IMPUTE_CUDA_H
 
+#include <float.h>
+#include <math.h>
+
 #include "backend/cuda/cuda_internal.h"
 #include "impute/impute_backend.h"
 #include "impute/stream_plan.h"
@@ -18,6 +21,25 @@ enum {
     LAC_SVT_STATS
 };
 enum { LAC_SVT_REFUSED = 1024 };   /* above any sweep count */
+enum { LAC_SVT_SHARP = 2048 };     /* Gershgorin refused, Cholesky proved (svt_jacobi.cu) */
+
+/* The certificates' tolerance: a result within 2^-21 of ‖A‖_F of S_λ(A). */
+#define LAC_SVT_TAU 4.76837158203125e-7
+
+/* The shift s of the SVT's Cholesky certificates (svt_subspace.cu,
+ * svt_jacobi.cu): a successful float64 factorisation of s·I − M proves
+ * λ_max(M) ≤ λ²(1 + η), l2 = λ². η: what M may exceed λ² by, h(λ²(1 + η)) ≈
+ * η/2 on at most p directions of norm ≤ λ√(1 + η), within LAC_SVT_TAU of
+ * ‖A‖_F (fro2 = ‖A‖_F²); δ: the factorisation's backward error and the
+ * rounding of forming the matrix, 4·terms·ε·knorm (knorm ≥ ‖s·I − M‖).
+ * 0 where no proof can be made (δ would eat η). */
+__host__ __device__ inline double lac_svt_certificate_shift(double l2, double fro2, double p, double terms, double knorm)
+{
+    double eta = 2 * LAC_SVT_TAU * sqrt(fro2) / (sqrt(l2) * sqrt(p));
+    if (eta > 0.01) eta = 0.01;
+    const double shift = l2 * (1 + eta) - 4.0 * terms * DBL_EPSILON * knorm;
+    return shift > l2 ? shift : 0;
+}
 
 /* One SVT pass over `count` slices. A slice is a rows x cols column-major
  * matrix (lda = rows) `stride` elements after the previous one. */

@@ -1170,7 +1170,7 @@ lac_status lac_impute_cuda_sum_stats(lac_ctx_t ctx, const double *stats_host, in
     lac_impute_svt_stats sum;
     memset(&sum, 0, sizeof sum);
     double sweeps = 0, sweeps_max = 0;
-    int64_t refused = 0;
+    int64_t refused = 0, sharp = 0;
     for (int64_t k = 0; k < N; k++) {
         const double *st = stats_host + k * LAC_SVT_STATS;
         if (st[LAC_SVT_RANK] < 0)
@@ -1181,6 +1181,10 @@ lac_status lac_impute_cuda_sum_stats(lac_ctx_t ctx, const double *stats_host, in
         sum.rank_sum += (int64_t)st[LAC_SVT_RANK];
         if (sigma_max) sigma_max[k] = st[LAC_SVT_SIGMA_MAX];
         double sw = st[LAC_SVT_SWEEPS];
+        if (sw >= LAC_SVT_SHARP) {
+            sw -= LAC_SVT_SHARP;
+            sharp++;
+        }
         if (sw >= LAC_SVT_REFUSED) {
             sw -= LAC_SVT_REFUSED;
             refused++;
@@ -1190,8 +1194,9 @@ lac_status lac_impute_cuda_sum_stats(lac_ctx_t ctx, const double *stats_host, in
     }
     if (jacobi)
         lac_log(ctx, LAC_LOG_DEBUG,
-                "impute (cuda): SVT by Jacobi, %s start, sweeps mean %.2f, max %.0f, certificate refused on %lld slices",
-                warm ? "warm" : "cold", sweeps / (double)N, sweeps_max, (long long)refused);
+                "impute (cuda): SVT by Jacobi, %s start, sweeps mean %.2f, max %.0f, certificate refused on %lld slices, "
+                "proved by Cholesky where Gershgorin was refused on %lld",
+                warm ? "warm" : "cold", sweeps / (double)N, sweeps_max, (long long)refused, (long long)sharp);
     *out = sum;
     return LAC_SUCCESS;
 }

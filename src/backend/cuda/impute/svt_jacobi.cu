@@ -12,11 +12,17 @@
  * has no "failed to converge").
  * Only the triplets above λ matter: with λ known and a warm start, pairs
  * of two columns well below it are left unrotated, and once the others have
- * converged the columns below λ are proved (Gershgorin on their Gram block)
- * to hide no singular value above it; where that fails every pair is
- * rotated again (the slice's sweeps then carry LAC_SVT_REFUSED, counted in
- * the pass's debug line). LACUNA_IMPUTE_CUDA_SUBSPACE=off turns this off (as the
- * Gram route's subspace pass; float64 only with force).
+ * converged the columns below λ are proved to hide no singular value above
+ * it: Gershgorin on their Gram block first (cheap, float sums), then, where
+ * that fails, a Cholesky factorisation in float64 of λ²(1 + η) − δ less that
+ * block (the subspace pass's rule, lac_svt_certificate_shift: Gershgorin sums
+ * |γ| over the whole block and fails once an iteration moves the slice by
+ * about 1% of λ², while the block's largest eigenvalue moves with the
+ * change's 2-norm). Where both fail every pair is rotated again (the slice's
+ * sweeps then carry LAC_SVT_REFUSED; LAC_SVT_SHARP where Cholesky proved what
+ * Gershgorin could not; both counted in the pass's debug line).
+ * LACUNA_IMPUTE_CUDA_SUBSPACE=off turns this off (as the Gram route's
+ * subspace pass; float64 only with force).
  *
  * The columns are then W = A V = U Σ, so σ_i = ‖w_i‖; V (float64) takes the
  * same rotations and is kept between passes (the warm start), and
@@ -203,6 +209,76 @@ __device__ bool small_block_certified(const REAL *W, int LS, int L, int p, doubl
     return ok;
 }
 
+/* Whether the Gram block S of the columns below λ (α < lam2) has no
+ * eigenvalue above lam2·(1 + η): a Cholesky factorisation of shift·I − S in
+ * float64, shift = lac_svt_certificate_shift (η and the factorisation's
+ * rounding δ as the subspace pass sets them). S's entries are float64 sums of
+ * exact products of W's floats, their rounding inside δ. K (b x b, stride
+ * ks) is scratch: V's storage, saved by the caller; alpha (from
+ * small_block_certified) picks the block, idx (p ints) holds it. Every
+ * thread of the block calls it. */
+template <typename REAL, int G>
+__device__ bool small_block_cholesky(const REAL *W, int LS, int L, int p, double lam2, const float *alpha, int *idx,
+                                     double *K, int ks, double *scratch)
+{
+    const int groups = blockDim.x / G, group = threadIdx.x / G, lane = threadIdx.x % G;
+    __shared__ int nb;
+    if (threadIdx.x == 0) {
+        int b = 0;
+        for (int c = 0; c < p; c++)
+            if (alpha[c] < lam2) idx[b++] = c;
+        nb = b;
+    }
+    __syncthreads();
+    const int b = nb, entries = b * (b + 1) / 2;
+    for (int base = 0; base < entries; base += groups) {
+        const int e = base + group;
+        int i = 0, j = 0;
+        if (e < entries) {   /* e = j (j + 1) / 2 + i, i <= j */
+            j = (int)((sqrt(8.0 * e + 1) - 1) / 2);
+            while (j * (j + 1) / 2 > e) j--;
+            while ((j + 1) * (j + 2) / 2 <= e) j++;
+            i = e - j * (j + 1) / 2;
+        }
+        double g = 0;
+        if (e < entries) {
+            const REAL *wi = W + (size_t)idx[i] * LS, *wj = W + (size_t)idx[j] * LS;
+            for (int l = lane; l < L; l += G) g += (double)wi[l] * (double)wj[l];
+        }
+        g = group_sum<G>(g);
+        if (e < entries && lane == 0) K[(size_t)i * ks + j] = K[(size_t)j * ks + i] = -g;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double tr = 0, fro2 = 0;
+        for (int q = 0; q < b; q++) tr -= K[(size_t)q * ks + q];
+        for (int c = 0; c < p; c++)
+            if (!(alpha[c] < lam2)) fro2 += alpha[c];
+        fro2 += tr;   /* ‖A‖_F² (scaled), for η */
+        scratch[0] = lac_svt_certificate_shift(lam2, fro2, p, (double)(b + 1) * b + L, tr + lam2);
+    }
+    __syncthreads();
+    const double shift = scratch[0];
+    __syncthreads();
+    if (!(shift > 0)) return false;
+    for (int q = threadIdx.x; q < b; q += blockDim.x) K[(size_t)q * ks + q] += shift;
+    /* Right-looking, the whole trailing square (it stays symmetric): step j
+     * reads column j, writes only entries past it; one barrier a step. */
+    for (int j = 0; j < b; j++) {
+        __syncthreads();
+        const double piv = K[(size_t)j * ks + j];
+        if (!(piv > 0)) return false;   /* the same value for every thread */
+        const double r = 1 / sqrt(piv);
+        const int m = b - 1 - j;
+        for (int e = threadIdx.x; e < m * m; e += blockDim.x) {
+            const int i = j + 1 + e / m, c = j + 1 + e % m;
+            K[(size_t)i * ks + c] -= (K[(size_t)i * ks + j] * r) * (K[(size_t)c * ks + j] * r);
+        }
+    }
+    __syncthreads();
+    return true;
+}
+
 template <typename REAL, int G>
 __global__ void __launch_bounds__(1024) svt_jacobi_kernel(lac_svt_batch<REAL> b, int transpose, int L, int p, int LS,
                                                           int PS, int skip_small)
@@ -279,7 +355,7 @@ __global__ void __launch_bounds__(1024) svt_jacobi_kernel(lac_svt_batch<REAL> b,
     const double lam_s = b.lambda && skip_small ? b.lambda[k] * scale : -1;
     const REAL small = lam_s > 0 ? (REAL)(0.64 * lam_s * lam_s) : (REAL)0;
     int skipping = small > 0 && warm;   /* from I the small block is not orthogonal: the proof would fail */
-    int refused = 0;
+    int refused = 0, sharp = 0;
     /* Columns of up to HELD·G rows stay in registers between a pair's sums
      * and its rotation: one pass of loads less a rotation. */
     constexpr int HELD = sizeof(REAL) > 4 ? 1 : G >= 8 ? 64 / G : 8;   /* float64: registers spill */
@@ -363,10 +439,22 @@ __global__ void __launch_bounds__(1024) svt_jacobi_kernel(lac_svt_batch<REAL> b,
         if (!again) {
             if (skipping) {
                 skipping = 0;
-                if (!small_block_certified<REAL, G>(W, LS, L, p, lam_s * lam_s, coef,
-                                                    reinterpret_cast<float *>(kept_list), &certify_failed)) {
-                    refused = 1;
-                    continue;   /* rotate every pair from here */
+                float *alpha = reinterpret_cast<float *>(kept_list);
+                if (!small_block_certified<REAL, G>(W, LS, L, p, lam_s * lam_s, coef, alpha, &certify_failed)) {
+                    /* V's storage holds the factorisation: V waits in v_keep
+                     * (written there at the end anyway). */
+                    for (int e = threadIdx.x; e < p * p; e += blockDim.x) v_keep[e] = V[e % p + e / p * PS];
+                    __syncthreads();
+                    const bool proved = small_block_cholesky<REAL, G>(W, LS, L, p, lam_s * lam_s, alpha,
+                                                                      reinterpret_cast<int *>(coef), V, PS, scratch);
+                    __syncthreads();
+                    for (int e = threadIdx.x; e < p * p; e += blockDim.x) V[e % p + e / p * PS] = v_keep[e];
+                    __syncthreads();
+                    if (!proved) {
+                        refused = 1;
+                        continue;   /* rotate every pair from here */
+                    }
+                    sharp = 1;
                 }
             }
             sweep += any_rotated;   /* counted as done */
@@ -436,7 +524,7 @@ __global__ void __launch_bounds__(1024) svt_jacobi_kernel(lac_svt_batch<REAL> b,
         stats[LAC_SVT_TRUTH] = truth_err;
         stats[LAC_SVT_SIGMA_MAX] = smax * amax;
         stats[LAC_SVT_RANK] = rank;
-        stats[LAC_SVT_SWEEPS] = sweep + (refused ? LAC_SVT_REFUSED : 0);
+        stats[LAC_SVT_SWEEPS] = sweep + (refused ? LAC_SVT_REFUSED : 0) + (sharp ? LAC_SVT_SHARP : 0);
     }
 }
 

@@ -37,7 +37,7 @@
 namespace {
 
 /* Tolerances of the certificate (see the banner). */
-#define SUB_TAU 4.76837158203125e-7   /* 2^-21: result error over ‖A‖_F */
+#define SUB_TAU LAC_SVT_TAU   /* 2^-21: result error over ‖A‖_F */
 #define SUB_EPS DBL_EPSILON
 
 enum { S_TRACE = 0, S_LAM2, S_CUT, S_SHIFT, S_SIGMA, S_TRACE_OK, S_SCALARS = 8 };
@@ -177,13 +177,9 @@ __global__ void check_pairs(const double *x, const double *bx, const double *w, 
         status[k] = ST_FAIL;
         return;
     }
-    /* η: what M may exceed λ² by, h(λ²(1 + η)) ≈ η/2 on at most p directions
-     * of norm ≤ λ√(1+η), within the same tolerance; δ: Cholesky's backward
-     * error (p+1) p ε ‖K‖ and the rounding of forming K, ‖K‖ ≤ tr(B) + λ². */
-    double eta = 2 * SUB_TAU * sqrt(tr) / (sqrt(l2) * sqrt((double)p));
-    if (eta > 0.01) eta = 0.01;
-    const double delta = 4.0 * (p + 1) * p * SUB_EPS * (tr + l2);
-    const double shift = l2 * (1 + eta) - delta;
+    /* η and δ (Cholesky's backward error (p+1) p ε ‖K‖ and the rounding of
+     * forming K, ‖K‖ ≤ tr(B) + λ²): lac_svt_certificate_shift. */
+    const double shift = lac_svt_certificate_shift(l2, tr, (double)p, (double)(p + 1) * p, tr + l2);
     if (!(shift > l2)) {
         status[k] = ST_FAIL;
         return;
