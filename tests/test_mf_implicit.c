@@ -302,8 +302,9 @@ static void shared_epoch(int negatives, int share, int skewed)
     uint64_t wt[12];
     for (int j = 0; j < ni; j++) wt[j] = (uint64_t)((j + 1) * (j + 1));
     if (skewed) {
-        d.neg_cum = malloc((size_t)ni * sizeof *d.neg_cum);
+        d.neg_cum = malloc((size_t)lac_mf_cum_words(ni) * sizeof *d.neg_cum);
         for (int j = 0; j < ni; j++) d.neg_cum[j] = (j ? d.neg_cum[j - 1] : 0) + wt[j];
+        lac_mf_cum_index(d.neg_cum, ni);
     }
     lac_mf_model_t m = NULL;
     CHECK_OK(one, lac_mf_model_alloc(one, 1, ni, k, &m));

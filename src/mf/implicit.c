@@ -9,12 +9,13 @@
 
 /* Cumulative integer weights n_j^e (n_j: item j's interactions, at least 1,
  * so that every item can be drawn), scaled to about 2^40 in all: integers,
- * so that every backend draws the same items from them. */
+ * so that every backend draws the same items from them; with their guide
+ * (lac_mf_cum_index). */
 static lac_status negative_table(lac_ctx_t ctx, double exponent, lac_mf_data *d)
 {
     const int64_t ni = d->num_items;
     double *w = calloc((size_t)(ni ? ni : 1), sizeof *w);
-    d->neg_cum = malloc((size_t)(ni ? ni : 1) * sizeof *d->neg_cum);
+    d->neg_cum = malloc((size_t)lac_mf_cum_words(ni) * sizeof *d->neg_cum);
     if (!w || !d->neg_cum) {
         free(w);
         free(d->neg_cum);
@@ -32,6 +33,7 @@ static lac_status negative_table(lac_ctx_t ctx, double exponent, lac_mf_data *d)
         c += x >= 1.0 ? (uint64_t)x : 1u;
         d->neg_cum[j] = c;
     }
+    lac_mf_cum_index(d->neg_cum, ni);
     free(w);
     return LAC_SUCCESS;
 }

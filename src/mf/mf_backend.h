@@ -172,22 +172,84 @@ static inline LAC_RANDOM_HD int32_t lac_mf_draw_item(uint64_t user_seed, int32_t
     return (int32_t)(lac_mf_draw_bits(user_seed, j, t, r) % (uint64_t)num_items);
 }
 
-/* The same draw from the items' cumulative weights cum (lac_mf_data.neg_cum,
- * integers so that every backend picks the same item; NULL: uniform as
- * above): the first item whose cumulative weight exceeds the 53-bit draw
- * modulo the total. */
-static inline LAC_RANDOM_HD int32_t lac_mf_draw_negative(const uint64_t *cum, uint64_t user_seed, int32_t j, int t,
-                                                         int r, int64_t num_items)
+/* The high 64 bits of a x b. */
+static inline LAC_RANDOM_HD uint64_t lac_mf_mulhi64(uint64_t a, uint64_t b)
 {
-    if (!cum) return lac_mf_draw_item(user_seed, j, t, r, num_items);
-    const uint64_t x = lac_mf_draw_bits(user_seed, j, t, r) % cum[num_items - 1];
-    int64_t lo = 0, hi = num_items - 1;
+#ifdef __CUDA_ARCH__
+    return __umul64hi(a, b);
+#else
+    __extension__ typedef unsigned __int128 u128;
+    return (uint64_t)(((u128)a * b) >> 64);
+#endif
+}
+
+/* A table of the negatives' distribution over n items (lac_mf_data.neg_cum):
+ * cum[0..n-1] the items' cumulative integer weights (total cum[n-1]; 0:
+ * every draw the last item),
+ * then, from lac_mf_cum_index, cum[n] = floor((2^64 - 1) / total),
+ * cum[n+1] a shift s, and G + 1 int32 guide entries (G: a power of two >= n
+ * and 2; total >> s < G): guide[b] the first item whose cumulative weight
+ * exceeds b << s (the last item when none or b << s >= total; Chen's
+ * indexed search: a draw x in [b << s, (b + 1) << s) lies in
+ * [guide[b], guide[b + 1]], most often one item). lac_mf_cum_words(n) words. */
+static inline int64_t lac_mf_cum_guides(int64_t n)
+{
+    int64_t g = 2;
+    while (g < n) g *= 2;
+    return g;
+}
+
+static inline int64_t lac_mf_cum_words(int64_t n)
+{
+    return n + 2 + (lac_mf_cum_guides(n) + 2) / 2;
+}
+
+/* cum's reciprocal, shift and guide from its first n entries (n >= 1). */
+static inline void lac_mf_cum_index(uint64_t *cum, int64_t n)
+{
+    const uint64_t total = cum[n - 1];
+    const int64_t G = lac_mf_cum_guides(n);
+    int s = 0;
+    while (s < 63 && (total ? total - 1 : 0) >> s >= (uint64_t)G) s++;
+    cum[n] = total ? UINT64_MAX / total : 0;
+    cum[n + 1] = total ? (uint64_t)s : 63;   /* no weight: every draw lands in bucket 0 */
+    int32_t *guide = (int32_t *)(cum + n + 2);
+    const int64_t used = total ? (int64_t)((total - 1) >> s) + 1 : 0;   /* b << s < total */
+    int64_t i = 0;
+    for (int64_t b = 0; b <= G; b++) {
+        while (b < used && i < n - 1 && cum[i] <= (uint64_t)b << s) i++;
+        guide[b] = (int32_t)(b < used ? i : n - 1);
+    }
+}
+
+/* The item of a table cum of lac_mf_cum_index (n items) for a draw of
+ * bits < 2^53: the first whose cumulative weight exceeds bits modulo the
+ * total. The remainder comes from the reciprocal (a quotient short by at
+ * most one, then one correction: exactly bits % total) and the search
+ * starts at the guide, so that a draw takes about one step for any n. */
+static inline LAC_RANDOM_HD int32_t lac_mf_cum_pick(const uint64_t *cum, int64_t n, uint64_t bits)
+{
+    const uint64_t total = cum[n - 1];
+    uint64_t x = bits - lac_mf_mulhi64(bits, cum[n]) * total;
+    if (x >= total) x -= total;
+    const int32_t *guide = (const int32_t *)(cum + n + 2);
+    const uint64_t b = x >> cum[n + 1];
+    int64_t lo = guide[b], hi = guide[b + 1];
     while (lo < hi) {
         const int64_t mid = lo + (hi - lo) / 2;
         if (cum[mid] > x) hi = mid;
         else lo = mid + 1;
     }
     return (int32_t)lo;
+}
+
+/* The same draw from the items' table cum (lac_mf_data.neg_cum, integers so
+ * that every backend picks the same item; NULL: uniform as above). */
+static inline LAC_RANDOM_HD int32_t lac_mf_draw_negative(const uint64_t *cum, uint64_t user_seed, int32_t j, int t,
+                                                         int r, int64_t num_items)
+{
+    if (!cum) return lac_mf_draw_item(user_seed, j, t, r, num_items);
+    return lac_mf_cum_pick(cum, num_items, lac_mf_draw_bits(user_seed, j, t, r));
 }
 
 /* Item j's weight in those draws (1: uniform), for a part's own table. */

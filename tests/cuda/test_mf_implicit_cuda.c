@@ -90,8 +90,9 @@ static void one_epoch(int k, int loss, int negatives, int nb, int share, int ske
     CHECK_OK(gpu, lac_mf_implicit_data(gpu, &p, &d));
     CHECK(d.neg_cum == NULL);   /* exponent 0: uniform */
     if (skewed) {
-        d.neg_cum = malloc(6 * sizeof *d.neg_cum);
+        d.neg_cum = malloc((size_t)lac_mf_cum_words(6) * sizeof *d.neg_cum);
         for (int j = 0; j < 6; j++) d.neg_cum[j] = (j ? d.neg_cum[j - 1] : 0) + skew[j];
+        lac_mf_cum_index(d.neg_cum, 6);
     }
     lac_mf_model_t m = NULL;
     CHECK_OK(gpu, lac_mf_model_alloc(gpu, 1, 6, k, &m));

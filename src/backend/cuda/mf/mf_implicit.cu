@@ -98,9 +98,10 @@ static lac_status upload_seen(lac_ctx_t ctx, lac_mf_cuda_implicit *m, int32_t *i
 {
     const lac_mf_data *d = m->call->data;
     if (m->call->neg_cum) {
-        uint64_t *cum = (uint64_t *)malloc((size_t)(d->num_items ? d->num_items : 1) * sizeof *cum);
-        if (cum) memcpy(cum, m->call->neg_cum, (size_t)d->num_items * sizeof *cum);
-        lac_status st = give(ctx, &m->neg_cum, cum, (size_t)d->num_items);
+        const size_t words = (size_t)lac_mf_cum_words(d->num_items);   /* with the guide */
+        uint64_t *cum = (uint64_t *)malloc(words * sizeof *cum);
+        if (cum) memcpy(cum, m->call->neg_cum, words * sizeof *cum);
+        lac_status st = give(ctx, &m->neg_cum, cum, words);
         if (st != LAC_SUCCESS) {
             free(items);
             return st;
