@@ -353,6 +353,45 @@ section_impute() {
 DEVICE_SECTIONS_ALL="$DEVICE_SECTIONS_ALL impute"
 printenv DEVICE_SECTIONS >/dev/null || DEVICE_SECTIONS=$DEVICE_SECTIONS_ALL
 
+# mfranks: mf over GPU ranks on the ML-10M shape (bench/mpi_mf_cuda_rounds.sh:
+# one GPU process, `mpirun -np 2` with the first epochs' user slices and with
+# whole blocks, both models, epoch by epoch). Not in the default list.
+#   MF_RANKS_BEFORE=DIR   also a tree at DIR (e.g. main before a change), its
+#                         slices only, for the same runs side by side; section
+#                         mfranksbefore, put before (e.g. "build mfranksbefore
+#                         test mfranks"), builds it in DIR/build-before (target
+#                         lacuna_tool) in the background, so that the sections
+#                         between overlap the build and the timed runs do not
+#   MF_RANKS_EPOCHS=6     MF_RANKS_MODELS="plain neighbourhood"
+MF_RANKS_PID=
+section_mfranksbefore() {
+    local before=${MF_RANKS_BEFORE:?MF_RANKS_BEFORE names the tree}
+    say "mfranks: building $before (target lacuna_tool) in the background"
+    (cmake -S "$before" -B "$before/build-before" -DCMAKE_BUILD_TYPE=Release -DLACUNA_CUDA=ON \
+        -DCMAKE_CUDA_ARCHITECTURES=90 "${CMAKE_EXTRA[@]}" && cmake --build "$before/build-before" -j "$JOBS" \
+        --target lacuna_tool) >"$OUT/mfranks_before_build.log" 2>&1 &
+    MF_RANKS_PID=$!
+}
+section_mfranks() {
+    local data=/tmp/mfranks before=${MF_RANKS_BEFORE:-}
+    local e=${MF_RANKS_EPOCHS:-6} m=${MF_RANKS_MODELS:-plain neighbourhood}
+    : >"$OUT/mfranks.txt"
+    GEN_ONLY=1 bash bench/mpi_mf_cuda_rounds.sh "$BUILD/lacuna" "$data"
+    if [ -n "$MF_RANKS_PID" ] && ! wait "$MF_RANKS_PID"; then
+        say "mfranks: $before did not build (mfranks_before_build.log)"
+        before=
+    fi
+    say "mfranks: bench/mpi_mf_cuda_rounds.sh on the ML-10M shape"
+    EPOCHS=$e MODELS=$m bash bench/mpi_mf_cuda_rounds.sh "$BUILD/lacuna" "$data" >>"$OUT/mfranks.txt" 2>&1
+    if [ -n "$before" ] && [ -x "$before/build-before/lacuna" ]; then
+        echo "# the tree at $before" >>"$OUT/mfranks.txt"
+        EPOCHS=$e MODELS=$m CONFIGS=slices bash bench/mpi_mf_cuda_rounds.sh "$before/build-before/lacuna" "$data" \
+            >>"$OUT/mfranks.txt" 2>&1
+    fi
+    rm -rf "$data"
+    cat "$OUT/mfranks.txt" | tee -a "$SUMMARY"
+}
+
 # multi (issue "Multi-GPU runs"), on a machine of several GPUs: each
 # capability on one GPU and on all of them in the same run, beside the NCCL
 # all-reduce bandwidth as the ceiling for exchanges (bench/nccl_allreduce.cu;

@@ -60,6 +60,9 @@ static const struct {
                                    "0: the GPU neighbourhood model searches each user's ratings every epoch (no per-rating masks)"},
     [LAC_KNOB_IMPUTE_CUDA_PHASES] = {"LACUNA_IMPUTE_CUDA_PHASES",
                                      "1: time each phase of every GPU impute iteration with CUDA events and log the medians (measurement)"},
+    [LAC_KNOB_MF_DIST_ROUNDS] = {"LACUNA_MF_DIST_ROUNDS",
+                                 "most rounds of user slices in mf's first two epochs over MPI ranks (default and most 512; "
+                                 "1: whole blocks a turn, for measuring the slices' cost)"},
 };
 
 /* The environment as the process first saw it: read once. */

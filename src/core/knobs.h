@@ -52,6 +52,7 @@ typedef enum {
     LAC_KNOB_MF_CUDA_NBR_MASK,   /* 0: the neighbourhood model searches R(i) every epoch, no masks */
     LAC_KNOB_IMPUTE_CUDA_PHASES, /* 1: CUDA events around each phase of every iteration, medians logged */
     LAC_KNOB_MAP_CUDA_FIXED_SELECT, /* 0: one-launch fixed point: warm/other rows on two branches, low words at the target */
+    LAC_KNOB_MF_DIST_ROUNDS,     /* most rounds of user slices in mf's first epochs over ranks (1: whole blocks) */
     LAC_KNOB_COUNT
 } lac_knob;
 

@@ -20,6 +20,7 @@
  * With validation the item blocks are gathered after each epoch, each rank
  * predicts its own users' entries and the squared errors are summed over the
  * ranks, so every rank sees the same RMSE and stops at the same epoch. */
+#include "core/knobs.h"
 #include "dist/comm.h"
 #include "mf/mf_backend.h"
 #include "mf/schedule.h"
@@ -234,13 +235,15 @@ static lac_status set_up(lac_ctx_t ctx, lac_mf_state *s)
     /* the same on every rank; one round where the inner table trains whole
      * parts */
     s->rounds = s->inner->part_slices ? lac_mf_rounds((d->num_users + P - 1) / P) : 1;
-    if (s->rounds > LAC_MF_DIST_MAX_ROUNDS) {
+    /* LACUNA_MF_DIST_ROUNDS: fewer, for measurements (1: whole blocks) */
+    const int64_t asked = lac_knob_int(ctx, LAC_KNOB_MF_DIST_ROUNDS, LAC_MF_DIST_MAX_ROUNDS);
+    const int cap = asked >= 1 && asked < LAC_MF_DIST_MAX_ROUNDS ? (int)asked : LAC_MF_DIST_MAX_ROUNDS;
+    if (s->rounds > cap) {
         /* Each round is a pass of every item block round the ring: bound the
          * first epochs' traffic, with larger user slices. */
         lac_log(ctx, LAC_LOG_INFO, "mf over %d ranks: %d rounds of user slices capped at %d (%lld users a slice)", P,
-                s->rounds, LAC_MF_DIST_MAX_ROUNDS,
-                (long long)(((d->num_users + P - 1) / P + LAC_MF_DIST_MAX_ROUNDS - 1) / LAC_MF_DIST_MAX_ROUNDS));
-        s->rounds = LAC_MF_DIST_MAX_ROUNDS;
+                s->rounds, cap, (long long)(((d->num_users + P - 1) / P + cap - 1) / cap));
+        s->rounds = cap;
     }
     LAC_CHECK(list_blocks(ctx, s->user_block, d->num_users, P, &s->block_user_start, &s->block_users));
     LAC_CHECK(list_blocks(ctx, s->item_block, d->num_items, P, &s->block_item_start, &s->block_items));
