@@ -178,7 +178,7 @@ static void check_schedule(const lac_mf_data *d, const lac_mf_schedule_params *p
      * then down to a multiple of run_unit */
     int64_t share = (d->nnz + G - 1) / G, run_max = p->run_max;
     if (run_max > share / 2) run_max = share / 2 > 32 ? share / 2 : 32;
-    if (p->run_unit > 1) run_max = run_max / p->run_unit * p->run_unit;
+    if (p->run_unit > 1) run_max = run_max < p->run_unit ? p->run_unit : run_max / p->run_unit * p->run_unit;
     CHECK_INT(s->run_max, run_max);
 
     /* replicas: only items over the threshold, as many rows as documented */
@@ -385,6 +385,9 @@ TEST(skewed_data_every_rating_once_balanced_as_the_reference)
         p.run_unit = 3;   /* BPR's pairs on CUDA: runs of whole triples */
         build_and_check(&d, &p);   /* s.run_max checked against the rounding */
     }
+    lac_mf_schedule_params p = params(7, 2, 0);   /* a run_max under the unit: one whole triple a run */
+    p.run_unit = 3;
+    build_and_check(&d, &p);
     free_data(&d);
     free(counts);
 }

@@ -196,7 +196,7 @@ lac_status lac_mf_schedule_build(lac_ctx_t ctx, const lac_mf_data *d, const lac_
     share = (d->nnz + groups - 1) / groups;
     run_max = p->run_max;
     if (run_max > share / 2) run_max = share / 2 > 32 ? share / 2 : 32;
-    if (p->run_unit > 1 && run_max > p->run_unit) run_max -= run_max % p->run_unit;
+    if (p->run_unit > 1) run_max = run_max < p->run_unit ? p->run_unit : run_max - run_max % p->run_unit;
     s.run_max = run_max;
     for (int64_t r = 0; r < d->num_users; r++) {
         int64_t u = d->row_order[r], len = d->row_start[u + 1] - d->row_start[u];

@@ -43,7 +43,7 @@ typedef struct {
     double replica_budget;    /* bytes the replica rows may take (hot 0) */
     double row_bytes;         /* bytes of one item row */
     int64_t step_multiple;    /* streams padded to a multiple of this many steps */
-    int64_t run_unit;         /* run_max rounded down to a multiple of this (cells a run never splits; 0, 1: none) */
+    int64_t run_unit;         /* run_max rounded down to a multiple of this, at least one (cells a run never splits; 0, 1: none) */
 } lac_mf_schedule_params;
 
 /* The deal for one training. Runs are numbered in stream order: group g's

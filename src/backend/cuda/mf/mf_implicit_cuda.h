@@ -105,7 +105,8 @@ void lac_mf_cuda_implicit_end(lac_mf_cuda_implicit *m);
  * its negative (-c, drawn as cross-entropy's one unshared negative) and
  * the positive again (0), which the kernel takes as one pair (its error
  * from both scores before either step; mf_nbr_kernels.cu): a run must not
- * split them (mf_sgd.cu keeps the model's rows whole). */
+ * split them (mf_sgd.cu: the schedule's run_unit 3 cuts long rows on whole
+ * triples). */
 lac_status lac_mf_cuda_implicit_nbr_begin(lac_ctx_t ctx, const lac_mf_call *call, lac_mf_cuda_implicit **out,
                                           lac_mf_data *cells);
 void lac_mf_cuda_implicit_cells_free(lac_mf_data *cells);
