@@ -373,7 +373,8 @@ section_mfranksbefore() {
     MF_RANKS_PID=$!
 }
 section_mfranks() {
-    local data=/tmp/mfranks before=${MF_RANKS_BEFORE:-}
+    local data before=${MF_RANKS_BEFORE:-}
+    data=$(mktemp -d)
     local e=${MF_RANKS_EPOCHS:-6} m=${MF_RANKS_MODELS:-plain neighbourhood}
     : >"$OUT/mfranks.txt"
     GEN_ONLY=1 bash bench/mpi_mf_cuda_rounds.sh "$BUILD/lacuna" "$data"
