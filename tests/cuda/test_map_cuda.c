@@ -44,10 +44,46 @@ static lac_map_params sum_count_case(int o, case_data *d)
 
 static const char *strategies[] = {"auto", "global", "cluster1", "cluster4"};
 
+/* Contexts with one knob more than gpu's (gpu_knobs): the environment is
+ * read once a process, so a forced strategy or plan grid needs a context of
+ * its own. Made on first use, destroyed at the end. */
+static const char *gpu_knobs = "";
+static struct {
+    char knobs[128];
+    lac_ctx_t ctx;
+} knob_ctxs[24];
+#define KNOB_CTXS (int)(sizeof knob_ctxs / sizeof *knob_ctxs)
+
+static lac_ctx_t knob_ctx(const char *name, const char *value)
+{
+    char want[128];
+    snprintf(want, sizeof want, "%s%s%s=%s", gpu_knobs, *gpu_knobs ? "," : "", name, value);
+    int i = 0;
+    for (; i < KNOB_CTXS && knob_ctxs[i].ctx; i++)
+        if (strcmp(knob_ctxs[i].knobs, want) == 0) return knob_ctxs[i].ctx;
+    lac_ctx_params cp = lac_ctx_params_default();
+    cp.backend = LAC_BACKEND_CUDA;
+    cp.knobs = want;
+    if (i == KNOB_CTXS || lac_ctx_create(&cp, &knob_ctxs[i].ctx) != LAC_SUCCESS) {
+        HARNESS_FAIL("no context with %s (%s)", want, lac_last_error(NULL));
+        if (i < KNOB_CTXS) knob_ctxs[i].ctx = NULL;
+        return gpu;
+    }
+    snprintf(knob_ctxs[i].knobs, sizeof knob_ctxs[i].knobs, "%s", want);
+    return knob_ctxs[i].ctx;
+}
+
+/* gpu becomes a context forcing strategy s; "auto" brings the one before back. */
+static lac_ctx_t strategy_base;
 static void set_strategy(const char *s)
 {
-    if (strcmp(s, "auto") == 0) unsetenv("LACUNA_MAP_CUDA_STRATEGY");
-    else setenv("LACUNA_MAP_CUDA_STRATEGY", s, 1);
+    if (strcmp(s, "auto") == 0) {
+        if (strategy_base) gpu = strategy_base;
+        strategy_base = NULL;
+        return;
+    }
+    if (!strategy_base) strategy_base = gpu;
+    gpu = knob_ctx("MAP_CUDA_STRATEGY", s);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -520,9 +556,8 @@ TEST(few_target_plans_are_bit_identical_across_runs_and_grids)
                         if (d.R[i] % 97 == 5) d.R[i] = 0;
                 reference(&d, &p, ref);
                 for (int g = 0; g < 4; g++) {
-                    if (*grids[g]) setenv("LACUNA_MAP_CUDA_PLAN_GRID", grids[g], 1);
-                    int st = run_case(gpu, &d, &p, LAC_MEM_DEVICE, RUN_PLAN, got, g == 0 ? first : again);
-                    unsetenv("LACUNA_MAP_CUDA_PLAN_GRID");
+                    lac_ctx_t c = *grids[g] ? knob_ctx("MAP_CUDA_PLAN_GRID", grids[g]) : gpu;
+                    int st = run_case(c, &d, &p, LAC_MEM_DEVICE, RUN_PLAN, got, g == 0 ? first : again);
                     CHECK_INT(st, 0);
                     if (g > 0 && memcmp(first, again, bytes) != 0)
                         HARNESS_FAIL("%s n %lld op %s weights %d: grid %s differs from the default grid",
@@ -974,6 +1009,7 @@ int main(void)
     cp.knobs = "MAP_CUDA_FIXED=0";
     lac_ctx_t fixed_point = gpu;
     if (lac_ctx_create(&cp, &gpu) == LAC_SUCCESS) {
+        gpu_knobs = cp.knobs;
         RUN(deterministic_is_bit_identical_and_equals_the_plan);
         RUN(few_target_plans_are_bit_identical_across_runs_and_grids);
         RUN(one_few_target_plan_serves_unweighted_weighted_and_float64_calls);
@@ -982,6 +1018,7 @@ int main(void)
         HARNESS_FAIL("no context with MAP_CUDA_FIXED=0 (%s)", lac_last_error(NULL));
     }
     gpu = fixed_point;
+    for (int i = 0; i < KNOB_CTXS; i++) lac_ctx_destroy(&knob_ctxs[i].ctx);
     lac_ctx_destroy(&gpu);
     lac_ctx_destroy(&cpu);
     return harness_finish();
