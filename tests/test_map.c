@@ -234,6 +234,11 @@ static void run_matrix(lac_ctx_t c, int64_t m, int64_t n, const char *path_name)
 /* Many sources per target: each thread keeps private accumulators. */
 TEST(every_case_matches_reference_private_path) { run_matrix(ctx, 36000, 300, "private"); }
 
+/* Past 1 MB of float64 accumulators with private copies: float32 sources'
+ * weighted and b-column sums take float32 accumulators unless deterministic
+ * (b = 3 rows are m / 3, so both widths keep private copies). */
+TEST(every_case_matches_reference_float32_private_path) { run_matrix(ctx, 300000, 140000, "float32 private"); }
+
 /* Far more targets than sources: shared scratch with atomics. */
 TEST(every_case_matches_reference_atomic_path) { run_matrix(ctx, 36000, 100000, "atomic"); }
 
@@ -888,6 +893,7 @@ int main(void)
     ctx_one = make_ctx(1);
     RUN(small_example_by_hand);
     RUN(every_case_matches_reference_private_path);
+    RUN(every_case_matches_reference_float32_private_path);
     RUN(every_case_matches_reference_atomic_path);
     RUN(every_case_matches_reference_serial_path);
     RUN(float32_sum_over_many_targets);

@@ -38,8 +38,14 @@
 
 typedef struct {
     double *acc;        /* n * b: sum, min or max (MEAN: the sum of w * S) */
-    float *acc32;       /* instead of acc: float32 SUM on the fast path */
-    double *wsum;       /* n * b: MEAN's sum of weights (its count without), or NULL */
+    float *acc32;       /* instead of acc: float32 SUM on the fast path, and float32
+                         * sources' weighted means and b-column sums when not
+                         * deterministic */
+    float *wsum32;      /* instead of wsum with acc32 (acc32 + 1) */
+    double *wsum;       /* n * b: MEAN's sum of weights (its count without), or NULL;
+                         * it starts at -0.0 and adds w + 0.0 (never -0.0), so it is
+                         * -0.0 exactly when nothing mapped there: MEAN's "touched"
+                         * flag without a third random line per row */
     int64_t stride;     /* element k is acc[k * stride]: 2 for MEAN, whose acc and wsum
                          * interleave (wsum == acc + 1), so an update touches one line */
     uint8_t *touched;   /* n * b: whether anything mapped there, or NULL */
@@ -170,69 +176,94 @@ static int64_t sum_rows(const lac_map_call *c, int64_t lo, int64_t hi, const acc
 }
 
 /* float32 rows of b > 1 columns summed (weighted or not, NaN propagated)
- * into private float64 accumulators: a loop the compiler vectorises, where
- * map_rows loads and combines one element at a time (the LSH codes of
- * `mf neighbours` are such maps, 64 columns wide). */
-static int64_t sum_rows_wide_f32(const lac_map_call *c, int64_t lo, int64_t hi, const accumulators *a)
-{
-    const float *S = c->source, *w = c->weights;
-    const int64_t b = c->b;
-    const bool prefetch = (double)c->n * (double)b * sizeof(double) > PREFETCH_MIN_BYTES;
-    for (int64_t i = lo; i < hi; i++) {
-        if (prefetch && i + PREFETCH_ROWS < hi) lac_map_prefetch_target(a->acc, lac_map_bridge_at(c, i + PREFETCH_ROWS) * b, c->n * b);
-        int64_t r = lac_map_bridge_at(c, i);
-        if ((uint64_t)r >= (uint64_t)c->n) return i;
-        const double wi = w ? (double)w[i] : 1.0;
-        const float *restrict s = S + i * b;
-        double *restrict acc = a->acc + r * b;
-        for (int64_t col = 0; col < b; col++) acc[col] += wi * (double)s[col];
+ * into private float64 accumulators (float32 ones, acc32, onto many targets
+ * when not deterministic), with typed bridge loads: a loop the compiler
+ * vectorises, where map_rows loads and combines one element at a time (the LSH codes of `mf neighbours`
+ * are such maps, 64 columns wide). */
+#define DEFINE_WIDE_ROWS(name, LOAD, AT, ACC)                                                      \
+    static int64_t name(const lac_map_call *c, int64_t lo, int64_t hi, const accumulators *a)        \
+    {                                                                                                \
+        const float *S = c->source, *w = c->weights;                                                 \
+        const void *R = c->bridge;                                                                   \
+        const int64_t b = c->b, n = c->n;                                                            \
+        const bool prefetch = (double)n * (double)b * sizeof(AT) > PREFETCH_MIN_BYTES;               \
+        for (int64_t i = lo; i < hi; i++) {                                                          \
+            if (prefetch && i + PREFETCH_ROWS < hi)                                                  \
+                lac_map_prefetch_target(a->ACC, LOAD(R, i + PREFETCH_ROWS) * b, n * b);              \
+            int64_t r = LOAD(R, i);                                                                  \
+            if ((uint64_t)r >= (uint64_t)n) return i;                                                \
+            const AT wi = w ? (AT)w[i] : 1;                                                          \
+            const float *restrict s = S + i * b;                                                     \
+            AT *restrict acc = a->ACC + r * b;                                                       \
+            for (int64_t col = 0; col < b; col++) acc[col] += wi * (AT)s[col];                       \
+        }                                                                                            \
+        return -1;                                                                                   \
     }
-    return -1;
+/* sum_rows_wide_<accumulator>_<index>, for every index encoding */
+#define DEFINE_WIDE_ROWS_ALL(IDX, LOAD)                                 \
+    DEFINE_WIDE_ROWS(sum_rows_wide_f64_##IDX, LOAD, double, acc)        \
+    DEFINE_WIDE_ROWS(sum_rows_wide_f32_##IDX, LOAD, float, acc32)
+/* DEFINE(index, loader) for every index encoding */
+#define FOR_EACH_INDEX(DEFINE) \
+    DEFINE(i32, LOAD_I32) DEFINE(i64, LOAD_I64) DEFINE(u16, LOAD_U16) DEFINE(u24, LOAD_U24)
+FOR_EACH_INDEX(DEFINE_WIDE_ROWS_ALL)
+
+static int64_t sum_rows_wide(const lac_map_call *c, int64_t lo, int64_t hi, const accumulators *a)
+{
+    typedef int64_t (*fn)(const lac_map_call *, int64_t, int64_t, const accumulators *);
+    static const fn by[2][4] = {BY_INDEX(sum_rows_wide_f64_, ), BY_INDEX(sum_rows_wide_f32_, )};
+    return by[a->acc32 ? 1 : 0][index_kind(c)](c, lo, hi, a);
 }
 
+/* The row loop of DEFINE_WEIGHTED_ROWS, with or without MEAN's weight sum
+ * (as two loops: one with a test the compiler would not hoist ran 1.5x
+ * slower onto 10k targets). */
+#define WEIGHTED_ROW_LOOP(AT, LOAD, WSUM_ADD)                                                        \
+    for (int64_t i = lo; i < hi; i++) {                                                              \
+        if (prefetch && i + PREFETCH_ROWS < hi) {                                                    \
+            int64_t ahead = LOAD(R, i + PREFETCH_ROWS);                                              \
+            lac_map_prefetch_target(acc, ahead * st, n * st);                                        \
+        }                                                                                            \
+        uint64_t r = (uint64_t)LOAD(R, i);                                                           \
+        if (!checked && r >= (uint64_t)n) return i;                                                  \
+        const AT wi = w ? (AT)w[i] : 1;                                                              \
+        acc[r * st] += count ? wi : wi * (AT)S[i];                                                   \
+        WSUM_ADD;                                                                                    \
+        if (touched) touched[r] = 1;                                                                 \
+    }
 /* One column, NaN propagated, SUM / MEAN / COUNT with weights (or MEAN's
  * count without), into private accumulators: typed loads and the same
  * arithmetic as map_rows (so the same bits), without its per-element
- * dispatch, prefetching the targets ahead as sum_rows_wide_f32 does. */
-#define DEFINE_WEIGHTED_ROWS(name, VT, LOAD)                                                                  \
-    static int64_t name(const lac_map_call *c, int64_t lo, int64_t hi, const accumulators *a)                 \
-    {                                                                                                         \
-        const VT *S = c->source, *w = c->weights;                                                             \
-        const void *R = c->bridge;                                                                            \
-        const int64_t n = c->n;                                                                               \
-        const bool checked = c->bridge_checked, count = c->params.op == LAC_MAP_COUNT;                        \
-        double *acc = a->acc, *wsum = a->wsum;                                                                \
-        const int64_t st = a->stride;                                                                         \
-        uint8_t *touched = a->touched;                                                                        \
-        const bool prefetch = (double)n * (double)st * sizeof(double) > PREFETCH_MIN_BYTES;                  \
-        for (int64_t i = lo; i < hi; i++) {                                                                   \
-            if (prefetch && i + PREFETCH_ROWS < hi) {                                                         \
-                int64_t ahead = LOAD(R, i + PREFETCH_ROWS);                                                   \
-                lac_map_prefetch_target(acc, ahead * st, n * st);                                             \
-            }                                                                                                 \
-            uint64_t r = (uint64_t)LOAD(R, i);                                                                \
-            if (!checked && r >= (uint64_t)n) return i;                                                       \
-            const double wi = w ? (double)w[i] : 1.0;                                                         \
-            acc[r * st] += count ? wi : wi * (double)S[i];                                                    \
-            if (wsum) wsum[r * st] += wi;                                                                     \
-            if (touched) touched[r] = 1;                                                                      \
-        }                                                                                                     \
-        return -1;                                                                                            \
+ * dispatch, prefetching the targets ahead as DEFINE_WIDE_ROWS does. With
+ * acc32 (float32 sources, not deterministic) they add in float32. */
+#define DEFINE_WEIGHTED_ROWS(name, VT, LOAD, AT, ACC, WSUM)                                          \
+    static int64_t name(const lac_map_call *c, int64_t lo, int64_t hi, const accumulators *a)        \
+    {                                                                                                \
+        const VT *S = c->source, *w = c->weights;                                                    \
+        const void *R = c->bridge;                                                                   \
+        const int64_t n = c->n;                                                                      \
+        const bool checked = c->bridge_checked, count = c->params.op == LAC_MAP_COUNT;               \
+        AT *acc = a->ACC, *wsum = a->WSUM;                                                           \
+        const int64_t st = a->stride;                                                                \
+        uint8_t *touched = a->touched;                                                               \
+        const bool prefetch = (double)n * (double)st * sizeof(AT) > PREFETCH_MIN_BYTES;             \
+        if (wsum) WEIGHTED_ROW_LOOP(AT, LOAD, wsum[r * st] += wi + (AT)0)                            \
+        else WEIGHTED_ROW_LOOP(AT, LOAD, (void)0)                                                    \
+        return -1;                                                                                   \
     }
-DEFINE_WEIGHTED_ROWS(weighted_rows_f32_i32, float, LOAD_I32)
-DEFINE_WEIGHTED_ROWS(weighted_rows_f32_i64, float, LOAD_I64)
-DEFINE_WEIGHTED_ROWS(weighted_rows_f32_u16, float, LOAD_U16)
-DEFINE_WEIGHTED_ROWS(weighted_rows_f32_u24, float, LOAD_U24)
-DEFINE_WEIGHTED_ROWS(weighted_rows_f64_i32, double, LOAD_I32)
-DEFINE_WEIGHTED_ROWS(weighted_rows_f64_i64, double, LOAD_I64)
-DEFINE_WEIGHTED_ROWS(weighted_rows_f64_u16, double, LOAD_U16)
-DEFINE_WEIGHTED_ROWS(weighted_rows_f64_u24, double, LOAD_U24)
+/* weighted_rows_<source>_<index>[_acc32], for every index encoding */
+#define DEFINE_WEIGHTED_ROWS_ALL(IDX, LOAD)                                                       \
+    DEFINE_WEIGHTED_ROWS(weighted_rows_f32_##IDX, float, LOAD, double, acc, wsum)                 \
+    DEFINE_WEIGHTED_ROWS(weighted_rows_f64_##IDX, double, LOAD, double, acc, wsum)                \
+    DEFINE_WEIGHTED_ROWS(weighted_rows_f32_##IDX##_acc32, float, LOAD, float, acc32, wsum32)
+FOR_EACH_INDEX(DEFINE_WEIGHTED_ROWS_ALL)
 
 static int64_t weighted_rows(const lac_map_call *c, int64_t lo, int64_t hi, const accumulators *a)
 {
     typedef int64_t (*fn)(const lac_map_call *, int64_t, int64_t, const accumulators *);
-    static const fn by[2][4] = {BY_INDEX(weighted_rows_f32_, ), BY_INDEX(weighted_rows_f64_, )};
-    return by[c->value_dtype == LAC_FLOAT32 ? 0 : 1][index_kind(c)](c, lo, hi, a);
+    static const fn by[3][4] = {BY_INDEX(weighted_rows_f32_, ), BY_INDEX(weighted_rows_f64_, ),
+                                BY_INDEX(weighted_rows_f32_, _acc32)};
+    return by[a->acc32 ? 2 : c->value_dtype == LAC_FLOAT32 ? 0 : 1][index_kind(c)](c, lo, hi, a);
 }
 
 /* Every op, weights, b columns and NaN policy. */
@@ -241,9 +272,9 @@ static int64_t map_rows(const lac_map_call *c, int64_t lo, int64_t hi, const acc
     const lac_map_params *p = &c->params;
     const int64_t b = c->b;
     if (!atomic && p->op == LAC_MAP_SUM && c->value_dtype == LAC_FLOAT32 && p->nan_policy == LAC_NAN_PROPAGATE &&
-        !a->wsum && !a->touched && a->acc && b > 1)
-        return sum_rows_wide_f32(c, lo, hi, a);
-    if (!atomic && b == 1 && p->nan_policy == LAC_NAN_PROPAGATE && a->acc &&
+        !a->wsum && !a->touched && b > 1)
+        return sum_rows_wide(c, lo, hi, a);
+    if (!atomic && b == 1 && p->nan_policy == LAC_NAN_PROPAGATE &&
         (p->op == LAC_MAP_SUM || p->op == LAC_MAP_MEAN || p->op == LAC_MAP_COUNT))
         return weighted_rows(c, lo, hi, a);
     for (int64_t i = lo; i < hi; i++) {
@@ -258,11 +289,11 @@ static int64_t map_rows(const lac_map_call *c, int64_t lo, int64_t hi, const acc
             int64_t k = r * b + col;
             if (atomic) {
                 atomic_fold(p->op, &a->acc[k * a->stride], x);
-                if (a->wsum) atomic_add(&a->wsum[k * a->stride], wi);
+                if (a->wsum) atomic_add(&a->wsum[k * a->stride], wi + 0.0);
                 if (a->touched) __atomic_store_n(&a->touched[k], 1, __ATOMIC_RELAXED);
             } else {
                 a->acc[k * a->stride] = lac_map_combine(p->op, a->acc[k * a->stride], x);
-                if (a->wsum) a->wsum[k * a->stride] += wi;
+                if (a->wsum) a->wsum[k * a->stride] += wi + 0.0;
                 if (a->touched) a->touched[k] = 1;
             }
         }
@@ -276,7 +307,10 @@ static int64_t map_rows(const lac_map_call *c, int64_t lo, int64_t hi, const acc
 static void accumulators_init(const lac_map_call *c, const accumulators *a, int64_t lo, int64_t hi)
 {
     if (a->acc32) {
-        memset(a->acc32 + lo, 0, (size_t)(hi - lo) * sizeof *a->acc32);
+        if (a->wsum32)
+            for (int64_t k = lo; k < hi; k++) a->acc32[k * a->stride] = 0.0f, a->wsum32[k * a->stride] = -0.0f;
+        else memset(a->acc32 + lo, 0, (size_t)(hi - lo) * sizeof *a->acc32);
+        if (a->touched) memset(a->touched + lo, 0, (size_t)(hi - lo));
         return;
     }
     double id = lac_map_identity(c->params.op);
@@ -287,7 +321,7 @@ static void accumulators_init(const lac_map_call *c, const accumulators *a, int6
     }
     for (int64_t k = lo; k < hi; k++) {
         a->acc[k * a->stride] = id;
-        if (a->wsum) a->wsum[k * a->stride] = 0.0;
+        if (a->wsum) a->wsum[k * a->stride] = -0.0;
     }
     if (a->touched) memset(a->touched + lo, 0, (size_t)(hi - lo));
 }
@@ -296,7 +330,8 @@ static accumulators accumulators_of(const accumulators *all, int copy, int64_t n
 {
     int64_t st = all->stride;
     accumulators a = {all->acc ? all->acc + (int64_t)copy * nt * st : NULL,
-                      all->acc32 ? all->acc32 + (int64_t)copy * nt : NULL,
+                      all->acc32 ? all->acc32 + (int64_t)copy * nt * st : NULL,
+                      all->wsum32 ? all->wsum32 + (int64_t)copy * nt * st : NULL,
                       all->wsum ? all->wsum + (int64_t)copy * nt * st : NULL, st,
                       all->touched ? all->touched + (int64_t)copy * nt : NULL};
     return a;
@@ -305,9 +340,16 @@ static accumulators accumulators_of(const accumulators *all, int copy, int64_t n
 static void accumulators_free(accumulators *a)
 {
     free(a->acc);   /* wsum lives in it */
-    free(a->acc32);
+    free(a->acc32);   /* and wsum32 */
     free(a->touched);
     memset(a, 0, sizeof *a);
+}
+
+/* Whole cache lines: malloc's large blocks start 16 bytes into a page, which
+ * puts every other 32-byte entry (4 float64 columns) across two lines. */
+static void *alloc_lines(size_t bytes)
+{
+    return aligned_alloc(64, (bytes + 63) / 64 * 64);
 }
 
 /* copies blocks of nt slots; false (nothing held) when memory runs out. */
@@ -315,12 +357,13 @@ static bool accumulators_alloc(accumulators *a, int copies, int64_t nt, bool acc
 {
     size_t slots = (size_t)(nt > 0 ? nt : 1) * (size_t)copies;
     memset(a, 0, sizeof *a);
-    if (acc32) a->acc32 = malloc(slots * sizeof(float));
-    else a->acc = malloc(slots * (mean ? 2 : 1) * sizeof(double));
+    if (acc32) a->acc32 = alloc_lines(slots * (mean ? 2 : 1) * sizeof(float));
+    else a->acc = alloc_lines(slots * (mean ? 2 : 1) * sizeof(double));
     a->stride = mean ? 2 : 1;
     if (mean && a->acc) a->wsum = a->acc + 1;
+    if (mean && a->acc32) a->wsum32 = a->acc32 + 1;
     if (flags) a->touched = malloc(slots);
-    if ((acc32 ? !a->acc32 : !a->acc) || (mean && !a->wsum) || (flags && !a->touched)) {
+    if ((acc32 ? !a->acc32 : !a->acc) || (mean && !a->wsum && !a->wsum32) || (flags && !a->touched)) {
         accumulators_free(a);
         return false;
     }
@@ -373,12 +416,17 @@ static void finalize_all(const lac_map_call *c, const accumulators *all, int cop
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (int64_t k = 0; k < nt; k++) {
         double acc = 0.0, wsum = 0.0;
-        int touched = all->touched ? 0 : -1;
+        int touched = all->touched || all->wsum || all->wsum32 ? 0 : -1;
         for (int copy = 0; copy < copies; copy++) {
             int64_t slot = (int64_t)copy * nt + k;
-            double part = all->acc32 ? (double)all->acc32[slot] : all->acc[slot * all->stride];
+            double part = all->acc32 ? (double)all->acc32[slot * all->stride] : all->acc[slot * all->stride];
             acc = copy == 0 ? part : lac_map_combine(op, acc, part);
-            if (all->wsum) wsum += all->wsum[slot * all->stride];
+            if (all->wsum || all->wsum32) {
+                /* -0.0: nothing mapped there; adding it leaves wsum as it is */
+                const double w = all->wsum32 ? (double)all->wsum32[slot * all->stride] : all->wsum[slot * all->stride];
+                wsum += w;
+                touched |= !(w == 0.0 && signbit(w));
+            }
             if (all->touched) touched |= all->touched[slot];
         }
         lac_map_finalize(c, order ? (int64_t)order[k / b] * b + k % b : k, acc, wsum, touched);
@@ -403,6 +451,7 @@ static int64_t map_range(const lac_map_call *c, int64_t lo, int64_t hi, const ac
  * bridge's values), so that a plan's execute and a one-shot call agree. */
 typedef struct {
     bool mean, flags, fast, acc32;
+    bool acc32_private;   /* acc32 with private copies (not the shared atomics) */
     double per_copy;   /* bytes of one copy of the accumulators */
     int blocks;        /* deterministic row blocks, 0 when not deterministic */
 } pass_shape;
@@ -413,10 +462,22 @@ static pass_shape shape_of(const lac_map_call *c)
     const int64_t nt = c->n * c->b;
     pass_shape sh;
     sh.mean = p->op == LAC_MAP_MEAN;
-    sh.flags = lac_map_needs_flags(c);
+    sh.flags = lac_map_needs_flags(c) && !sh.mean;   /* MEAN's wsum tells (accumulators) */
     sh.fast = p->op == LAC_MAP_SUM && c->b == 1 && !c->weights && p->nan_policy == LAC_NAN_PROPAGATE && !sh.flags;
-    sh.acc32 = sh.fast && c->value_dtype == LAC_FLOAT32 && (double)nt * sizeof(double) > FLOAT64_ACC_MAX_BYTES;
-    sh.per_copy = (double)nt * ((sh.acc32 ? sizeof(float) : sizeof(double)) + (sh.mean ? sizeof(double) : 0) + (sh.flags ? 1 : 0));
+    const bool many = c->value_dtype == LAC_FLOAT32 && (double)nt * sizeof(double) > FLOAT64_ACC_MAX_BYTES;
+    sh.acc32 = sh.fast && many;
+    /* Not deterministic: float32 sources' weighted means and b-column sums
+     * (the kernels of weighted_rows and DEFINE_WIDE_ROWS) take float32
+     * accumulators too, as the plain sum does: float64 ones are 16 or 8b
+     * bytes a target, past the caches, and cost about 1.6-2x onto 500k
+     * targets (a weighted sum's 8 bytes cost nothing measurable: it keeps
+     * float64). Deterministic calls keep float64 (and their bits). */
+    sh.acc32_private = !sh.fast && many && !p->deterministic && p->nan_policy == LAC_NAN_PROPAGATE &&
+                       (c->b == 1 ? c->weights && sh.mean : p->op == LAC_MAP_SUM && !sh.flags);
+    /* Weighted MEAN's flag byte still counts: which calls fit (and so a
+     * deterministic call's bits) stays as it was. */
+    const double acc_bytes = sh.acc32 || sh.acc32_private ? sizeof(float) : sizeof(double);
+    sh.per_copy = (double)nt * (acc_bytes * (sh.mean ? 2 : 1) + (lac_map_needs_flags(c) ? 1 : 0));
     sh.blocks = p->deterministic ? lac_map_cpu_det_blocks(c->m, c->b) : 0;
     return sh;
 }
@@ -463,7 +524,8 @@ lac_status lac_map_cpu_slots(lac_ctx_t ctx, const lac_map_call *c, const int32_t
     }
     bool privates = blocks > 0 || threads == 1 || privates_fit(c, &sh, threads);
     accumulators all;
-    if (!accumulators_alloc(&all, blocks > 0 ? blocks : privates ? threads : 1, nt, sh.acc32, sh.mean, sh.flags)) {
+    if (!accumulators_alloc(&all, blocks > 0 ? blocks : privates ? threads : 1, nt,
+                            sh.acc32 || (sh.acc32_private && privates), sh.mean, sh.flags)) {
         /* Not the streaming pass: its bits differ, and a deterministic T must
          * not depend on the memory free at the time. */
         if (blocks > 0)
