@@ -258,6 +258,16 @@ static inline double lac_mf_item_weight(const uint64_t *cum, int64_t j)
     return cum ? (double)(cum[j] - (j ? cum[j - 1] : 0)) : 1.0;
 }
 
+/* A part's own table (lac_mf_cum_words(n) words at out, indexed) of its n
+ * rows' items in the whole table all (NULL: uniform); items[r] < 0 is a
+ * padding row that is never drawn. */
+static inline void lac_mf_cum_of_items(uint64_t *out, const uint64_t *all, const int32_t *items, int64_t n)
+{
+    for (int64_t r = 0; r < n; r++)
+        out[r] = (r ? out[r - 1] : 0) + (items[r] >= 0 ? (uint64_t)lac_mf_item_weight(all, items[r]) : 0);
+    if (n) lac_mf_cum_index(out, n);
+}
+
 /* A part of the items (item_part[j] == part, of weight part_w in those
  * draws) and user u of d: the share of u's unseen weight that lies in the
  * part (one process's negatives of u land there in that proportion; 0 when

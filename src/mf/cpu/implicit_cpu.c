@@ -196,9 +196,7 @@ static lac_status part_begin(lac_ctx_t ctx, lac_mf_state *s)
     if (!s->call.neg_cum) return LAC_SUCCESS;
     s->part_cum = lac_malloc(ctx, (size_t)lac_mf_cum_words(s->part_size) * sizeof *s->part_cum);
     if (!s->part_cum) return LAC_ERR_OUT_OF_MEMORY;
-    for (int64_t x = 0; x < s->part_size; x++)
-        s->part_cum[x] = (x ? s->part_cum[x - 1] : 0) + (uint64_t)lac_mf_item_weight(s->call.neg_cum, s->part_items[x]);
-    if (s->part_size) lac_mf_cum_index(s->part_cum, s->part_size);
+    lac_mf_cum_of_items(s->part_cum, s->call.neg_cum, s->part_items, s->part_size);
     return LAC_SUCCESS;
 }
 

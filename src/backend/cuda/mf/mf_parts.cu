@@ -113,9 +113,7 @@ lac_status lac_mf_cuda_block_negatives(lac_ctx_t ctx, const lac_mf_call *call, c
     if (all || !every) {
         *cum = (uint64_t *)lac_malloc(ctx, (size_t)lac_mf_cum_words(sub->num_items) * sizeof(uint64_t));
         if (!*cum) return LAC_ERR_OUT_OF_MEMORY;
-        for (int64_t r = 0; r < sub->num_items; r++)
-            (*cum)[r] = (r ? (*cum)[r - 1] : 0) + (row_item[r] >= 0 ? (uint64_t)lac_mf_item_weight(all, row_item[r]) : 0);
-        if (sub->num_items) lac_mf_cum_index(*cum, sub->num_items);
+        lac_mf_cum_of_items(*cum, all, row_item, sub->num_items);
     }
     if (call->loss == LAC_MF_LOSS_BPR) return LAC_SUCCESS;
     *scale = (float *)lac_malloc(ctx, (size_t)(sub->num_users ? sub->num_users : 1) * sizeof(float));
