@@ -73,6 +73,21 @@ static double trace_sweeps[TRACE_MAX];
 static long long trace_refused[TRACE_MAX];
 static long long trace_sharp[TRACE_MAX];   /* proved by Cholesky where Gershgorin was refused */
 static int tracing, trace_count;
+/* While tracing: the timed lines the library logs (basis, set-up, finish),
+ * and each iteration's end (seconds since the call began) and λ step. */
+static char trace_lines[8][256];
+static int trace_line_count;
+static double trace_end[TRACE_MAX];
+static int trace_step[TRACE_MAX], trace_iters;
+static int trace_progress(const lac_impute_iteration *it, void *user)
+{
+    (void)user;
+    if (trace_iters < TRACE_MAX) {
+        trace_end[trace_iters] = it->seconds;
+        trace_step[trace_iters++] = (int)it->step;
+    }
+    return 0;
+}
 /* The phase clock's line (LACUNA_IMPUTE_CUDA_PHASES): iterations, then the
  * medians of GFT, SVT, iGFT, the imputation step (-1: inside the iGFT) and
  * the whole iteration, in ms. */
@@ -85,6 +100,10 @@ static void note_subspace(lac_log_level level, const char *message, void *user)
     (void)level;
     (void)user;
     note_slab(message);
+    if (tracing && trace_line_count < 8 &&
+        (strstr(message, "graph Fourier basis: N") || strstr(message, "impute (cuda): set-up") ||
+         strstr(message, "impute (cuda): finish") || strstr(message, "impute (cuda): eigendecomposition")))
+        snprintf(trace_lines[trace_line_count++], sizeof trace_lines[0], "%s", message);
     const char *ph = strstr(message, "phases by CUDA events over ");
     if (ph) {
         long long n = 0;
@@ -479,6 +498,9 @@ static void bench_protocol(const char *path, double ratio, int gemm, lac_ctx_t r
     jac_sum[2] = 0;
     tracing = 1;
     trace_count = 0;
+    trace_line_count = 0;
+    trace_iters = 0;
+    ip.progress = trace_progress;
     double t0 = now_s();
     if (lac_gft_create(run, graph, LAC_FLOAT32, &p.gft) ||
         lac_impute(run, &ip, p.gft, &p.truth, &p.observed, &p.truth, &p.out, &r) < 0) {
@@ -488,6 +510,20 @@ static void bench_protocol(const char *path, double ratio, int gemm, lac_ctx_t r
     double total = now_s() - t0;
     tracing = 0;
     print_sweeps(jac_before);
+    for (int i = 0; i < trace_line_count; i++) printf("      %s\n", trace_lines[i]);
+    printf("      basis %.4f s; impute call %.4f s: GFT (with set-up) %.4f, SVT %.4f, iGFT (with finish) %.4f\n",
+           lac_gft_seconds(p.gft), r.seconds, r.seconds_gft, r.seconds_svt, r.seconds_igft);
+    if (trace_iters > 0) {
+        printf("      first iteration ends at %.4f s; each λ step (iterations, ms, ms an iteration):", trace_end[0]);
+        for (int i = 1, first = 1; i <= trace_iters; i++)
+            if (i == trace_iters || trace_step[i] != trace_step[i - 1]) {
+                const double ms = 1e3 * (trace_end[i - 1] - trace_end[first - 1]);
+                const int n = i - first;
+                if (n > 0) printf(" %d: %d, %.1f, %.2f;", trace_step[i - 1], n, ms, ms / n);
+                first = i;
+            }
+        printf("\n      after the last iteration (finish): %.4f s\n", r.seconds - trace_end[trace_iters - 1]);
+    }
     if (trace_count > 0) {
         long long refused = 0, passes_refused = 0, sharp = 0;
         printf("      sweeps a pass (slices refused their certificate):");

@@ -156,6 +156,16 @@ lac_status lac_impute_cuda_load(lac_ctx_t ctx, REAL *dst, const void *src, lac_d
 template <typename REAL>
 lac_status lac_impute_cuda_gather_rows(lac_ctx_t ctx, REAL *out, const REAL *in, const int64_t *index,
                                        int64_t rows_out, int64_t rows_in, int64_t cols);
+/* Columns index[0 .. count) (a device array) of in (mn x *) into out (mn x count). */
+template <typename REAL>
+lac_status lac_impute_cuda_gather_columns(lac_ctx_t ctx, REAL *out, const REAL *in, const int64_t *index, int64_t count,
+                                          int64_t mn);
+/* *sum = Σ (a[i] − b[i])² in float64 over i < count where skip (NULL: none)
+ * is 0, b NULL read as 0; the per-block sums read back through the pinned
+ * partial_host (LAC_IMPUTE_CUDA_PARTIALS) and added in block order. */
+template <typename REAL>
+lac_status lac_impute_cuda_sq_sum(lac_ctx_t ctx, int64_t count, const REAL *a, const REAL *b, const unsigned char *skip,
+                                  double *partial, double *partial_host, double *sum);
 /* The imputation step after the iGFT (impute_backend.h's igft): masks,
  * extrapolates, and leaves per-block partial sums of the missing error in
  * partial[0 .. blocks). Returns the block count used. */

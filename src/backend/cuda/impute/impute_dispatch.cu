@@ -13,6 +13,7 @@
 #include "backend/cuda/impute/impute_cuda.h"
 
 #include <math.h>
+#include <omp.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -198,17 +199,6 @@ done:
     cudaFree(state);
     cudaFree(entry);
     return st;
-}
-
-/* Columns `index` of in (mn x *) into out (mn x count). */
-template <typename REAL>
-lac_status gather_columns(lac_ctx_t ctx, REAL *out, const REAL *in, const int64_t *index, int64_t count, int64_t mn)
-{
-    /* Viewed as rows of an (N x mn) row-major matrix, a column gather is a row gather. */
-    for (int64_t i = 0; i < count; i++)
-        LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(out + i * mn, in + index[i] * mn, (size_t)mn * sizeof(REAL),
-                                            cudaMemcpyDeviceToDevice, ctx->cuda->stream));
-    return LAC_SUCCESS;
 }
 
 /* The SVT's slices split across the context's shares in proportion to their
@@ -431,8 +421,19 @@ lac_status setup(lac_ctx_t ctx, const lac_impute_problem *pr, size_t svt_budget,
             st = lac_cublas_fail(ctx, (int)bs, "U^T G", __FILE__, __LINE__);
             goto fail;
         }
-        LAC_CHECK_GOTO(gather_columns<REAL>(ctx, s->true_inc, s->ghat, pr->incomplete, ni, mn), st, fail);
-        lac_impute_cuda_truth_norms<REAL>(pr, truth_sq, truth_missing_sq);
+        /* The norms errors are relative to, in float64 on the device (the
+         * truth's REAL values, as the host's loop read them). */
+        LAC_CHECK_GOTO(lac_impute_cuda_sq_sum<REAL>(ctx, mn * N, s->ghat, nullptr, nullptr, s->partial, s->partial_host,
+                                                    truth_sq),
+                       st, fail);
+        if (ni > 0) {
+            LAC_CHECK_GOTO(lac_impute_cuda_gather_columns<REAL>(ctx, s->true_inc, s->ghat, index, ni, mn), st, fail);
+            LAC_CHECK_GOTO(lac_impute_cuda_sq_sum<REAL>(ctx, mn * ni, s->true_inc, nullptr, s->obs_inc, s->partial,
+                                                        s->partial_host, truth_missing_sq),
+                           st, fail);
+        } else {
+            *truth_missing_sq = 0;
+        }
     }
     LAC_CUDA_CHECK_GOTO(ctx, cudaStreamSynchronize(stream), st, fail);
     LAC_CHECK_GOTO(split_svt<REAL>(ctx, s), st, fail);
@@ -711,8 +712,21 @@ template <typename REAL>
 lac_status finish(lac_ctx_t ctx, impute_cuda<REAL> *s, lac_impute_output output, void *out, lac_dtype out_dtype,
                   double *error_sq)
 {
-    return lac_impute_cuda_finish<REAL>(ctx, &s->problem, resident_estimate<REAL>, s, s->x_est, output, out, out_dtype,
-                                        error_sq);
+    lac_impute_problem pr = s->problem;
+    if (pr.truth && !s->gft_split) {
+        /* The error of U Ĝest against the truth on the device (ghat: the
+         * estimate, c: the truth, both free now) instead of the estimate's
+         * download and a host pass; the generic finish then only writes. */
+        const int64_t N = s->N, mn = s->mn;
+        cublasHandle_t blas;
+        LAC_CHECK(lac_cuda_cublas(ctx, &blas));
+        LAC_CUBLAS_CHECK(ctx, lac_gemm(blas, CUBLAS_OP_N, CUBLAS_OP_T, mn, N, N, (REAL)1, s->gest, mn, s->u, N, (REAL)0,
+                                       s->ghat, mn));
+        LAC_CHECK(upload_tensor<REAL>(ctx, &pr, pr.truth, pr.truth_dtype, s->c, 0));
+        LAC_CHECK(lac_impute_cuda_sq_sum<REAL>(ctx, mn * N, s->ghat, s->c, nullptr, s->partial, s->partial_host, error_sq));
+        pr.truth = nullptr;
+    }
+    return lac_impute_cuda_finish<REAL>(ctx, &pr, resident_estimate<REAL>, s, s->x_est, output, out, out_dtype, error_sq);
 }
 
 /* The Laplacian's eigendecomposition (syevd) on the device. */
@@ -728,6 +742,9 @@ lac_status eigen(lac_ctx_t ctx, int64_t n, void *host, int vectors, double *eige
     cusolverDnParams_t params = nullptr;
     size_t dev_bytes = 0, host_bytes = 0;
     const cusolverEigMode_t mode = vectors ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
+    const double t0 = omp_get_wtime();
+    double t1 = t0, t2 = t0;
+    bool registered = false;
     lac_status st = LAC_SUCCESS;
     cusolverStatus_t cs;
     LAC_CHECK_GOTO(device_alloc(ctx, &a, n * n), st, done);
@@ -738,6 +755,11 @@ lac_status eigen(lac_ctx_t ctx, int64_t n, void *host, int vectors, double *eige
         st = lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "eigenvalues");
         goto done;
     }
+    /* The matrix in and the vectors back (130 MB each at N = 4039) at the
+     * pinned rate: pinning them in place cost less than the pageable copies
+     * (bench/RESULTS.md); where the host refuses, the copies stay pageable. */
+    registered = vectors && cudaHostRegister(host, (size_t)(n * n) * sizeof(REAL), cudaHostRegisterDefault) == cudaSuccess;
+    if (!registered) cudaGetLastError();
     LAC_CUDA_CHECK_GOTO(ctx, cudaMemcpyAsync(a, host, (size_t)(n * n) * sizeof(REAL), cudaMemcpyHostToDevice, stream), st,
                         done);
     cs = cusolverDnCreateParams(&params);
@@ -754,6 +776,8 @@ lac_status eigen(lac_ctx_t ctx, int64_t n, void *host, int vectors, double *eige
         st = lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "syevd host workspace");
         goto done;
     }
+    LAC_CUDA_CHECK_GOTO(ctx, cudaStreamSynchronize(stream), st, done);
+    t1 = omp_get_wtime();
     cs = cusolverDnXsyevd(solver, params, mode, CUBLAS_FILL_MODE_UPPER, n, real_type<REAL>(), a, n, real_type<REAL>(), w,
                           real_type<REAL>(), dwork, dev_bytes, hwork, host_bytes, info);
     if (cs != CUSOLVER_STATUS_SUCCESS) {
@@ -763,6 +787,8 @@ lac_status eigen(lac_ctx_t ctx, int64_t n, void *host, int vectors, double *eige
     LAC_CUDA_CHECK_GOTO(ctx, cudaMemcpyAsync(&info_host, info, sizeof(int), cudaMemcpyDeviceToHost, stream), st, done);
     LAC_CUDA_CHECK_GOTO(ctx, cudaMemcpyAsync(w_host, w, (size_t)n * sizeof(REAL), cudaMemcpyDeviceToHost, stream), st,
                         done);
+    LAC_CUDA_CHECK_GOTO(ctx, cudaStreamSynchronize(stream), st, done);
+    t2 = omp_get_wtime();
     if (vectors)
         LAC_CUDA_CHECK_GOTO(ctx, cudaMemcpyAsync(host, a, (size_t)(n * n) * sizeof(REAL), cudaMemcpyDeviceToHost, stream),
                             st, done);
@@ -773,8 +799,11 @@ lac_status eigen(lac_ctx_t ctx, int64_t n, void *host, int vectors, double *eige
         goto done;
     }
     for (int64_t i = 0; i < n; i++) eigenvalues[i] = (double)w_host[i];
+    lac_log(ctx, LAC_LOG_DEBUG, "impute (cuda): eigendecomposition of %lld: %.4f s, syevd %.4f s (copies %s)",
+            (long long)n, omp_get_wtime() - t0, t2 - t1, registered ? "pinned in place" : "pageable");
 done:
     cudaStreamSynchronize(stream);
+    if (registered) cudaHostUnregister(host);
     if (params) cusolverDnDestroyParams(params);
     cudaFree(a);
     cudaFree(w);
@@ -855,6 +884,7 @@ lac_status cuda_setup(lac_ctx_t ctx, const lac_impute_problem *problem, void **s
                       double *truth_missing_sq)
 {
     LAC_CHECK(lac_cuda_use_device(ctx));
+    const double t0 = omp_get_wtime();
     handle *h = (handle *)calloc(1, sizeof *h);
     if (!h) return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "impute state");
     h->precision = problem->precision;
@@ -870,6 +900,7 @@ lac_status cuda_setup(lac_ctx_t ctx, const lac_impute_problem *problem, void **s
         if (h->precision == LAC_FLOAT32) ((impute_cuda<float> *)h->impl)->clock = h->clock;
         else ((impute_cuda<double> *)h->impl)->clock = h->clock;
     }
+    lac_log(ctx, LAC_LOG_DEBUG, "impute (cuda): set-up %.4f s", omp_get_wtime() - t0);
     *state = h;
     return LAC_SUCCESS;
 }
@@ -1111,7 +1142,10 @@ lac_status cuda_finish(lac_ctx_t ctx, void *state, lac_impute_output output, voi
     handle *h = (handle *)state;
     LAC_CHECK(lac_cuda_use_device(ctx));
     LAC_CHECK(LAC_BY_PRECISION(h, rank_refresh)(ctx, h));
-    return LAC_BY_PLAN(h, resident_finish, lac_impute_stream_finish)(ctx, h->impl, output, out, out_dtype, error_sq);
+    const double t0 = omp_get_wtime();
+    LAC_CHECK(LAC_BY_PLAN(h, resident_finish, lac_impute_stream_finish)(ctx, h->impl, output, out, out_dtype, error_sq));
+    lac_log(ctx, LAC_LOG_DEBUG, "impute (cuda): finish %.4f s", omp_get_wtime() - t0);
+    return LAC_SUCCESS;
 }
 
 void cuda_release(void *state)
@@ -1254,8 +1288,13 @@ lac_status lac_impute_cuda_finish(lac_ctx_t ctx, const lac_impute_problem *pr,
             if (pr->vertex_state[v] == LAC_VERTEX_OBSERVED)
                 memcpy((char *)out + (size_t)(v * mn) * esize, (const char *)pr->tensor + (size_t)(v * mn) * esize,
                        (size_t)mn * esize);
+    const bool same_type = out_dtype == (sizeof(REAL) == sizeof(float) ? LAC_FLOAT32 : LAC_FLOAT64);
     for (int64_t i = 0; i < ni; i++) {
         const int64_t v = pr->incomplete[i];
+        if (same_type && (!pr->entry_observed || pr->vertex_state[v] == LAC_VERTEX_MISSING)) {
+            memcpy((char *)out + (size_t)(v * mn) * esize, x + i * mn, (size_t)mn * esize);
+            continue;
+        }
         for (int64_t e = 0; e < mn; e++) {
             const int64_t at = v * mn + e;
             if (pr->entry_observed && pr->entry_observed[at])

@@ -69,6 +69,36 @@ __global__ void impute_step_kernel(int64_t count, const REAL *x_new, const unsig
     }
 }
 
+/* Σ (a − b)² over the entries that skip does not mark (b NULL: 0), a
+ * partial sum a block. */
+template <typename REAL>
+__global__ void sq_sum_kernel(int64_t count, const REAL *a, const REAL *b, const unsigned char *skip, double *partial)
+{
+    __shared__ double warp_sums[32];
+    double sum = 0;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < count; i += (int64_t)gridDim.x * blockDim.x) {
+        if (skip && skip[i]) continue;
+        const double d = (double)a[i] - (b ? (double)b[i] : 0.0);
+        sum += d * d;
+    }
+    for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+    if ((threadIdx.x & 31) == 0) warp_sums[threadIdx.x >> 5] = sum;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double s = 0;
+        for (int w = 0; w < (int)(blockDim.x + 31) / 32; w++) s += warp_sums[w];
+        partial[blockIdx.x] = s;
+    }
+}
+
+template <typename REAL>
+__global__ void gather_columns_kernel(REAL *out, const REAL *in, const int64_t *index, int64_t count, int64_t mn)
+{
+    const int64_t total = count * mn;
+    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total; e += (int64_t)gridDim.x * blockDim.x)
+        out[e] = in[index[e / mn] * mn + e % mn];
+}
+
 /* hi = a rounded to TF32 (nearest, ties away), lo = a - hi (exact in fp32). */
 __global__ void split_tf32_kernel(const float *a, float *hi, float *lo, int64_t count)
 {
@@ -150,7 +180,41 @@ lac_status lac_impute_cuda_impute_sum(lac_ctx_t ctx, int64_t count, const REAL *
     return LAC_SUCCESS;
 }
 
+template <typename REAL>
+lac_status lac_impute_cuda_sq_sum(lac_ctx_t ctx, int64_t count, const REAL *a, const REAL *b, const unsigned char *skip,
+                                  double *partial, double *partial_host, double *sum)
+{
+    *sum = 0;
+    if (count <= 0) return LAC_SUCCESS;
+    /* A fixed grid, added on the host in block order: the same bits every run. */
+    const unsigned grid = grid_for(count, LAC_IMPUTE_CUDA_PARTIALS);
+    cudaStream_t stream = ctx->cuda->stream;
+    sq_sum_kernel<REAL><<<grid, 256, 0, stream>>>(count, a, b, skip, partial);
+    LAC_CUDA_CHECK_LAUNCH(ctx);
+    LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(partial_host, partial, (size_t)grid * sizeof(double), cudaMemcpyDeviceToHost,
+                                        stream));
+    LAC_CUDA_CHECK(ctx, cudaStreamSynchronize(stream));
+    double s = 0;
+    for (unsigned i = 0; i < grid; i++) s += partial_host[i];
+    *sum = s;
+    return LAC_SUCCESS;
+}
+
+template <typename REAL>
+lac_status lac_impute_cuda_gather_columns(lac_ctx_t ctx, REAL *out, const REAL *in, const int64_t *index, int64_t count,
+                                          int64_t mn)
+{
+    if (count * mn == 0) return LAC_SUCCESS;
+    gather_columns_kernel<REAL><<<grid_for(count * mn, 65536), 256, 0, ctx->cuda->stream>>>(out, in, index, count, mn);
+    LAC_CUDA_CHECK_LAUNCH(ctx);
+    return LAC_SUCCESS;
+}
+
 #define LAC_INSTANTIATE(REAL)                                                                                     \
+    template lac_status lac_impute_cuda_sq_sum<REAL>(lac_ctx_t, int64_t, const REAL *, const REAL *,              \
+                                                     const unsigned char *, double *, double *, double *);        \
+    template lac_status lac_impute_cuda_gather_columns<REAL>(lac_ctx_t, REAL *, const REAL *, const int64_t *,    \
+                                                             int64_t, int64_t);                                   \
     template lac_status lac_impute_cuda_load<REAL>(lac_ctx_t, REAL *, const void *, lac_dtype, int64_t, int64_t,  \
                                                    const unsigned char *, const unsigned char *, int);            \
     template lac_status lac_impute_cuda_gather_rows<REAL>(lac_ctx_t, REAL *, const REAL *, const int64_t *,       \
