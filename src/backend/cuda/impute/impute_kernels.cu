@@ -37,12 +37,40 @@ __global__ void gather_rows_kernel(REAL *out, const REAL *in, const int64_t *ind
     }
 }
 
+/* The block's sum of each thread's v into partial[blockIdx.x], in a fixed
+ * order (warps, then warp sums in order). */
+__device__ void block_partial(double v, double *partial)
+{
+    __shared__ double warp_sums[32];
+    for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+    if ((threadIdx.x & 31) == 0) warp_sums[threadIdx.x >> 5] = v;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double s = 0;
+        for (int w = 0; w < (int)(blockDim.x + 31) / 32; w++) s += warp_sums[w];
+        partial[blockIdx.x] = s;
+    }
+}
+
+/* The first `blocks` partial sums read back through the pinned host buffer
+ * and added in block order. */
+lac_status sum_partials(lac_ctx_t ctx, const double *partial, double *partial_host, unsigned blocks, double *sum)
+{
+    cudaStream_t stream = ctx->cuda->stream;
+    LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(partial_host, partial, (size_t)blocks * sizeof(double), cudaMemcpyDeviceToHost,
+                                        stream));
+    LAC_CUDA_CHECK(ctx, cudaStreamSynchronize(stream));
+    double s = 0;
+    for (unsigned i = 0; i < blocks; i++) s += partial_host[i];
+    *sum = s;
+    return LAC_SUCCESS;
+}
+
 /* Line 10's P_Ω⊥ and the next line 7's extrapolation (impute_backend.h). */
 template <typename REAL>
 __global__ void impute_step_kernel(int64_t count, const REAL *x_new, const unsigned char *obs, const REAL *truth,
                                    REAL *x_inc, REAL *x_est, REAL theta, int extrapolate, double *partial)
 {
-    __shared__ double warp_sums[32];
     double err = 0;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < count; i += (int64_t)gridDim.x * blockDim.x) {
         REAL x = x_new[i];
@@ -59,14 +87,7 @@ __global__ void impute_step_kernel(int64_t count, const REAL *x_new, const unsig
             x_inc[i] = x;
         }
     }
-    for (int off = 16; off > 0; off >>= 1) err += __shfl_xor_sync(0xffffffffu, err, off);
-    if ((threadIdx.x & 31) == 0) warp_sums[threadIdx.x >> 5] = err;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        double s = 0;
-        for (int w = 0; w < (int)(blockDim.x + 31) / 32; w++) s += warp_sums[w];
-        partial[blockIdx.x] = s;
-    }
+    block_partial(err, partial);
 }
 
 /* Σ (a − b)² over the entries that skip does not mark (b NULL: 0), a
@@ -74,21 +95,13 @@ __global__ void impute_step_kernel(int64_t count, const REAL *x_new, const unsig
 template <typename REAL>
 __global__ void sq_sum_kernel(int64_t count, const REAL *a, const REAL *b, const unsigned char *skip, double *partial)
 {
-    __shared__ double warp_sums[32];
     double sum = 0;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < count; i += (int64_t)gridDim.x * blockDim.x) {
         if (skip && skip[i]) continue;
         const double d = (double)a[i] - (b ? (double)b[i] : 0.0);
         sum += d * d;
     }
-    for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
-    if ((threadIdx.x & 31) == 0) warp_sums[threadIdx.x >> 5] = sum;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        double s = 0;
-        for (int w = 0; w < (int)(blockDim.x + 31) / 32; w++) s += warp_sums[w];
-        partial[blockIdx.x] = s;
-    }
+    block_partial(sum, partial);
 }
 
 template <typename REAL>
@@ -168,16 +181,9 @@ lac_status lac_impute_cuda_impute_sum(lac_ctx_t ctx, int64_t count, const REAL *
                                       double *partial, double *partial_host, double *error_sq)
 {
     int blocks = 0;
-    cudaStream_t stream = ctx->cuda->stream;
     LAC_CHECK(lac_impute_cuda_impute_step<REAL>(ctx, count, x_new, obs, truth, x_inc, x_est, theta, extrapolate, partial,
                                                 &blocks));
-    LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(partial_host, partial, (size_t)blocks * sizeof(double), cudaMemcpyDeviceToHost,
-                                        stream));
-    LAC_CUDA_CHECK(ctx, cudaStreamSynchronize(stream));
-    double err = 0;
-    for (int i = 0; i < blocks; i++) err += partial_host[i];
-    *error_sq = err;
-    return LAC_SUCCESS;
+    return sum_partials(ctx, partial, partial_host, (unsigned)blocks, error_sq);
 }
 
 template <typename REAL>
@@ -188,16 +194,9 @@ lac_status lac_impute_cuda_sq_sum(lac_ctx_t ctx, int64_t count, const REAL *a, c
     if (count <= 0) return LAC_SUCCESS;
     /* A fixed grid, added on the host in block order: the same bits every run. */
     const unsigned grid = grid_for(count, LAC_IMPUTE_CUDA_PARTIALS);
-    cudaStream_t stream = ctx->cuda->stream;
-    sq_sum_kernel<REAL><<<grid, 256, 0, stream>>>(count, a, b, skip, partial);
+    sq_sum_kernel<REAL><<<grid, 256, 0, ctx->cuda->stream>>>(count, a, b, skip, partial);
     LAC_CUDA_CHECK_LAUNCH(ctx);
-    LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(partial_host, partial, (size_t)grid * sizeof(double), cudaMemcpyDeviceToHost,
-                                        stream));
-    LAC_CUDA_CHECK(ctx, cudaStreamSynchronize(stream));
-    double s = 0;
-    for (unsigned i = 0; i < grid; i++) s += partial_host[i];
-    *sum = s;
-    return LAC_SUCCESS;
+    return sum_partials(ctx, partial, partial_host, grid, sum);
 }
 
 template <typename REAL>
