@@ -597,7 +597,16 @@ TEST(bad_input_is_rejected_and_leaves_out_untouched)
     lac_array sm = lac_array_vector(short_mask, LAC_BOOL, 19);
     CHECK_STATUS(ctx, lac_impute(ctx, &p, pb.gft, &pb.tensor, &sm, NULL, &pb.out, NULL), LAC_ERR_SHAPE);
     ((double *)pb.truth.data)[3] = NAN;
-    CHECK_STATUS(ctx, lac_impute(ctx, &p, pb.gft, &pb.tensor, &pb.mask, &pb.truth, &pb.out, NULL), LAC_ERR_VALUE);
+    {   /* the first entry that is not finite is the one named, whatever the threads */
+        const int64_t tm = pb.truth.shape[1], tn = pb.truth.shape[2], last = pb.truth.shape[0] * tm * tn - 1;
+        const double kept = ((double *)pb.truth.data)[last];
+        ((double *)pb.truth.data)[last] = INFINITY;
+        CHECK_STATUS(ctx, lac_impute(ctx, &p, pb.gft, &pb.tensor, &pb.mask, &pb.truth, &pb.out, NULL), LAC_ERR_VALUE);
+        char want[96];
+        snprintf(want, sizeof want, "truth[0, %lld, %lld] is not finite", (long long)(3 / tn), (long long)(3 % tn));
+        CHECK(strstr(lac_last_error(ctx), want) != NULL);
+        ((double *)pb.truth.data)[last] = kept;
+    }
     lac_impute_params bad = p;
     bad.decay = 1.5;
     CHECK_STATUS(ctx, lac_impute(ctx, &bad, pb.gft, &pb.tensor, &pb.mask, NULL, &pb.out, NULL), LAC_ERR_ARGUMENT);

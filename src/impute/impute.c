@@ -196,9 +196,16 @@ static lac_status check_inputs(lac_ctx_t ctx, int64_t N, const lac_array *tensor
             return lac_error(ctx, LAC_ERR_SHAPE, "truth is (%lld, %lld, %lld) but the tensor is (%lld, %lld, %lld)",
                              (long long)truth->shape[0], (long long)truth->shape[1], (long long)truth->shape[2],
                              (long long)N, (long long)m, (long long)n);
-        for (int64_t i = 0; i < N * m * n; i++)
-            if (!isfinite(lac_load_real(truth->data, truth->dtype, i)))
-                return report_entry(ctx, LAC_ERR_VALUE, "truth", i, m, n, "is not finite");
+        /* The first entry that is not finite, whatever the thread count. */
+        int64_t bad = -1;
+        const int64_t count = N * m * n;
+#pragma omp parallel for num_threads(lac_threads(ctx)) schedule(static)
+        for (int64_t i = 0; i < count; i++)
+            if (!isfinite(lac_load_real(truth->data, truth->dtype, i))) {
+#pragma omp critical(lac_impute_truth)
+                if (bad < 0 || i < bad) bad = i;
+            }
+        if (bad >= 0) return report_entry(ctx, LAC_ERR_VALUE, "truth", bad, m, n, "is not finite");
     }
     lac_status st = classify(ctx, tensor, observed, obs);
     if (st < 0) observed_release(obs);
