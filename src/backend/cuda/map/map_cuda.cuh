@@ -252,6 +252,18 @@ typedef struct {
 lac_status lac_map_stream_enqueue(lac_ctx_t ctx, const lac_map_call *call, int64_t first, int64_t count, size_t extra,
                                   map_stream_job *job);
 void lac_map_stream_release(lac_ctx_t ctx, map_stream_job *job);
+/* Rows [first, first + count) of a host call copied whole to ctx's current
+ * device (map_stream.cu), as the device call `dcall` (m = count): S, w, R
+ * (or `bridge`, a plan's checked int32 bridge kept resident), and T's n x b
+ * values when with_target (the result is computed there and copied back
+ * only on success). Checks free memory first; on failure nothing stays
+ * allocated. lac_map_rows_free accepts a zeroed or failed copy. */
+typedef struct {
+    void *source, *bridge, *weights, *target;
+} map_rows_dev;
+lac_status lac_map_rows_copy(lac_ctx_t ctx, const lac_map_call *call, int64_t first, int64_t count, const int32_t *bridge,
+                             int with_target, map_rows_dev *d, lac_map_call *dcall);
+void lac_map_rows_free(map_rows_dev *d);
 /* Host arrays split by rows across the context's shares (map_multi.cu):
  * whether a call gets the split, and the split call. */
 int lac_map_cuda_multi_wanted(lac_ctx_t ctx, const lac_map_call *call);

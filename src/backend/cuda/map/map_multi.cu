@@ -117,63 +117,6 @@ extern "C" lac_status lac_map_cuda_multi(lac_ctx_t ctx, const lac_map_call *call
 /* ------------------------------------------------------------------------ */
 /* Deterministic: exact fixed-point parts added on the first device          */
 /* ------------------------------------------------------------------------ */
-/* A share's rows of a host call, copied to its device. */
-typedef struct {
-    void *source, *bridge, *weights;
-} share_rows;
-
-static void rows_free(share_rows *d)
-{
-    cudaFree(d->source);
-    cudaFree(d->bridge);
-    cudaFree(d->weights);
-    cudaGetLastError();
-    memset(d, 0, sizeof *d);
-}
-
-/* Rows [first, first + count) of call copied to ctx's current share, as the
- * device call `part` (T left as the caller's: the parts never write it). */
-static lac_status rows_copy(lac_ctx_t ctx, const lac_map_call *call, int64_t first, int64_t count, const int32_t *bridge,
-                            share_rows *d, lac_map_call *part)
-{
-    cudaStream_t st = ctx->cuda->stream;
-    const size_t vs = lac_dtype_size(call->value_dtype), is = lac_dtype_size(call->index_dtype);
-    const size_t s_bytes = (size_t)count * call->b * vs, r_bytes = bridge ? 0 : (size_t)count * is,
-                 w_bytes = call->weights ? (size_t)count * vs : 0;
-    size_t free_bytes = 0, total_bytes = 0;
-    LAC_CUDA_CHECK(ctx, cudaMemGetInfo(&free_bytes, &total_bytes));
-    if (s_bytes + r_bytes + w_bytes + ((size_t)1 << 28) > free_bytes)
-        return lac_error(ctx, LAC_ERR_UNSUPPORTED,
-                         "a deterministic CUDA map of host arrays copies each device's rows to it (%.1f GB on device %d), "
-                         "but only %.1f GB are free: use device arrays in smaller batches, drop deterministic, "
-                         "or use the CPU backend",
-                         (s_bytes + r_bytes + w_bytes) / 1e9, ctx->cuda->device, free_bytes / 1e9);
-    *part = *call;
-    part->memory = LAC_MEM_DEVICE;
-    part->m = count;
-    LAC_CUDA_CHECK(ctx, cudaMalloc(&d->source, s_bytes ? s_bytes : 1));
-    if (!bridge) LAC_CUDA_CHECK(ctx, cudaMalloc(&d->bridge, r_bytes ? r_bytes : 1));
-    if (w_bytes) LAC_CUDA_CHECK(ctx, cudaMalloc(&d->weights, w_bytes));
-    if (s_bytes)
-        LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(d->source, (const char *)call->source + (size_t)first * call->b * vs, s_bytes,
-                                            cudaMemcpyHostToDevice, st));
-    if (r_bytes)
-        LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(d->bridge, (const char *)call->bridge + (size_t)first * is, r_bytes,
-                                            cudaMemcpyHostToDevice, st));
-    if (w_bytes)
-        LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(d->weights, (const char *)call->weights + (size_t)first * vs, w_bytes,
-                                            cudaMemcpyHostToDevice, st));
-    part->source = d->source;
-    part->bridge = d->bridge;
-    part->weights = call->weights ? d->weights : NULL;
-    if (bridge) {   /* a plan's part: checked, narrowed, resident */
-        part->bridge = bridge;
-        part->index_dtype = LAC_INT32;
-        part->bridge_checked = 1;
-    }
-    return LAC_SUCCESS;
-}
-
 /* The combined words into T on the first device, T copied back. */
 static lac_status combine_fixed(lac_ctx_t ctx, const lac_map_call *call, map_fixed_part *const *P, int shares)
 {
@@ -209,7 +152,7 @@ extern "C" lac_status lac_map_cuda_multi_fixed(lac_ctx_t ctx, const lac_map_call
     *done = 0;
     const int shares = ctx->cuda->share_count;
 
-    share_rows rows[LAC_MAX_DEVICES];
+    map_rows_dev rows[LAC_MAX_DEVICES];
     lac_map_call parts[LAC_MAX_DEVICES];
     map_fixed_part *P[LAC_MAX_DEVICES];
     memset(rows, 0, sizeof rows);
@@ -218,7 +161,8 @@ extern "C" lac_status lac_map_cuda_multi_fixed(lac_ctx_t ctx, const lac_map_call
     /* Every share's rows in and its range pass queued before any is waited for. */
     for (int i = 0; i < shares && st >= 0; i++) {
         lac_cuda_share_scope scope(ctx, i);
-        st = rows_copy(ctx, call, start[i], start[i + 1] - start[i], bridges ? bridges[i] : NULL, &rows[i], &parts[i]);
+        st = lac_map_rows_copy(ctx, call, start[i], start[i + 1] - start[i], bridges ? bridges[i] : NULL, 0, &rows[i],
+                               &parts[i]);
         if (st >= 0) st = lac_map_fixed_part_begin(ctx, &parts[i], call->m, i == 0, &P[i]);
     }
     int range[4] = {0, 0, 0, 0};   /* biased encodings: the larger, the wider */
@@ -257,7 +201,7 @@ release:
     for (int i = 0; i < shares; i++) {
         lac_cuda_share_scope scope(ctx, i);
         cudaStreamSynchronize(ctx->cuda->stream);   /* copies may still be in flight after a failure */
-        rows_free(&rows[i]);
+        lac_map_rows_free(&rows[i]);
         lac_map_fixed_part_free(P[i]);
     }
     LAC_CHECK(st);

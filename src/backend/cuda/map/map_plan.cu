@@ -482,65 +482,7 @@ static lac_status execute_device(lac_ctx_t ctx, const cuda_plan *plan, const lac
 /* ------------------------------------------------------------------------ */
 /* Host arrays: copied in whole (a plan's gather needs all of S on the device) */
 /* ------------------------------------------------------------------------ */
-typedef struct {
-    void *source, *bridge, *weights, *target;
-} device_copies;
-
-static void copies_free(device_copies *d)
-{
-    cudaFree(d->source);
-    cudaFree(d->bridge);
-    cudaFree(d->weights);
-    cudaFree(d->target);
-    cudaGetLastError();
-}
-
-/* Device copies of a host call's arrays (T's current values too, since the
- * result is computed there and copied back only on success). */
-static lac_status copies_make(lac_ctx_t ctx, const lac_map_call *call, device_copies *d, lac_map_call *dcall)
-{
-    memset(d, 0, sizeof *d);
-    cudaStream_t st = ctx->cuda->stream;
-    size_t vs = lac_dtype_size(call->value_dtype);
-    size_t s_bytes = (size_t)call->m * call->b * vs, t_bytes = (size_t)call->n * call->b * vs;
-    size_t total = s_bytes + t_bytes + (call->bridge ? (size_t)call->m * lac_dtype_size(call->index_dtype) : 0) +
-                   (call->weights ? (size_t)call->m * vs : 0);
-    size_t free_bytes = 0, total_bytes = 0;
-    LAC_CUDA_CHECK(ctx, cudaMemGetInfo(&free_bytes, &total_bytes));
-    if (total + ((size_t)1 << 28) > free_bytes)
-        return lac_error(ctx, LAC_ERR_UNSUPPORTED,
-                         "a deterministic or planned CUDA map of host arrays copies them to the device (%.1f GB), "
-                         "but only %.1f GB are free: use device arrays in smaller batches, drop deterministic, "
-                         "or use the CPU backend",
-                         total / 1e9, free_bytes / 1e9);
-    lac_status s = LAC_SUCCESS;
-    *dcall = *call;
-    dcall->memory = LAC_MEM_DEVICE;
-    LAC_CUDA_CHECK_GOTO(ctx, cudaMalloc(&d->source, s_bytes ? s_bytes : 1), s, fail);
-    LAC_CUDA_CHECK_GOTO(ctx, cudaMalloc(&d->target, t_bytes ? t_bytes : 1), s, fail);
-    if (s_bytes) LAC_CUDA_CHECK_GOTO(ctx, cudaMemcpyAsync(d->source, call->source, s_bytes, cudaMemcpyHostToDevice, st), s, fail);
-    if (t_bytes) LAC_CUDA_CHECK_GOTO(ctx, cudaMemcpyAsync(d->target, call->target, t_bytes, cudaMemcpyHostToDevice, st), s, fail);
-    dcall->source = d->source;
-    dcall->target = d->target;
-    if (call->bridge) {
-        size_t r_bytes = (size_t)call->m * lac_dtype_size(call->index_dtype);
-        LAC_CUDA_CHECK_GOTO(ctx, cudaMalloc(&d->bridge, r_bytes ? r_bytes : 1), s, fail);
-        if (r_bytes) LAC_CUDA_CHECK_GOTO(ctx, cudaMemcpyAsync(d->bridge, call->bridge, r_bytes, cudaMemcpyHostToDevice, st), s, fail);
-        dcall->bridge = d->bridge;
-    }
-    if (call->weights) {
-        size_t w_bytes = (size_t)call->m * vs;
-        LAC_CUDA_CHECK_GOTO(ctx, cudaMalloc(&d->weights, w_bytes ? w_bytes : 1), s, fail);
-        if (w_bytes) LAC_CUDA_CHECK_GOTO(ctx, cudaMemcpyAsync(d->weights, call->weights, w_bytes, cudaMemcpyHostToDevice, st), s, fail);
-        dcall->weights = d->weights;
-    }
-    return LAC_SUCCESS;
-fail:
-    copies_free(d);
-    return s;
-}
-
-static lac_status copies_return(lac_ctx_t ctx, const lac_map_call *call, const device_copies *d)
+static lac_status copies_return(lac_ctx_t ctx, const lac_map_call *call, const map_rows_dev *d)
 {
     size_t t_bytes = (size_t)call->n * call->b * lac_dtype_size(call->value_dtype);
     if (t_bytes)
@@ -581,12 +523,12 @@ static lac_status deterministic_any(lac_ctx_t ctx, const lac_map_call *call)
 extern "C" lac_status lac_map_cuda_deterministic(lac_ctx_t ctx, const lac_map_call *call)
 {
     if (call->memory == LAC_MEM_DEVICE) return deterministic_any(ctx, call);
-    device_copies d;
+    map_rows_dev d;
     lac_map_call dcall;
-    LAC_CHECK(copies_make(ctx, call, &d, &dcall));
+    LAC_CHECK(lac_map_rows_copy(ctx, call, 0, call->m, NULL, 1, &d, &dcall));
     lac_status st = deterministic_any(ctx, &dcall);
     if (st >= 0) st = copies_return(ctx, call, &d);
-    copies_free(&d);
+    lac_map_rows_free(&d);
     return st;
 }
 
@@ -696,23 +638,21 @@ lac_status lac_map_cuda_plan_execute(lac_ctx_t ctx, lac_map_plan_t plan, const l
         c.index_dtype = LAC_INT32;
         c.bridge_checked = 1;
         if (call->memory == LAC_MEM_DEVICE) return lac_map_cuda_device(ctx, &c, NULL);
-        device_copies d;
+        map_rows_dev d;
         lac_map_call dcall;
-        c.bridge = NULL;   /* already on the device */
-        LAC_CHECK(copies_make(ctx, &c, &d, &dcall));
-        dcall.bridge = p->narrow;
+        LAC_CHECK(lac_map_rows_copy(ctx, call, 0, call->m, p->narrow, 1, &d, &dcall));   /* the bridge stays */
         lac_status st = lac_map_cuda_device(ctx, &dcall, NULL);
         if (st >= 0) st = copies_return(ctx, call, &d);
-        copies_free(&d);
+        lac_map_rows_free(&d);
         return st;
     }
     if (call->memory == LAC_MEM_DEVICE) return execute_deterministic(ctx, p, call);
-    device_copies d;
+    map_rows_dev d;
     lac_map_call dcall;
-    LAC_CHECK(copies_make(ctx, call, &d, &dcall));
+    LAC_CHECK(lac_map_rows_copy(ctx, call, 0, call->m, NULL, 1, &d, &dcall));
     lac_status st = execute_deterministic(ctx, p, &dcall);
     if (st >= 0) st = copies_return(ctx, call, &d);
-    copies_free(&d);
+    lac_map_rows_free(&d);
     return st;
 }
 

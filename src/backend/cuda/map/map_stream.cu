@@ -155,3 +155,77 @@ extern "C" lac_status lac_map_cuda_stream(lac_ctx_t ctx, const lac_map_call *cal
     lac_map_stream_release(ctx, &job);
     return st;
 }
+
+/* ------------------------------------------------------------------------ */
+/* A row range copied whole (deterministic and planned calls of host arrays) */
+/* ------------------------------------------------------------------------ */
+extern "C" void lac_map_rows_free(map_rows_dev *d)
+{
+    cudaFree(d->source);
+    cudaFree(d->bridge);
+    cudaFree(d->weights);
+    cudaFree(d->target);
+    cudaGetLastError();
+    memset(d, 0, sizeof *d);
+}
+
+extern "C" lac_status lac_map_rows_copy(lac_ctx_t ctx, const lac_map_call *call, int64_t first, int64_t count,
+                                        const int32_t *bridge, int with_target, map_rows_dev *d, lac_map_call *dcall)
+{
+    memset(d, 0, sizeof *d);
+    cudaStream_t st = ctx->cuda->stream;
+    const size_t vs = lac_dtype_size(call->value_dtype), is = lac_dtype_size(call->index_dtype);
+    const size_t s_bytes = (size_t)count * call->b * vs, t_bytes = with_target ? (size_t)call->n * call->b * vs : 0,
+                 r_bytes = call->bridge && !bridge ? (size_t)count * is : 0,
+                 w_bytes = call->weights ? (size_t)count * vs : 0;
+    const size_t total = s_bytes + t_bytes + r_bytes + w_bytes;
+    size_t free_bytes = 0, total_bytes = 0;
+    LAC_CUDA_CHECK(ctx, cudaMemGetInfo(&free_bytes, &total_bytes));
+    if (total + ((size_t)1 << 28) > free_bytes)
+        return lac_error(ctx, LAC_ERR_UNSUPPORTED,
+                         "a deterministic or planned CUDA map of host arrays copies its rows to device %d (%.1f GB), "
+                         "but only %.1f GB are free: use device arrays in smaller batches, drop deterministic, "
+                         "or use the CPU backend",
+                         ctx->cuda->device, total / 1e9, free_bytes / 1e9);
+    lac_status s = LAC_SUCCESS;
+    const char *S = (const char *)call->source + (size_t)first * call->b * vs;
+    LAC_CUDA_CHECK_GOTO(ctx, cudaMalloc(&d->source, s_bytes ? s_bytes : 1), s, fail);
+    if (s_bytes) LAC_CUDA_CHECK_GOTO(ctx, cudaMemcpyAsync(d->source, S, s_bytes, cudaMemcpyHostToDevice, st), s, fail);
+    if (with_target) {
+        LAC_CUDA_CHECK_GOTO(ctx, cudaMalloc(&d->target, t_bytes ? t_bytes : 1), s, fail);
+        if (t_bytes)
+            LAC_CUDA_CHECK_GOTO(ctx, cudaMemcpyAsync(d->target, call->target, t_bytes, cudaMemcpyHostToDevice, st), s, fail);
+    }
+    if (call->bridge && !bridge) {
+        LAC_CUDA_CHECK_GOTO(ctx, cudaMalloc(&d->bridge, r_bytes ? r_bytes : 1), s, fail);
+        if (r_bytes)
+            LAC_CUDA_CHECK_GOTO(ctx, cudaMemcpyAsync(d->bridge, (const char *)call->bridge + (size_t)first * is, r_bytes,
+                                                     cudaMemcpyHostToDevice, st),
+                                s, fail);
+    }
+    if (call->weights) {
+        LAC_CUDA_CHECK_GOTO(ctx, cudaMalloc(&d->weights, w_bytes ? w_bytes : 1), s, fail);
+        if (w_bytes)
+            LAC_CUDA_CHECK_GOTO(ctx, cudaMemcpyAsync(d->weights, (const char *)call->weights + (size_t)first * vs, w_bytes,
+                                                     cudaMemcpyHostToDevice, st),
+                                s, fail);
+    }
+    *dcall = *call;
+    dcall->memory = LAC_MEM_DEVICE;
+    dcall->m = count;
+    dcall->source = d->source;
+    dcall->weights = d->weights;
+    if (with_target) dcall->target = d->target;
+    if (bridge) {   /* a plan's part: checked, narrowed, resident */
+        dcall->bridge = bridge;
+        dcall->index_dtype = LAC_INT32;
+        dcall->bridge_checked = 1;
+    } else {
+        dcall->bridge = d->bridge;
+    }
+    return LAC_SUCCESS;
+fail:
+    cudaStreamSynchronize(st);   /* copies queued before the failure read d's buffers */
+    lac_map_rows_free(d);
+    return s;
+}
