@@ -63,6 +63,12 @@ static const struct {
     [LAC_KNOB_MF_DIST_ROUNDS] = {"LACUNA_MF_DIST_ROUNDS",
                                  "most rounds of user slices in mf's first two epochs over MPI ranks (default and most 512; "
                                  "1: whole blocks a turn, for measuring the slices' cost)"},
+    [LAC_KNOB_MAP_CUDA_FIXED_CARRY] = {"LACUNA_MAP_CUDA_FIXED_CARRY",
+                                       "0: the one-launch deterministic kernel adds its 64-bit words by 64-bit shared atomics "
+                                       "(a compare-and-store loop), not by their 32-bit halves and a carry"},
+    [LAC_KNOB_MAP_CUDA_MEAN_MARK] = {"LACUNA_MAP_CUDA_MEAN_MARK",
+                                     "0: the few-target weighted MEAN stores a hit byte a row instead of telling hit targets "
+                                     "by a weight sum that left -0.0"},
 };
 
 /* The environment as the process first saw it: read once. */

@@ -53,6 +53,8 @@ typedef enum {
     LAC_KNOB_IMPUTE_CUDA_PHASES, /* 1: CUDA events around each phase of every iteration, medians logged */
     LAC_KNOB_MAP_CUDA_FIXED_SELECT, /* 0: one-launch fixed point: warm/other rows on two branches, low words at the target */
     LAC_KNOB_MF_DIST_ROUNDS,     /* most rounds of user slices in mf's first epochs over ranks (1: whole blocks) */
+    LAC_KNOB_MAP_CUDA_FIXED_CARRY, /* 0: one-launch fixed point: 64-bit shared atomics, not 32-bit halves and a carry */
+    LAC_KNOB_MAP_CUDA_MEAN_MARK, /* 0: few-target weighted MEAN: a hit byte a row, not the weight sum's -0.0 */
     LAC_KNOB_COUNT
 } lac_knob;
 

@@ -456,9 +456,9 @@ TEST(empty_source_writes_empty_values)
 TEST(few_targets_single_launch_full_grid_and_alternating_faults)
 {
     /* The paths by context knobs (the environment is read once a process). */
-    static const char *const knobs[] = {"MAP_CUDA_FEW=0", "MAP_CUDA_HOT_TABLE=0"};
-    lac_ctx_t ctxs[3] = {gpu, NULL, NULL};
-    for (int k = 0; k < 2; k++) {
+    static const char *const knobs[] = {"MAP_CUDA_FEW=0", "MAP_CUDA_HOT_TABLE=0", "MAP_CUDA_MEAN_MARK=0"};
+    lac_ctx_t ctxs[4] = {gpu, NULL, NULL, NULL};
+    for (int k = 0; k < 3; k++) {
         lac_ctx_params cp = lac_ctx_params_default();
         cp.backend = LAC_BACKEND_CUDA;
         cp.knobs = knobs[k];
@@ -475,13 +475,15 @@ TEST(few_targets_single_launch_full_grid_and_alternating_faults)
             for (int64_t i = 0; i < d.m; i++) {
                 if (d.R[i] % 113 == 7) d.R[i] = (d.R[i] + 1) % n;   /* empty targets */
                 if (d.R[i] % 113 == 11) d.w[i] = 0.0;               /* a weighted MEAN of 0 / 0 */
+                if (d.R[i] % 113 == 13) d.w[i] = -0.0;              /* the same with -0.0: hit all the same */
             }
             double *ref = malloc(sizeof(double) * (size_t)n), *got = malloc(sizeof(double) * (size_t)n);
             for (int o = 0; o < 5; o++) {
                 lac_map_params p = sum_count_case(o, &d);
                 reference(&d, &p, ref);
-                for (int path = 0; path < 3; path++) {
-                    static const char *const paths[] = {"few-target", "general", "few-target (hot registers)"};
+                for (int path = 0; path < 4; path++) {
+                    static const char *const paths[] = {"few-target", "general", "few-target (hot registers)",
+                                                        "few-target (hit bytes)"};
                     if (!ctxs[path]) continue;
                     int st = run_case(ctxs[path], &d, &p, LAC_MEM_DEVICE, RUN_MAP, got, NULL);
                     int64_t worst = -1;
@@ -521,7 +523,7 @@ TEST(few_targets_single_launch_full_grid_and_alternating_faults)
             free(got);
             case_free(&d);
         }
-    for (int k = 1; k < 3; k++) lac_ctx_destroy(&ctxs[k]);
+    for (int k = 1; k < 4; k++) lac_ctx_destroy(&ctxs[k]);
 }
 
 /* Few-target plans (the chunk-local plan): SUM and COUNT against the float64

@@ -28,6 +28,7 @@ static const char *const ctx_knobs[] = {
     "MAP_CUDA_FIXED_GRID=7,MAP_CUDA_FIXED=global",
     "MAP_CUDA_FIXED_GRID=333",
     "MAP_CUDA_FIXED_SELECT=0",   /* the one-launch kernel without selected addresses */
+    "MAP_CUDA_FIXED_CARRY=0",    /* its words added by 64-bit atomics, not by halves and a carry */
 };
 #define CTXS (int)(sizeof ctx_knobs / sizeof *ctx_knobs)
 static lac_ctx_t gpu[CTXS];

@@ -3,7 +3,10 @@
  * SUM, COUNT or weighted MEAN (NaN propagated, one column, aligned device
  * arrays) into a target that fits one block's shared memory: the case the
  * issue's "few targets" rows measure. A weighted MEAN keeps sum w in a twin
- * of every accumulator and a hit byte per target (a plain store). One cooperative launch does everything a call needs:
+ * of every accumulator; the twins start at -0.0 and add w + 0.0, so one still
+ * at -0.0 had no row (as the CPU backend's; LACUNA_MAP_CUDA_MEAN_MARK=0: a hit
+ * byte per target, a plain store a row). One cooperative launch does
+ * everything a call needs:
  *  0. each block asks L2 for the rows of its first steps (bulk prefetch), so
  *     that DRAM works while the block sets up its shared memory;
  *  1. each block counts the bridge entries of its own first two steps
@@ -73,6 +76,8 @@ typedef struct {
     unsigned int index_offset;    /* bytes to the warm index (a byte per target) */
     unsigned int twin;            /* weighted MEAN: values from each accumulator to its weight's twin */
     unsigned int hit_offset;      /* weighted MEAN: bytes to the hit flags (a byte per target) */
+    int mark;                     /* weighted MEAN: weight sums start at -0.0 and add w + 0.0 (never
+                                     -0.0), so -0.0 tells an untouched target: no hit byte a row */
     unsigned long long *sticky;   /* deferred report (map_deferred), or NULL */
     unsigned long long tag;
 } few_args;
@@ -116,7 +121,7 @@ __device__ __forceinline__ void few_rows(const few_args &a, V *priv, const unsig
     for (int j = 0; j < H; j++) {
         hk[j] = j < (int)nhot ? hot_keys[j] : 0xFFFFFFFFu;
         hacc[j] = (V)0;
-        if (MEAN) hacc2[j] = (V)0;
+        if (MEAN) hacc2[j] = a.mark ? -(V)0 : (V)0;
     }
     V *mine = priv + (size_t)(lane & (a.copies - 1)) * a.pitch;
     unsigned char *hit = reinterpret_cast<unsigned char *>(priv) + a.hit_offset;
@@ -131,7 +136,7 @@ __device__ __forceinline__ void few_rows(const few_args &a, V *priv, const unsig
             flag_fault(a.fault, (unsigned long long)row);
             return;
         }
-        if (MEAN) hit[key] = 1;   /* a plain store: every writer writes 1 */
+        if (MEAN && !a.mark) hit[key] = 1;   /* a plain store: every writer writes 1 */
         bool hot = false;
 #pragma unroll
         for (int j = 0; j < H; j++)
@@ -202,12 +207,12 @@ __device__ __forceinline__ void few_rows(const few_args &a, V *priv, const unsig
 #pragma unroll
         for (int q = 0; q < 4; q++) {
             V x = MODE == 0 ? cs[q] : MODE == 1 || MEAN ? cw[q] * cs[q] : MODE == 2 ? (V)1 : cw[q];
-            put((unsigned long long)(int64_t)cr[q], x, cw[q], 4 * v + q);
+            put((unsigned long long)(int64_t)cr[q], x, MEAN && a.mark ? cw[q] + (V)0 : cw[q], 4 * v + q);
         }
     }
     for (int64_t row = nvec * 4 + (int64_t)blockIdx.x * bd + tid; row < rows; row += (int64_t)gridDim.x * bd) {
         V x = MODE == 0 ? S[row] : MODE == 1 || MEAN ? W[row] * S[row] : MODE == 2 ? (V)1 : W[row];
-        put((unsigned long long)(int64_t)R[row], x, MEAN ? W[row] : (V)0, row);
+        put((unsigned long long)(int64_t)R[row], x, MEAN ? (a.mark ? W[row] + (V)0 : W[row]) : (V)0, row);
     }
     /* The registers: one warp sum per hot key into copy 0. */
 #pragma unroll
@@ -343,6 +348,14 @@ template <class V, class I, int MODE> __global__ void __launch_bounds__(FEW_BLOC
                              : nwarm || table ? (size_t)a.index_offset + ((size_t)n + 15) / 16 * 16 : a.warm_offset;
         uint4 *z = reinterpret_cast<uint4 *>(smem_raw);
         for (size_t t = tid; t < bytes / 16; t += bd) z[t] = make_uint4(0u, 0u, 0u, 0u);
+        if constexpr (MEAN) {   /* with mark, the twin (weight) area starts at -0.0: its sign bits set */
+            if (a.mark) {
+                __syncthreads();
+                const size_t twin0 = (size_t)a.twin * sizeof(V) / 16;
+                const unsigned int neg = sizeof(V) == 4 ? 0x80000000u : 0u;
+                for (size_t t = twin0 + tid; t < 2 * twin0; t += bd) z[t] = make_uint4(neg, 0x80000000u, neg, 0x80000000u);
+            }
+        }
     }
     if (nwarm || table) {
         __syncthreads();
@@ -402,6 +415,8 @@ template <class V, class I, int MODE> __global__ void __launch_bounds__(FEW_BLOC
         else T[k] = sum;
     };
     const unsigned char *hit = smem_raw + a.hit_offset;
+    /* With mark, a weight sum that is still -0.0 had nothing mapped to it. */
+    auto marked = [&](V w) { return !(w == (V)0 && signbit(w)); };
     const int G = (int)gridDim.x;
     V *P = reinterpret_cast<V *>(a.partials);
     V *P2 = P + (size_t)G * n;                                           /* weighted MEAN: weight sums */
@@ -420,7 +435,7 @@ template <class V, class I, int MODE> __global__ void __launch_bounds__(FEW_BLOC
             out[t] = own_sum(t);
             if (MEAN) {
                 P2[(size_t)blockIdx.x * n + t] = own_wsum(t);
-                PH[(size_t)blockIdx.x * n + t] = hit[t];
+                if (!a.mark) PH[(size_t)blockIdx.x * n + t] = hit[t];
             }
         }
         __threadfence();
@@ -434,7 +449,10 @@ template <class V, class I, int MODE> __global__ void __launch_bounds__(FEW_BLOC
     if (blockIdx.x == 0 && tid == 0 && a.sticky && fault != MAP_NO_FAULT) atomicMin(a.sticky, a.tag | fault);
     if (fault != MAP_NO_FAULT) return;   /* T stays as it was */
     if (G == 1) {
-        for (int64_t t = tid; t < n; t += bd) finish(t, own_sum(t), own_wsum(t), MEAN && hit[t]);
+        for (int64_t t = tid; t < n; t += bd) {
+            const V ws = own_wsum(t);
+            finish(t, own_sum(t), ws, MEAN && (a.mark ? marked(ws) : hit[t] != 0));
+        }
         return;
     }
     /* Slice of per targets; a tile of TW of them at a time, RG groups of
@@ -447,25 +465,29 @@ template <class V, class I, int MODE> __global__ void __launch_bounds__(FEW_BLOC
     const int group = (int)tid / TW, col = (int)tid % TW;
     for (int64_t base = s0; base < s1; base += TW) {
         const int64_t k = base + col;
-        V v = (V)0, wv = (V)0;
+        V v = (V)0, wv = MEAN && a.mark ? -(V)0 : (V)0;
         unsigned char hv = 0;
         if (k < s1 && group < RG) {
 #pragma unroll 8
             for (int c = group; c < G; c += RG) {
                 v += P[(size_t)c * n + k];
-                if (MEAN) wv += P2[(size_t)c * n + k], hv |= PH[(size_t)c * n + k];
+                if (MEAN) {
+                    wv += P2[(size_t)c * n + k];
+                    if (!a.mark) hv |= PH[(size_t)c * n + k];
+                }
             }
         }
         red[tid] = v;
         if (MEAN) red2[tid] = wv, redh[tid] = hv;
         __syncthreads();
         if (group == 0 && k < s1) {
-            V sum = (V)0, wsum = (V)0;
+            V sum = (V)0, wsum = MEAN && a.mark ? -(V)0 : (V)0;
             bool any = false;
             for (int h = 0; h < RG; h++) {
                 sum += red[h * TW + col];
                 if (MEAN) wsum += red2[h * TW + col], any |= redh[h * TW + col] != 0;
             }
+            if (MEAN && a.mark) any = marked(wsum);
             finish(k, sum, wsum, any);
         }
         __syncthreads();
@@ -629,6 +651,8 @@ extern "C" lac_status lac_map_few_try(lac_ctx_t ctx, const lac_map_call *call, c
     a.twin = mean ? (unsigned int)(area / vs) : 0;
     a.hit_offset = (unsigned int)hit_offset;
     a.hot_table = hot_table;
+    /* The weight sums' -0.0 tells a hit target (LACUNA_MAP_CUDA_MEAN_MARK=0: a hit byte a row). */
+    a.mark = mean && lac_knob_int(ctx, LAC_KNOB_MAP_CUDA_MEAN_MARK, 1) != 0;
     if (a.hot_cap < 0 || a.hot_cap > hot_max) a.hot_cap = hot_max;
     /* LACUNA_MAP_CUDA_PREFETCH: steps prefetched into L2 per block (a
      * benchmark knob; 0: none). */

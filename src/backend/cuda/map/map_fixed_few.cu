@@ -102,13 +102,35 @@ struct ff_split {
     }
 };
 
+/* Adds c (mod 2^64) to the shared word at w. CS: by its 32-bit halves,
+ * with native 32-bit shared atomics, the low half's carry (seen in the old
+ * value it returns) going into the high half, which most adds of a small
+ * c then leave alone. The word ends the same as with one 64-bit atomic
+ * (every step adds mod 2^64, in any order), which shared memory does by a
+ * compare-and-store loop. */
+template <bool CS> __device__ __forceinline__ void ff_add(unsigned long long *w, unsigned long long c)
+{
+    if constexpr (!CS) {
+        atomicAdd(w, c);
+    } else {
+        unsigned int *h = reinterpret_cast<unsigned int *>(w);   /* little-endian: h[0] the low half */
+        const unsigned int lo = (unsigned int)c;
+        unsigned int hi = (unsigned int)(c >> 32);
+        if (lo) {
+            const unsigned int old = atomicAdd(h, lo);
+            hi += old + lo < old ? 1u : 0u;   /* the low half wrapped */
+        }
+        if (hi) atomicAdd(h + 1, hi);
+    }
+}
+
 /* The rows of one block into its shared words: H hot targets' top words
  * and counts in registers, warm targets' in per-lane accumulators (found
  * through a byte per target), the rest by shared-memory integer atomics.
  * SELECT (the default): the low words go with the top words, and a warm or
  * other row does one atomic a word at a selected address. Returns whether a
  * value fell outside the window. */
-template <class I, int K, int H, bool SELECT>
+template <class I, int K, int H, bool SELECT, bool CS>
 __device__ __forceinline__ bool ff_rows(const ff_args &a, const ff_split &sp, unsigned long long *words, unsigned int *hits,
                                         unsigned int *flags, const unsigned int *hot, unsigned int nhot,
                                         unsigned long long *warm_acc, unsigned int *warm_cnt, unsigned long long *warm_lo,
@@ -165,8 +187,8 @@ __device__ __forceinline__ bool ff_rows(const ff_args &a, const ff_split &sp, un
             const size_t at = (size_t)(wi ? wi - 1 : 0) * 32 + lane;
             unsigned long long *top = wi ? warm_acc + at : words + (size_t)(K - 1) * n + key;
             unsigned long long *low = wi && warm_low ? warm_lo + at : words + key;
-            if (K > 1 && wd[0]) atomicAdd(low, wd[0]);
-            if (wd[K - 1]) atomicAdd(top, wd[K - 1]);
+            if (K > 1 && wd[0]) ff_add<CS>(low, wd[0]);
+            if (wd[K - 1]) ff_add<CS>(top, wd[K - 1]);
             if (a.count) atomicAdd(wi ? warm_cnt + at : hits + key, 1u);
             return;
         }
@@ -211,15 +233,15 @@ __device__ __forceinline__ bool ff_rows(const ff_args &a, const ff_split &sp, un
             if (SELECT) lo += __shfl_xor_sync(0xFFFFFFFFu, lo, off);
         }
         if (lane == 0) {
-            if (x) atomicAdd(words + (size_t)(K - 1) * n + hk[j], x);
+            if (x) ff_add<CS>(words + (size_t)(K - 1) * n + hk[j], x);
             if (a.count && c) atomicAdd(hits + hk[j], c);
-            if (SELECT && lo) atomicAdd(words + hk[j], lo);
+            if (SELECT && lo) ff_add<CS>(words + hk[j], lo);
         }
     }
     return missed;
 }
 
-template <class I, int K, bool SELECT> __global__ void __launch_bounds__(FF_BLOCK, 1) map_fixed_few_kernel(ff_args a)
+template <class I, int K, bool SELECT, bool CS> __global__ void __launch_bounds__(FF_BLOCK, 1) map_fixed_few_kernel(ff_args a)
 {
     extern __shared__ __align__(16) unsigned long long ff_smem[];
     __shared__ int s_top_enc, s_low_enc;
@@ -322,8 +344,8 @@ template <class I, int K, bool SELECT> __global__ void __launch_bounds__(FF_BLOC
         /* Each choice its own kernel: the registers of one do not crowd the
          * other's (without the selected addresses: as before them). */
         constexpr int H = SELECT ? FF_HOT_SELECT : FF_HOT;
-        if (nhot == 0) missed = ff_rows<I, K, 0, SELECT>(a, sp, words, hits, flags, s_hot, 0, warm_acc, warm_cnt, warm_lo, warm_index, warm);
-        else missed = ff_rows<I, K, H, SELECT>(a, sp, words, hits, flags, s_hot, nhot, warm_acc, warm_cnt, warm_lo, warm_index, warm);
+        if (nhot == 0) missed = ff_rows<I, K, 0, SELECT, CS>(a, sp, words, hits, flags, s_hot, 0, warm_acc, warm_cnt, warm_lo, warm_index, warm);
+        else missed = ff_rows<I, K, H, SELECT, CS>(a, sp, words, hits, flags, s_hot, nhot, warm_acc, warm_cnt, warm_lo, warm_index, warm);
     }
     __syncthreads();
     /* Warm accumulators: one warp per target sums the 32 lanes' parts. */
@@ -337,9 +359,9 @@ template <class I, int K, bool SELECT> __global__ void __launch_bounds__(FF_BLOC
             lo += __shfl_xor_sync(0xFFFFFFFFu, lo, off);
         }
         if ((tid & 31) == 0) {
-            if (x) atomicAdd(words + (size_t)(K - 1) * n + s_warm[h], x);
+            if (x) ff_add<CS>(words + (size_t)(K - 1) * n + s_warm[h], x);
             if (a.count && c) atomicAdd(hits + s_warm[h], c);
-            if (lo) atomicAdd(words + s_warm[h], lo);
+            if (lo) ff_add<CS>(words + s_warm[h], lo);
         }
     }
     if (missed) s_missed = 1;   /* a benign race: every writer writes 1 */
@@ -444,11 +466,13 @@ static ff_layout ff_layout_of(int64_t n, int K, int count, int warm, int warm_lo
     return l;
 }
 
-template <bool SELECT> static const void *ff_kernel_for(lac_dtype index, int unit)
+template <bool SELECT, bool CS> static const void *ff_kernel_for(lac_dtype index, int unit)
 {
     if (index == LAC_INT32)
-        return unit ? (const void *)map_fixed_few_kernel<int32_t, 1, SELECT> : (const void *)map_fixed_few_kernel<int32_t, FF_WORDS, SELECT>;
-    return unit ? (const void *)map_fixed_few_kernel<int64_t, 1, SELECT> : (const void *)map_fixed_few_kernel<int64_t, FF_WORDS, SELECT>;
+        return unit ? (const void *)map_fixed_few_kernel<int32_t, 1, SELECT, CS>
+                    : (const void *)map_fixed_few_kernel<int32_t, FF_WORDS, SELECT, CS>;
+    return unit ? (const void *)map_fixed_few_kernel<int64_t, 1, SELECT, CS>
+                : (const void *)map_fixed_few_kernel<int64_t, FF_WORDS, SELECT, CS>;
 }
 
 extern "C" lac_status lac_map_fixed_few_try(lac_ctx_t ctx, const lac_map_call *call, int *taken)
@@ -475,7 +499,12 @@ extern "C" lac_status lac_map_fixed_few_try(lac_ctx_t ctx, const lac_map_call *c
     const int count = L.track_hits || p->op == LAC_MAP_MEAN;
     /* Selected addresses (LACUNA_MAP_CUDA_FIXED_SELECT=0: the kernel before them). */
     const int select = lac_knob_int(ctx, LAC_KNOB_MAP_CUDA_FIXED_SELECT, 1) != 0;
-    const void *kernel = select ? ff_kernel_for<true>(call->index_dtype, unit) : ff_kernel_for<false>(call->index_dtype, unit);
+    /* The words' adds by 32-bit halves and a carry (LACUNA_MAP_CUDA_FIXED_CARRY=0:
+     * by 64-bit atomics; the kernel without selected addresses keeps those). */
+    const int carry = select && lac_knob_int(ctx, LAC_KNOB_MAP_CUDA_FIXED_CARRY, 1) != 0;
+    const void *kernel = carry ? ff_kernel_for<true, true>(call->index_dtype, unit)
+                         : select ? ff_kernel_for<true, false>(call->index_dtype, unit)
+                                  : ff_kernel_for<false, false>(call->index_dtype, unit);
     size_t smem_max = 0;
     int per_sm = 0;
     LAC_CHECK(lac_map_coop_limits(ctx, kernel, MAP_FACT_FEW, FF_BLOCK, 0, &smem_max, &per_sm));
