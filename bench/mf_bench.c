@@ -12,7 +12,7 @@
  *   mf_bench [--shape ml10m|netflix|small] [--scale F] [-k 32,128] [--epochs 100]
  *            [--device cpu|cuda|cuda:0,1] [--threads N] [--peer-epochs 2] [--deterministic]
  *            [--users N --items N --ratings N] [--seed S] [--json] [--figures FILE]
- *            [--implicit]
+ *            [--implicit] [--implicit-as NEG:SHARE,...] [--neg-pools 0,32,...]
  *
  * --scale F keeps a fraction F of the users and ratings (items kept), for the
  * Netflix shape on a small machine. Floor: the larger of (a) the bytes an epoch
@@ -32,7 +32,11 @@
  * the explicit epoch (issue 14's target: within 2x) and its floor: the
  * bytes it must move (8 per cell, 8 per negative: drawn, written and read
  * back, each factor row read and written once) over the copy bandwidth;
- * and on CUDA the same epoch on this library's CPU path (the peer). */
+ * and on CUDA the same epoch on this library's CPU path (the peer).
+ *
+ * --neg-pools 0,32,64 (CUDA): the cross-entropy epoch also with each of
+ * these blocks' pools of negatives (LACUNA_MF_CUDA_NEG_POOL; 0: none), in
+ * turn, twice over, each in a context of its own. */
 #include "bench_util.h"
 #include "lacuna/lacuna.h"
 
@@ -186,7 +190,7 @@ int main(int argc, char **argv)
     const char *shape = "ml10m", *device = "cpu", *figures_path = NULL;
     double scale = 1.0;
     int ks[MAX_K] = {32, 128}, nk = 2, epochs = 100, threads = 0, peer_epochs = 2, json = 0, deterministic = 0;
-    int implicit = 0, nas = 0, as_neg[MAX_K], as_share[MAX_K];
+    int implicit = 0, nas = 0, as_neg[MAX_K], as_share[MAX_K], npools = 0, pools[MAX_K];
     uint64_t seed = 1;
     int64_t users = 0, items = 0, ratings = 0;   /* 0: the shape's */
     for (int i = 1; i < argc; i++) {
@@ -199,7 +203,7 @@ int main(int argc, char **argv)
                             "                [--device cpu|cuda|cuda:0,1] [--threads N] [--peer-epochs N]\n"
                             "                [--deterministic]\n"
                             "                [--users N --items N --ratings N] [--seed S] [--json] [--figures FILE]\n"
-                            "                [--implicit] [--implicit-as NEG:SHARE,...]\n");
+                            "                [--implicit] [--implicit-as NEG:SHARE,...] [--neg-pools 0,32,...]\n");
             return strcmp(a, "--help") ? 2 : 0;
         }
         i++;
@@ -220,6 +224,7 @@ int main(int argc, char **argv)
                 v = *end == ',' ? end + 1 : NULL;
             }
         }
+        else if (!strcmp(a, "--neg-pools")) implicit = 1, npools = parse_list(v, pools, MAX_K);
         else if (!strcmp(a, "--users")) users = atoll(v);
         else if (!strcmp(a, "--items")) items = atoll(v);
         else if (!strcmp(a, "--ratings")) ratings = atoll(v);
@@ -272,6 +277,15 @@ int main(int argc, char **argv)
     }
     cp.backend = LAC_BACKEND_CPU;
     if (lac_ctx_create(&cp, &host) != LAC_SUCCESS) return 1;
+    lac_ctx_t pool_ctx[MAX_K] = {NULL};
+    for (int i = 0; i < npools && on_cuda; i++) {   /* a context a pool size */
+        char knobs[64];
+        lac_ctx_params pp = cp;
+        pp.backend = LAC_BACKEND_CUDA;
+        snprintf(knobs, sizeof knobs, "MF_CUDA_NEG_POOL=%d", pools[i]);
+        pp.knobs = knobs;
+        if (lac_ctx_create(&pp, &pool_ctx[i]) != LAC_SUCCESS) return 1;
+    }
     int nthreads = lac_ctx_threads(host);
     bench_figures figures;
     if (bench_figures_open(&figures, figures_path, nthreads) < 0) return 1;
@@ -436,6 +450,13 @@ int main(int argc, char **argv)
                    ks[c], loss == LAC_MF_LOSS_BPR ? "bpr" : "xent", q.negative_share, negs, imp_s * 1e3, sgd_s * 1e3, imp_s / sgd_s,
                    imp_bytes / bw * 1e3, imp_bytes / bw / imp_s, on_cuda ? "cpu" : "-", imp_peer * 1e3);
             fflush(stdout);
+            for (int rep = 0, reps = 2; on_cuda && loss == LAC_MF_LOSS_XENT && x == 0 && npools && rep < reps; rep++)
+                for (int i = 0; i < npools; i++) {
+                    const double e = implicit_epoch_s(pool_ctx[i], &q, train, 6);
+                    printf("# implicit k=%d xent pool %d (turn %d): epoch %.3f ms, explicit %.3f ms, ratio %.2f\n", ks[c],
+                           pools[i], rep + 1, e * 1e3, sgd_s * 1e3, e / sgd_s);
+                    fflush(stdout);
+                }
             snprintf(name, sizeof name, "%s %s k=%d implicit %s %d:%d, %lld interactions", device, shape, ks[c],
                      loss == LAC_MF_LOSS_BPR ? "bpr" : "xent", q.negatives, q.negative_share, (long long)n);
             bench_figure(&figures, "mf", name, imp_s * 1e3, "ms per epoch", imp_bytes / bw * 1e3,
@@ -453,5 +474,6 @@ int main(int argc, char **argv)
     bench_figures_close(&figures);
     lac_ctx_destroy(&ctx);
     lac_ctx_destroy(&host);
+    for (int i = 0; i < npools; i++) lac_ctx_destroy(&pool_ctx[i]);
     return 0;
 }

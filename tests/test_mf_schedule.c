@@ -635,6 +635,110 @@ TEST(stratum_order_is_a_seeded_permutation)
     CHECK_INT(a[0], 0);
 }
 
+/* The neighbourhood model's implicit stream (lac_mf_schedule_negatives):
+ * cells as its CUDA backend makes them (each interaction followed by its
+ * negatives' cells, item the interaction's; a user without an interaction
+ * but a scale, negatives' cells alone), a schedule that cuts rows into runs
+ * of 7 (so that runs start among an interaction's negatives), and every
+ * negative's draw against the rule written here: its interaction's key and
+ * t = first, first + size, ... (lac_mf_share), as the CPU draws them. */
+static void negatives_case(int share, int negatives, int scaled)
+{
+    static const int64_t counts[6] = {41, 17, 0, 9, 1, 23};
+    lac_mf_data d = skewed_data(6, 50, counts, 11u + (unsigned)share);
+    const float scale[6] = {1.0f, 0.5f, 0.7f, 1.0f, 0.0f, 2.0f};
+    const float *sc = scaled ? scale : NULL;
+    const int alone = (negatives + share - 1) / share;
+    /* the reference: each interaction's key, first, size and count (CSR order) */
+    int32_t *rkey = malloc(sizeof *rkey * (size_t)d.nnz);
+    int *rfirst = malloc(sizeof *rfirst * (size_t)d.nnz), *rsize = malloc(sizeof *rsize * (size_t)d.nnz);
+    int *rcnt = malloc(sizeof *rcnt * (size_t)d.nnz);
+    uint64_t *rused = calloc((size_t)d.nnz, sizeof *rused), alone_used[6] = {0};
+    for (int64_t u = 0; u < d.num_users; u++)
+        for (int64_t a = d.row_start[u]; a < d.row_start[u + 1]; a++) {
+            int64_t rank = 0;   /* among the user's items, ascending */
+            for (int64_t b = d.row_start[u]; b < d.row_start[u + 1]; b++) rank += d.col[b] < d.col[a];
+            const int64_t n = d.row_start[u + 1] - d.row_start[u];
+            const int64_t c = rank / share, size = n - c * share < share ? n - c * share : share;
+            rfirst[a] = (int)(rank - c * share);
+            rsize[a] = (int)size;
+            rkey[a] = share == 1 ? d.col[a] : (int32_t)c;
+            rcnt[a] = sc && sc[u] <= 0.0f ? 0
+                      : rfirst[a] < negatives ? (negatives - rfirst[a] + rsize[a] - 1) / rsize[a] : 0;
+        }
+    /* the cells */
+    lac_mf_data c;
+    memset(&c, 0, sizeof c);
+    c.num_users = d.num_users;
+    c.num_items = d.num_items;
+    c.row_start = calloc((size_t)d.num_users + 1, sizeof *c.row_start);
+    c.col = malloc(sizeof *c.col * (size_t)(d.nnz * (1 + negatives) + 6 * alone));
+    c.val = malloc(sizeof *c.val * (size_t)(d.nnz * (1 + negatives) + 6 * alone));
+    int64_t w = 0;
+    for (int64_t u = 0; u < d.num_users; u++) {
+        for (int64_t a = d.row_start[u]; a < d.row_start[u + 1]; a++) {
+            c.col[w] = d.col[a], c.val[w++] = d.val[a];
+            for (int b = 0; b < rcnt[a]; b++) c.col[w] = d.col[a], c.val[w++] = -(float)rsize[a];
+        }
+        if (d.row_start[u + 1] == d.row_start[u] && sc && sc[u] > 0.0f)
+            for (int b = 0; b < alone; b++) c.col[w] = 0, c.val[w++] = -1.0f;
+        c.row_start[u + 1] = w;
+    }
+    finish_data(&c);
+    lac_mf_schedule_params p = params(3, 7, 6);
+    lac_mf_schedule s;
+    CHECK_OK(ctx, lac_mf_schedule_build(ctx, &c, &p, &s));
+    CHECK_INT(s.run_max, 7);
+    lac_mf_negative_cells nc;
+    CHECK_OK(ctx, lac_mf_schedule_negatives(ctx, &d, &s, share, negatives, sc, &nc));
+    int64_t want = 0, cut = 0;
+    for (int64_t x = 0; x < s.groups * s.steps; x++) want += s.code[x] >= 0 && s.rating[x] < 0.0f;
+    CHECK_INT(nc.count, want);
+    for (int64_t i = 0, last = -1; i < nc.count; i++) {
+        const int64_t x = nc.cell[i], u = nc.user[i];
+        CHECK(x > last && s.code[x] >= 0 && s.rating[x] < 0.0f);   /* stream order, negatives only */
+        last = x;
+        int64_t rep;
+        const int64_t j = row_item(&s, d.num_items, s.code[x] & LAC_MF_ITEM_MASK, &rep);
+        cut += (s.code[x] & LAC_MF_RUN_START) != 0 && d.row_start[u + 1] > d.row_start[u];
+        if (d.row_start[u + 1] == d.row_start[u]) {   /* no interaction: key -1, t = 0 .. alone - 1 */
+            CHECK_INT(nc.key[i], -1);
+            CHECK(nc.t[i] >= 0 && nc.t[i] < alone && !(alone_used[u] >> nc.t[i] & 1));
+            if (nc.t[i] >= 0 && nc.t[i] < 64) alone_used[u] |= 1ull << nc.t[i];
+            continue;
+        }
+        int64_t a = d.row_start[u];
+        while (a < d.row_start[u + 1] && d.col[a] != j) a++;
+        CHECK(a < d.row_start[u + 1]);
+        if (a >= d.row_start[u + 1]) continue;
+        CHECK_INT(nc.key[i], rkey[a]);
+        const int b = (nc.t[i] - rfirst[a]) / rsize[a];
+        CHECK(nc.t[i] >= rfirst[a] && (nc.t[i] - rfirst[a]) % rsize[a] == 0 && b < rcnt[a]);
+        if (b >= 0 && b < 64) {
+            CHECK(!(rused[a] >> b & 1));   /* each once */
+            rused[a] |= 1ull << b;
+        }
+    }
+    for (int64_t u = 0; u < d.num_users; u++)
+        for (int64_t a = d.row_start[u]; a < d.row_start[u + 1]; a++)
+            CHECK(rused[a] == (rcnt[a] >= 64 ? ~0ull : (1ull << rcnt[a]) - 1));   /* every one drawn */
+    CHECK(cut > 0);   /* some run starts among an interaction's negatives */
+    lac_mf_negative_cells_free(&nc);
+    lac_mf_schedule_free(&s);
+    free_data(&c);
+    free_data(&d);
+    free(rkey), free(rfirst), free(rsize), free(rcnt), free(rused);
+}
+
+TEST(negatives_draw_as_their_interaction_across_cut_runs)
+{
+    for (int share = 1; share <= 3; share++)
+        for (int scaled = 0; scaled < 2; scaled++) {
+            negatives_case(share, 4, scaled);
+            negatives_case(share, 3, scaled);
+        }
+}
+
 int main(void)
 {
     lac_ctx_params p = lac_ctx_params_default();
@@ -654,6 +758,7 @@ int main(void)
     RUN(cpu_grid_is_round_robin_in_count_order);
     RUN(block_data_is_the_users_ratings_of_the_block_renumbered);
     RUN(stratum_order_is_a_seeded_permutation);
+    RUN(negatives_draw_as_their_interaction_across_cut_runs);
     lac_ctx_destroy(&ctx);
     return harness_finish();
 }

@@ -69,6 +69,12 @@ static const struct {
     [LAC_KNOB_MAP_CUDA_MEAN_MARK] = {"LACUNA_MAP_CUDA_MEAN_MARK",
                                      "0: the few-target weighted MEAN stores a hit byte a row instead of telling hit targets "
                                      "by a weight sum that left -0.0"},
+    [LAC_KNOB_MF_CUDA_NEG_POOL] = {"LACUNA_MF_CUDA_NEG_POOL",
+                                   "rows of a block's pool of negatives for implicit feedback on CUDA (16, 32 or 64; 0: "
+                                   "each cell's own draws from all the items)"},
+    [LAC_KNOB_MF_CUDA_PHASES] = {"LACUNA_MF_CUDA_PHASES",
+                                 "1: time the draws and the epoch kernel of implicit feedback on CUDA apart with CUDA "
+                                 "events and log them each epoch (measurement)"},
 };
 
 /* The environment as the process first saw it: read once. */

@@ -55,6 +55,8 @@ typedef enum {
     LAC_KNOB_MF_DIST_ROUNDS,     /* most rounds of user slices in mf's first epochs over ranks (1: whole blocks) */
     LAC_KNOB_MAP_CUDA_FIXED_CARRY, /* 0: one-launch fixed point: 64-bit shared atomics, not 32-bit halves and a carry */
     LAC_KNOB_MAP_CUDA_MEAN_MARK, /* 0: few-target weighted MEAN: a hit byte a row, not the weight sum's -0.0 */
+    LAC_KNOB_MF_CUDA_NEG_POOL,   /* rows of a block's pool of negatives (implicit feedback on CUDA; 0: none) */
+    LAC_KNOB_MF_CUDA_PHASES,     /* 1: implicit feedback's draws and epoch kernel timed apart, logged */
     LAC_KNOB_COUNT
 } lac_knob;
 

@@ -330,3 +330,107 @@ void lac_mf_stratum_order(uint64_t seed, int epoch, int blocks, int *order)
         order[r] = t;
     }
 }
+
+void lac_mf_negative_cells_free(lac_mf_negative_cells *n)
+{
+    free(n->cell);
+    free(n->user);
+    free(n->key);
+    free(n->t);
+    memset(n, 0, sizeof *n);
+}
+
+static int cmp_item(const void *a, const void *b)
+{
+    const int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+int32_t *lac_mf_sorted_items(const lac_mf_data *d)
+{
+    int32_t *items = malloc((size_t)(d->nnz ? d->nnz : 1) * sizeof *items);
+    if (!items) return NULL;
+    if (d->nnz) memcpy(items, d->col, (size_t)d->nnz * sizeof *items);
+    for (int64_t u = 0; u < d->num_users; u++)
+        qsort(items + d->row_start[u], (size_t)(d->row_start[u + 1] - d->row_start[u]), sizeof *items, cmp_item);
+    return items;
+}
+
+/* The rank of item j among a user's n items (ascending). */
+static int64_t item_rank(const int32_t *items, int64_t n, int32_t j)
+{
+    int64_t lo = 0, hi = n;
+    while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (items[mid] < j) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+lac_status lac_mf_schedule_negatives(lac_ctx_t ctx, const lac_mf_data *d, const lac_mf_schedule *s, int share,
+                                     int negatives, const float *scale, lac_mf_negative_cells *out)
+{
+    memset(out, 0, sizeof *out);
+    const int64_t cells = s->groups * s->steps;
+    int64_t count = 0;
+    for (int64_t x = 0; x < cells; x++) count += s->code[x] >= 0 && s->rating[x] < 0.0f;
+    const size_t c1 = (size_t)(count ? count : 1);
+    int32_t *items = lac_mf_sorted_items(d);
+    int32_t *row_item = malloc((size_t)(s->rows ? s->rows : 1) * sizeof *row_item);
+    out->cell = malloc(c1 * sizeof *out->cell);
+    out->user = malloc(c1 * sizeof *out->user);
+    out->key = malloc(c1 * sizeof *out->key);
+    out->t = malloc(c1 * sizeof *out->t);
+    if (!items || !row_item || !out->cell || !out->user || !out->key || !out->t) {
+        free(items), free(row_item);
+        lac_mf_negative_cells_free(out);
+        return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "out of host memory for %lld negatives' cells", (long long)count);
+    }
+    for (int64_t r = 0; r < s->rows; r++) row_item[r] = (int32_t)(r < d->num_items ? r : 0);
+    for (int64_t h = 0; h < s->hot_items; h++)
+        for (int32_t r = 1; r < s->hot_count[h]; r++) row_item[s->hot_first[h] + r - 1] = s->hot_item[h];
+    int64_t at = 0;
+    for (int64_t g = 0; g < s->groups; g++) {
+        int64_t run = s->group_first_run[g];
+        int32_t u = -1, b = 0, key = 0;
+        int first = 0, size = 1;
+        for (int64_t t = 0; t < s->steps; t++) {
+            const int64_t x = g * s->steps + t;
+            const int32_t cd = s->code[x];
+            if (cd < 0) break;
+            const int32_t j = row_item[cd & LAC_MF_ITEM_MASK];
+            if (cd & LAC_MF_RUN_START) {
+                u = s->run_user[run++];
+                b = 0, first = 0, size = 1, key = -1;   /* a user without an interaction */
+                const int64_t lo = d->row_start[u], n = d->row_start[u + 1] - lo;
+                if (s->rating[x] < 0.0f && n > 0) {
+                    /* a cut row: the rest of interaction j's negatives; the
+                     * run starts at the first multiple of run_max past j's cell */
+                    int64_t pos = 0;
+                    for (int64_t a = lo; a < lo + n && d->col[a] != j; a++)
+                        pos += 1 + (!scale || scale[u] > 0.0f
+                                        ? lac_mf_share(item_rank(items + lo, n, d->col[a]), n, share, negatives,
+                                                       d->col[a], &first, &size, &key)
+                                        : 0);
+                    lac_mf_share(item_rank(items + lo, n, j), n, share, negatives, j, &first, &size, &key);
+                    b = (int32_t)((pos / s->run_max + 1) * s->run_max - pos - 1);
+                }
+            }
+            if (s->rating[x] >= 0.0f) {   /* an interaction: its negatives follow */
+                const int64_t lo = d->row_start[u], n = d->row_start[u + 1] - lo;
+                lac_mf_share(item_rank(items + lo, n, j), n, share, negatives, j, &first, &size, &key);
+                b = 0;
+                continue;
+            }
+            out->cell[at] = x;
+            out->user[at] = u;
+            out->key[at] = key;
+            out->t[at++] = first + b++ * size;
+        }
+    }
+    free(items);
+    free(row_item);
+    out->count = at;
+    return LAC_SUCCESS;
+}

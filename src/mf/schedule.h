@@ -73,6 +73,28 @@ lac_status lac_mf_schedule_build(lac_ctx_t ctx, const lac_mf_data *d, const lac_
                                  lac_mf_schedule *out);
 void lac_mf_schedule_free(lac_mf_schedule *s);
 
+/* Implicit feedback's negatives in a schedule s of the neighbourhood
+ * model's cells (src/backend/cuda/mf/mf_implicit_cuda.h) made from d: each
+ * interaction followed by one cell per negative (rating < 0, item the
+ * interaction's; lac_mf_share's count of `negatives` shared by `share`,
+ * none where scale[u] is 0), a user without an interaction only negatives'
+ * cells. For each negative's cell, in stream order: its index in s's cells,
+ * its user and its draw's key and t, the interaction's by lac_mf_share as
+ * the CPU draws them (a user without an interaction: key -1, t = 0, 1, ...),
+ * also where a row cut into runs puts an interaction's last negatives at
+ * the start of the next run (runs are pieces of s->run_max cells, so the
+ * run's offset gives how many came before). BPR's triples never split. */
+/* Each user's items of d, ascending (d's CSR layout; malloc'ed), or NULL
+ * when out of memory. */
+int32_t *lac_mf_sorted_items(const lac_mf_data *d);
+typedef struct {
+    int64_t count;
+    int64_t *cell;
+    int32_t *user, *key, *t;
+} lac_mf_negative_cells;
+lac_status lac_mf_schedule_negatives(lac_ctx_t ctx, const lac_mf_data *d, const lac_mf_schedule *s, int share,
+                                     int negatives, const float *scale, lac_mf_negative_cells *out);
+void lac_mf_negative_cells_free(lac_mf_negative_cells *n);
 /* Blocks of per_block groups to start for `want` groups: rounded up to whole
  * blocks, at most `resident` (one wave: no block waits for another), at least one. */
 int64_t lac_mf_schedule_blocks(int64_t want, int64_t per_block, int64_t resident);

@@ -15,7 +15,10 @@
  *    neighbourhood model (cross-entropy: its stream's negatives' cells;
  *    BPR: a pair's three cells);
  *  - BPR with the neighbourhood model, one epoch of one user against
- *    float64 (eq. (1), rule (5) by groups), on both kernels. */
+ *    float64 (eq. (1), rule (5) by groups), on both kernels;
+ *  - a block's pool of negatives (LACUNA_MF_CUDA_NEG_POOL): one epoch
+ *    against float64, and the planted data's HR@10 and NDCG@10 within 0.05
+ *    of the CPU's. */
 #include "harness.h"
 #include "cuda_harness.h"
 #include "lacuna/lacuna.h"
@@ -24,7 +27,7 @@
 
 #include <math.h>
 
-static lac_ctx_t gpu, cpu;
+static lac_ctx_t gpu, cpu, pooled;   /* pooled: LACUNA_MF_CUDA_NEG_POOL=16 */
 
 static double sig(double x) { return 1.0 / (1.0 + exp(-x)); }
 
@@ -77,6 +80,54 @@ static lac_mf_params one_user_params(int loss, int k, uint64_t seed)
     return p;
 }
 
+/* The one user's model at random values (from s), also in float64 (P: k,
+ * Q: 6 x k, bu, bi: 6), trained one epoch at rate lr on context c (its loss
+ * in *sum); skewed: negatives drawn by the weights `skew` (d->neg_cum). */
+static lac_mf_model_t one_user_epoch(lac_ctx_t c, const lac_mf_params *p, lac_mf_data *d, int skewed,
+                                     unsigned long long s, double lr, double *P, double *Q, double *bu, double *bi,
+                                     double *sum, uint64_t *seed)
+{
+    const int k = p->k;
+    CHECK_OK(c, lac_mf_implicit_data(c, p, d));
+    CHECK(d->neg_cum == NULL);   /* exponent 0: uniform */
+    if (skewed) {
+        d->neg_cum = malloc((size_t)lac_mf_cum_words(6) * sizeof *d->neg_cum);
+        for (int j = 0; j < 6; j++) d->neg_cum[j] = (j ? d->neg_cum[j - 1] : 0) + skew[j];
+        lac_mf_cum_index(d->neg_cum, 6);
+    }
+    lac_mf_model_t m = NULL;
+    CHECK_OK(c, lac_mf_model_alloc(c, 1, 6, k, &m));
+    m->params = *p;
+    *bu = m->user_bias[0] = (float)(0.2 * harness_rand_uniform(&s) - 0.1);
+    for (int f = 0; f < k; f++) P[f] = m->P[f] = (float)((harness_rand_uniform(&s) - 0.5) / sqrt(k));
+    for (int j = 0; j < 6; j++) {
+        bi[j] = m->item_bias[j] = (float)(0.2 * harness_rand_uniform(&s) - 0.1);
+        for (int f = 0; f < k; f++) Q[j * k + f] = m->Q[j * m->stride + f] = (float)(harness_rand_uniform(&s) - 0.5);
+    }
+    lac_mf_call call = lac_mf_model_call(m, d, NULL);
+    const lac_mf_backend *b = lac_mf_backend_cuda();
+    lac_mf_state *st = NULL;
+    *sum = 0.0;
+    *seed = call.seed;
+    CHECK_OK(c, b->begin(c, &call, &st));
+    CHECK_OK(c, b->epoch(c, st, (float)lr, 0, sum));
+    CHECK_OK(c, b->download(c, st));
+    b->end(c, st);
+    return m;
+}
+
+/* The largest difference of the trained model m from the float64 one. */
+static double one_user_gap(const lac_mf_model_t m, int k, const double *P, const double *Q, double bu, const double *bi)
+{
+    double worst = fabs(bu - m->user_bias[0]);
+    for (int f = 0; f < k; f++) worst = fmax(worst, fabs(P[f] - m->P[f]));
+    for (int j = 0; j < 6; j++) {
+        worst = fmax(worst, fabs(bi[j] - m->item_bias[j]));
+        for (int f = 0; f < k; f++) worst = fmax(worst, fabs(Q[j * k + f] - m->Q[j * m->stride + f]));
+    }
+    return worst;
+}
+
 /* One user with 3 interactions (items 2, 0, 4 of 6, weights 1, 2, 0.5);
  * skewed: negatives drawn by the weights `skew`. */
 static void one_epoch(int k, int loss, int negatives, int nb, int share, int skewed)
@@ -87,35 +138,13 @@ static void one_epoch(int k, int loss, int negatives, int nb, int share, int ske
     lac_mf_params p = one_user_params(loss, k, 11);
     p.negatives = negatives;
     p.negative_share = share;
-    CHECK_OK(gpu, lac_mf_implicit_data(gpu, &p, &d));
-    CHECK(d.neg_cum == NULL);   /* exponent 0: uniform */
-    if (skewed) {
-        d.neg_cum = malloc((size_t)lac_mf_cum_words(6) * sizeof *d.neg_cum);
-        for (int j = 0; j < 6; j++) d.neg_cum[j] = (j ? d.neg_cum[j - 1] : 0) + skew[j];
-        lac_mf_cum_index(d.neg_cum, 6);
-    }
-    lac_mf_model_t m = NULL;
-    CHECK_OK(gpu, lac_mf_model_alloc(gpu, 1, 6, k, &m));
-    m->params = p;
     double *P = calloc((size_t)k, sizeof *P), *Q = calloc((size_t)6 * k, sizeof *Q), bu, bi[6];
-    unsigned long long s = 5;
-    bu = m->user_bias[0] = (float)(0.2 * harness_rand_uniform(&s) - 0.1);
-    for (int f = 0; f < k; f++) P[f] = m->P[f] = (float)((harness_rand_uniform(&s) - 0.5) / sqrt(k));
-    for (int j = 0; j < 6; j++) {
-        bi[j] = m->item_bias[j] = (float)(0.2 * harness_rand_uniform(&s) - 0.1);
-        for (int f = 0; f < k; f++) Q[j * k + f] = m->Q[j * m->stride + f] = (float)(harness_rand_uniform(&s) - 0.5);
-    }
-    lac_mf_call call = lac_mf_model_call(m, &d, NULL);
-    const lac_mf_backend *b = lac_mf_backend_cuda();
-    lac_mf_state *st = NULL;
     double lr = 0.05, sum = 0.0, ref_loss = 0.0;
-    CHECK_OK(gpu, b->begin(gpu, &call, &st));
-    CHECK_OK(gpu, b->epoch(gpu, st, (float)lr, 0, &sum));
-    CHECK_OK(gpu, b->download(gpu, st));
-    b->end(gpu, st);
+    uint64_t seed = 0;
+    lac_mf_model_t m = one_user_epoch(gpu, &p, &d, skewed, 5, lr, P, Q, &bu, bi, &sum, &seed);
     /* the reference */
     const double shrink = 1 - lr * p.lambda, shrink_b = 1 - lr * p.lambda_bias;
-    const uint64_t useed = lac_mf_draw_seed(call.seed, 0, 0);
+    const uint64_t useed = lac_mf_draw_seed(seed, 0, 0);
     const int sorted[3] = {0, 2, 4};
     double *old = malloc(sizeof(double) * (size_t)k * 6), *acc = malloc(sizeof(double) * (size_t)k);
     for (int a = 0; a < 3; a++) {
@@ -184,12 +213,7 @@ static void one_epoch(int k, int loss, int negatives, int nb, int share, int ske
             bu = keep_b * bu + bstep;
         }
     }
-    double worst = fabs(bu - m->user_bias[0]);
-    for (int f = 0; f < k; f++) worst = fmax(worst, fabs(P[f] - m->P[f]));
-    for (int j = 0; j < 6; j++) {
-        worst = fmax(worst, fabs(bi[j] - m->item_bias[j]));
-        for (int f = 0; f < k; f++) worst = fmax(worst, fabs(Q[j * k + f] - m->Q[j * m->stride + f]));
-    }
+    const double worst = one_user_gap(m, k, P, Q, bu, bi);
     printf("  k %d, %s, %d negatives shared by %d%s: largest difference from float64 %.2e, loss %.6f vs %.6f\n", k,
            loss ? "bpr" : "xent", negatives, share, skewed ? ", weighted draws" : "", worst, sum, ref_loss);
     if (!(worst < 2e-5)) HARNESS_FAIL("k = %d: the CUDA epoch is %g from the float64 reference", k, worst);
@@ -220,6 +244,87 @@ TEST(one_epoch_matches_float64_reference)
     one_epoch(3, LAC_MF_LOSS_XENT, 5, 4, 1, 1);
     one_epoch(3, LAC_MF_LOSS_BPR, 1, 1, 1, 1);
     one_epoch(40, LAC_MF_LOSS_XENT, 8, 4, 2, 1);
+}
+
+/* A block's pool of negatives (LACUNA_MF_CUDA_NEG_POOL=16, cross-entropy):
+ * one epoch of the one user against float64. The pool: 16 items drawn by
+ * the rule with -1 - pool for the user and 0 for the item (the one block's
+ * first round holds the user's 3 cells); negative b of the cell of item j
+ * the first of 32 slots (the rule's bits for (user, j, b, r), modulo 16)
+ * whose item the user has not seen, or none. The positive steps as without
+ * the pool; the negatives are scored against the pool's rows as the round
+ * found them (u_i's steps taken from those copies v too), and each step adds
+ * (shrink - 1) v + step u to the row. */
+static void pooled_epoch(int k, int negatives, int skewed)
+{
+    enum { POOL = 16 };
+    lac_mf_data d = one_user();
+    lac_mf_params p = one_user_params(LAC_MF_LOSS_XENT, k, 11);
+    p.negatives = negatives;
+    double *P = calloc((size_t)k, sizeof *P), *Q = calloc((size_t)6 * k, sizeof *Q), bu, bi[6];
+    double lr = 0.05, sum = 0.0, ref_loss = 0.0;
+    uint64_t seed = 0;
+    lac_mf_model_t m = one_user_epoch(pooled, &p, &d, skewed, 9, lr, P, Q, &bu, bi, &sum, &seed);
+    const double shrink = 1 - lr * p.lambda, shrink_b = 1 - lr * p.lambda_bias;
+    const uint64_t useed = lac_mf_draw_seed(seed, 0, 0), pseed = lac_mf_draw_seed(seed, 0, -1);
+    int item[POOL];
+    double pq[POOL][64], pb[POOL], acc[64];
+    for (int x = 0; x < POOL; x++) {
+        item[x] = ref_draw(skewed ? skew : NULL, pseed, 0, x, 0);
+        for (int f = 0; f < k; f++) pq[x][f] = Q[item[x] * k + f];
+        pb[x] = bi[item[x]];
+    }
+    for (int a = 0; a < 3; a++) {
+        const int j = one_col[a];
+        const double w = one_val[a];
+        double sp = bu + bi[j];
+        for (int f = 0; f < k; f++) sp += P[f] * Q[j * k + f];
+        const double step_p = lr * w * (1 - sig(sp));
+        ref_loss += w * log_loss(sp);
+        for (int f = 0; f < k; f++) {
+            acc[f] = step_p * Q[j * k + f];
+            Q[j * k + f] = shrink * Q[j * k + f] + step_p * P[f];
+        }
+        bi[j] = shrink_b * bi[j] + step_p;
+        double keep = shrink, keep_b = shrink_b, bstep = step_p;
+        for (int n = 0; n < negatives; n++) {
+            int slot = -1;
+            for (int r = 0; r < LAC_MF_DRAWS && slot < 0; r++) {
+                const int x = (int)(lac_mf_draw_bits(useed, j, n, r) % POOL);
+                if (item[x] != 2 && item[x] != 0 && item[x] != 4) slot = x;
+            }
+            if (slot < 0) continue;
+            double sn = bu + pb[slot];
+            for (int f = 0; f < k; f++) sn += P[f] * pq[slot][f];
+            const double step = -lr * sig(sn);
+            ref_loss += log_loss(-sn);
+            for (int f = 0; f < k; f++) {
+                Q[item[slot] * k + f] += (shrink - 1) * pq[slot][f] + step * P[f];
+                acc[f] += step * pq[slot][f];
+            }
+            bi[item[slot]] += (shrink_b - 1) * pb[slot] + step;
+            keep *= shrink, keep_b *= shrink_b, bstep += step;
+        }
+        for (int f = 0; f < k; f++) P[f] = keep * P[f] + acc[f];
+        bu = keep_b * bu + bstep;
+    }
+    const double worst = one_user_gap(m, k, P, Q, bu, bi);
+    printf("  pool of %d, k %d, %d negatives%s: largest difference from float64 %.2e, loss %.6f vs %.6f\n", POOL, k,
+           negatives, skewed ? ", weighted draws" : "", worst, sum, ref_loss);
+    if (!(worst < 2e-5)) HARNESS_FAIL("pool, k = %d: the CUDA epoch is %g from the float64 reference", k, worst);
+    CHECK_NEAR(sum, ref_loss, 1e-4 * (1 + fabs(ref_loss)));
+    free(P);
+    free(Q);
+    free(d.neg_cum);
+    lac_mf_model_destroy(&m);
+}
+
+TEST(pooled_epoch_matches_float64_reference)
+{
+    pooled_epoch(3, 2, 0);
+    pooled_epoch(3, 5, 0);    /* a second batch of negatives */
+    pooled_epoch(40, 4, 1);   /* 3 float4 a lane, weighted draws */
+    pooled_epoch(64, 6, 1);
 }
 
 /* The neighbourhood model's eq. (1) for user 0 and item j in float64: R(i)
@@ -422,6 +527,19 @@ static void planted(int64_t users, int64_t items, int per_user, int groups, uint
         CHECK(rg.hr > 2.0 * pop);
         CHECK(fabs(rg.hr - rc.hr) <= 0.05);
         CHECK(fabs(rg.ndcg - rc.ndcg) <= 0.05);
+        if (x == 0) {   /* a block's pool of negatives (LACUNA_MF_CUDA_NEG_POOL) */
+            lac_mf_rank_report rp;
+            lac_mf_model_t mp = NULL;
+            CHECK_OK(pooled, lac_mf_train(pooled, &p, r, NULL, NULL, NULL, &mp, NULL));
+            if (mp) {
+                loo_rank(cpu, mp, &d, &rp);
+                printf("  plain xent, a pool of 16 negatives: HR@10 %.3f, NDCG@10 %.3f\n", rp.hr, rp.ndcg);
+                CHECK(rp.hr > 2.0 * pop);
+                CHECK(fabs(rp.hr - rc.hr) <= 0.05);
+                CHECK(fabs(rp.ndcg - rc.ndcg) <= 0.05);
+                lac_mf_model_destroy(&mp);
+            }
+        }
         lac_mf_model_destroy(&mc);
         lac_mf_model_destroy(&mg);
     }
@@ -440,10 +558,21 @@ int main(void)
 {
     int rc;
     if (!harness_cuda_start(&gpu, &cpu, 0, &rc)) return rc;
+    {
+        lac_ctx_params cp = lac_ctx_params_default();
+        cp.backend = LAC_BACKEND_CUDA;
+        cp.knobs = "MF_CUDA_NEG_POOL=16";
+        if (lac_ctx_create(&cp, &pooled) != 0) {
+            printf("no pooled CUDA context: %s\n", lac_last_error(NULL));
+            return 1;
+        }
+    }
     RUN(one_epoch_matches_float64_reference);
+    RUN(pooled_epoch_matches_float64_reference);
     RUN(neighbourhood_bpr_epoch_matches_float64_reference);
     RUN(planted_preferences_beat_most_popular_and_match_the_cpu);
     lac_ctx_destroy(&gpu);
     lac_ctx_destroy(&cpu);
+    lac_ctx_destroy(&pooled);
     return harness_finish();
 }

@@ -19,6 +19,11 @@ struct lac_mf_cuda_implicit {
     int64_t *seen_start;
     uint64_t *neg_cum;              /* the items' cumulative weights (NULL: uniform draws) */
     int32_t *seen_items, *cell_user, *row_item, *rep_first, *rep_count, *neg;
+    /* the blocks' pools of negatives (kernel.pool > 0) */
+    int32_t *pool_item, *pool_row;
+    int64_t pools;
+    int rounds;
+    cudaEvent_t phase[3];           /* LACUNA_MF_CUDA_PHASES: before the draws, before the epoch kernel, after */
     /* the neighbourhood model: the negatives' cells and their draws' keys */
     int64_t nbr_count;
     int64_t *nbr_cell;
@@ -29,9 +34,12 @@ void lac_mf_cuda_implicit_end(lac_mf_cuda_implicit *m)
 {
     if (!m) return;
     void *ptrs[] = {m->seen_start, m->seen_items, m->cell_user, m->row_item, m->rep_first, m->rep_count, m->neg,
-                    m->neg_weight, m->user_scale, m->nbr_cell, m->nbr_user, m->nbr_key, m->nbr_t, m->neg_cum};
+                    m->neg_weight, m->user_scale, m->nbr_cell, m->nbr_user, m->nbr_key, m->nbr_t, m->neg_cum,
+                    m->pool_item, m->pool_row};
     for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
         if (ptrs[i]) cudaFree(ptrs[i]);
+    for (int i = 0; i < 3; i++)
+        if (m->phase[i]) cudaEventDestroy(m->phase[i]);
     free(m);
 }
 
@@ -44,6 +52,17 @@ lac_status lac_mf_cuda_implicit_begin(lac_ctx_t ctx, const lac_mf_call *call, in
     /* lists (a weight per cell): shared negatives, or a GPU rank's part's scale (upload) */
     const int lists = call->negative_scale && !bpr ? 2 : share > 1;   /* 2: and cells without a positive */
     lac_mf_cuda_implicit_kernel k = lac_mf_cuda_implicit_choose(pieces, (negatives + share - 1) / share, lists);
+    /* a block's pool of negatives: cross-entropy's unshared ones on one device */
+    const int64_t pool = lac_knob_int(ctx, LAC_KNOB_MF_CUDA_NEG_POOL, 0);
+    if (!bpr && !lists && k.fn && (pool == 16 || pool == 32 || pool == 64)) {
+        lac_mf_cuda_implicit_kernel pk = lac_mf_cuda_implicit_pool_choose(pieces, (int)pool);
+        if (pk.fn) k = pk;
+        if (pk.fn)
+            lac_log(ctx, LAC_LOG_INFO, "mf CUDA implicit: a block's pool of %d negatives, %d steps a round, %zu bytes",
+                    pk.pool, pk.round_steps, pk.smem);
+        else
+            lac_log(ctx, LAC_LOG_INFO, "mf CUDA implicit: no pool kernel for k = %d", call->factors.k);
+    }
     if (!k.fn)
         return lac_error(ctx, LAC_ERR_UNSUPPORTED, "implicit feedback on CUDA takes k <= %d (k = %d: --device cpu)",
                          32 * 4 * LAC_MF_MAX_PIECES, call->factors.k);
@@ -54,6 +73,8 @@ lac_status lac_mf_cuda_implicit_begin(lac_ctx_t ctx, const lac_mf_call *call, in
     m->bpr = bpr;
     m->negatives = negatives;
     m->share = share;
+    for (int i = 0; lac_knob_int(ctx, LAC_KNOB_MF_CUDA_PHASES, 0) == 1 && i < 3; i++)
+        if (cudaEventCreate(&m->phase[i]) != cudaSuccess) m->phase[i] = NULL;
     *kernel = k;
     *out = m;
     return LAC_SUCCESS;
@@ -73,23 +94,6 @@ static lac_status give(lac_ctx_t ctx, T **dst, T *src, size_t count)
     }
     free(src);
     return st;
-}
-
-static int cmp_i32(const void *a, const void *b)
-{
-    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* The users' items, ascending, on the host (NULL when out of memory). */
-static int32_t *sorted_items(const lac_mf_data *d)
-{
-    int32_t *items = (int32_t *)malloc((size_t)(d->nnz ? d->nnz : 1) * sizeof *items);
-    if (!items) return NULL;
-    if (d->nnz) memcpy(items, d->col, (size_t)d->nnz * sizeof *items);
-    for (int64_t u = 0; u < d->num_users; u++)
-        qsort(items + d->row_start[u], (size_t)(d->row_start[u + 1] - d->row_start[u]), sizeof *items, cmp_i32);
-    return items;
 }
 
 /* The users' items (ascending, given: freed here) and the items' weights to
@@ -125,7 +129,7 @@ lac_status lac_mf_cuda_implicit_upload(lac_ctx_t ctx, lac_mf_cuda_implicit *m, c
     m->steps = sch->steps;
     m->cells = sch->groups * sch->steps;
     LAC_CUDA_CHECK(ctx, cudaStreamSynchronize(ctx->cuda->stream));
-    LAC_CHECK(upload_seen(ctx, m, sorted_items(d)));
+    LAC_CHECK(upload_seen(ctx, m, lac_mf_sorted_items(d)));
     {   /* every cell's user */
         int32_t *cu = (int32_t *)malloc((size_t)(m->cells ? m->cells : 1) * sizeof *cu);
         if (cu)
@@ -167,6 +171,17 @@ lac_status lac_mf_cuda_implicit_upload(lac_ctx_t ctx, lac_mf_cuda_implicit *m, c
         return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "out of device memory for %zu negatives (%d a rating)", draws,
                          m->negatives);
     }
+    if (m->kernel.pool > 0) {   /* every block's pools, one a round */
+        const int64_t blocks = sch->groups / m->kernel.groups_per_block;
+        m->rounds = (int)((m->steps + m->kernel.round_steps - 1) / m->kernel.round_steps);
+        if (m->rounds < 1) m->rounds = 1;
+        m->pools = blocks * m->rounds;
+        const size_t slots = (size_t)(m->pools ? m->pools : 1) * (size_t)m->kernel.pool;
+        if (cudaMalloc((void **)&m->pool_item, slots * sizeof(int32_t)) != cudaSuccess) m->pool_item = NULL;
+        if (cudaMalloc((void **)&m->pool_row, slots * sizeof(int32_t)) != cudaSuccess) m->pool_row = NULL;
+        if (!m->pool_item || !m->pool_row)
+            return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "out of device memory for %zu pooled negatives", slots);
+    }
     if (m->call->negative_scale && !m->bpr) {   /* a part's share of one process's negatives (mf_parts.cu) */
         float *scale = (float *)malloc((size_t)(d->num_users ? d->num_users : 1) * sizeof *scale);
         if (scale && d->num_users) memcpy(scale, m->call->negative_scale, (size_t)d->num_users * sizeof *scale);
@@ -204,13 +219,34 @@ lac_status lac_mf_cuda_implicit_epoch(lac_ctx_t ctx, lac_mf_cuda_implicit *m, co
     dr.neg_cum = m->neg_cum;
     dr.rating = m->alone ? base->rating : NULL;
     dr.alone = (m->negatives + m->share - 1) / m->share;
+    dr.pool_item = m->pool_item;
+    dr.pool_row = m->pool_row;
+    dr.pools = m->pools;
+    dr.pool = m->kernel.pool;
+    dr.round_steps = m->kernel.round_steps;
+    dr.rounds = m->rounds;
+    dr.groups_per_block = m->kernel.groups_per_block;
     lac_mf_cuda_implicit_args a;
     a.base = *base;
     a.neg = m->neg;
     a.neg_weight = m->neg_weight;
     a.negatives = m->negatives;
     a.bpr = m->bpr;
-    return lac_mf_cuda_implicit_launch(ctx, &m->kernel, blocks, &dr, &a);
+    a.pool_row = m->pool_row;
+    a.pool = m->kernel.pool;
+    a.round_steps = m->kernel.round_steps;
+    a.rounds = m->rounds;
+    if (!m->phase[0] || !m->phase[1] || !m->phase[2]) return lac_mf_cuda_implicit_launch(ctx, &m->kernel, blocks, &dr, &a, NULL);
+    /* the draws and the epoch kernel timed apart (a measurement) */
+    float draws_ms = 0.0f, epoch_ms = 0.0f;
+    LAC_CUDA_CHECK(ctx, cudaEventRecord(m->phase[0], ctx->cuda->stream));
+    LAC_CHECK(lac_mf_cuda_implicit_launch(ctx, &m->kernel, blocks, &dr, &a, m->phase[1]));
+    LAC_CUDA_CHECK(ctx, cudaEventRecord(m->phase[2], ctx->cuda->stream));
+    LAC_CUDA_CHECK(ctx, cudaEventSynchronize(m->phase[2]));
+    LAC_CUDA_CHECK(ctx, cudaEventElapsedTime(&draws_ms, m->phase[0], m->phase[1]));
+    LAC_CUDA_CHECK(ctx, cudaEventElapsedTime(&epoch_ms, m->phase[1], m->phase[2]));
+    lac_log(ctx, LAC_LOG_INFO, "mf CUDA implicit epoch %d: draws %.3f ms, epoch kernel %.3f ms", epoch, draws_ms, epoch_ms);
+    return LAC_SUCCESS;
 }
 
 void lac_mf_cuda_implicit_cells_free(lac_mf_data *c)
@@ -281,7 +317,7 @@ lac_status lac_mf_cuda_implicit_nbr_begin(lac_ctx_t ctx, const lac_mf_call *call
     c->mean = d->mean;
     c->min = d->min;
     c->max = d->max;
-    int32_t *items = sorted_items(d);
+    int32_t *items = lac_mf_sorted_items(d);
     c->row_start = (int64_t *)malloc((size_t)(nu + 1) * sizeof *c->row_start);
     c->row_order = (int32_t *)malloc((size_t)(nu ? nu : 1) * sizeof *c->row_order);
     if (!items || !c->row_start || !c->row_order) {
@@ -348,64 +384,22 @@ lac_status lac_mf_cuda_implicit_nbr_begin(lac_ctx_t ctx, const lac_mf_call *call
 
 lac_status lac_mf_cuda_implicit_nbr_upload(lac_ctx_t ctx, lac_mf_cuda_implicit *m, const lac_mf_schedule *sch)
 {
-    const lac_mf_data *d = m->call->data;
-    const int64_t cells = sch->groups * sch->steps;
-    int64_t count = 0;
-    for (int64_t x = 0; x < cells; x++) count += sch->code[x] >= 0 && sch->rating[x] < 0.0f;
-    int32_t *items = sorted_items(d);
-    int64_t *cell = (int64_t *)malloc((size_t)(count ? count : 1) * sizeof *cell);
-    int32_t *user = (int32_t *)malloc((size_t)(count ? count : 1) * sizeof *user);
-    int32_t *key = (int32_t *)malloc((size_t)(count ? count : 1) * sizeof *key);
-    int32_t *tt = (int32_t *)malloc((size_t)(count ? count : 1) * sizeof *tt);
-    int32_t *row_item = (int32_t *)malloc((size_t)(sch->rows ? sch->rows : 1) * sizeof *row_item);
-    if (!items || !cell || !user || !key || !tt || !row_item) {
-        free(items), free(cell), free(user), free(key), free(tt), free(row_item);
-        return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "out of host memory for the implicit cells");
-    }
-    for (int64_t r = 0; r < sch->rows; r++) row_item[r] = (int32_t)(r < d->num_items ? r : 0);
-    for (int64_t h = 0; h < sch->hot_items; h++)
-        for (int32_t r = 1; r < sch->hot_count[h]; r++) row_item[sch->hot_first[h] + r - 1] = sch->hot_item[h];
-    /* a negative's cell follows its interaction's: the interaction's rank
-     * gives the draws' key and t (lac_mf_share), b counting its negatives;
-     * a user without a positive draws t = 0, 1, ... with key -1 */
-    int64_t at = 0;
-    for (int64_t g = 0; g < sch->groups; g++) {
-        int64_t run = sch->group_first_run[g];
-        int32_t u = -1, b = 0, first = 0, size = 1, k = 0;
-        for (int64_t t = 0; t < sch->steps; t++) {
-            const int64_t x = g * sch->steps + t;
-            const int32_t cd = sch->code[x];
-            if (cd < 0) break;
-            if (cd & LAC_MF_RUN_START) {   /* a run of negatives only (no positive in the part): key -1 */
-                u = sch->run_user[run++];
-                b = 0, first = 0, size = 1, k = -1;
-            }
-            if (sch->rating[x] >= 0.0f) {
-                const int32_t j = row_item[cd & LAC_MF_ITEM_MASK];
-                const int64_t lo = d->row_start[u], n = d->row_start[u + 1] - lo;
-                const int64_t rank = (int64_t)(std::lower_bound(items + lo, items + lo + n, j) - (items + lo));
-                lac_mf_share(rank, n, m->share, m->negatives, j, &first, &size, &k);
-                b = 0;
-                continue;
-            }
-            cell[at] = x;
-            user[at] = u;
-            key[at] = k;
-            tt[at++] = first + b++ * size;
-        }
-    }
-    free(row_item);
-    m->nbr_count = at;
-    LAC_CUDA_CHECK(ctx, cudaStreamSynchronize(ctx->cuda->stream));
-    lac_status st = upload_seen(ctx, m, items);
-    if (st == LAC_SUCCESS) st = give(ctx, &m->nbr_cell, cell, (size_t)at);
-    else free(cell);
-    if (st == LAC_SUCCESS) st = give(ctx, &m->nbr_user, user, (size_t)at);
-    else free(user);
-    if (st == LAC_SUCCESS) st = give(ctx, &m->nbr_key, key, (size_t)at);
-    else free(key);
-    if (st == LAC_SUCCESS) st = give(ctx, &m->nbr_t, tt, (size_t)at);
-    else free(tt);
+    /* the negatives' cells, each with the draw's key and t of the
+     * interaction it follows (also across a row cut into runs) */
+    const lac_mf_call *call = m->call;
+    lac_mf_negative_cells nc;
+    LAC_CHECK(lac_mf_schedule_negatives(ctx, call->data, sch, m->share, m->negatives,
+                                        m->bpr ? NULL : call->negative_scale, &nc));
+    m->nbr_count = nc.count;
+    lac_status st = LAC_SUCCESS;
+    if (cudaStreamSynchronize(ctx->cuda->stream) != cudaSuccess)
+        st = lac_error(ctx, LAC_ERR_CUDA, "CUDA stream failed before the implicit arrays");
+    if (st == LAC_SUCCESS) st = upload_seen(ctx, m, lac_mf_sorted_items(call->data));
+    if (st == LAC_SUCCESS) st = give(ctx, &m->nbr_cell, nc.cell, (size_t)nc.count), nc.cell = NULL;
+    if (st == LAC_SUCCESS) st = give(ctx, &m->nbr_user, nc.user, (size_t)nc.count), nc.user = NULL;
+    if (st == LAC_SUCCESS) st = give(ctx, &m->nbr_key, nc.key, (size_t)nc.count), nc.key = NULL;
+    if (st == LAC_SUCCESS) st = give(ctx, &m->nbr_t, nc.t, (size_t)nc.count), nc.t = NULL;
+    lac_mf_negative_cells_free(&nc);
     return st;
 }
 

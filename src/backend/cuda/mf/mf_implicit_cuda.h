@@ -29,6 +29,11 @@ struct lac_mf_cuda_draw_args {
     const uint64_t *neg_cum;        /* num_items: the items' cumulative weights (NULL: uniform) */
     const float *rating;            /* groups x steps: < 0 a cell without a positive (NULL: none) */
     int alone;                      /* such a cell's negatives: ceil(negatives / share) */
+    /* a block's pool of negatives (lac_mf_cuda_implicit_kernel.pool > 0): pool
+     * b x rounds + r is block b's in its round r (steps r x round_steps on) */
+    int32_t *pool_item, *pool_row;  /* pools x pool: the items, their rows (the block's replica) */
+    int64_t pools;
+    int pool, round_steps, rounds, groups_per_block;
 };
 
 /* The arguments of one epoch (passed by value). */
@@ -37,6 +42,9 @@ struct lac_mf_cuda_implicit_args {
     const int32_t *neg;             /* the draws' rows (shared: -1, no more for the cell) */
     const float *neg_weight;        /* per cell, or NULL: 1 */
     int negatives, bpr;
+    /* a block's pool (kernel.pool > 0): neg holds slots of it (-1: none) */
+    const int32_t *pool_row;
+    int pool, round_steps, rounds;
 };
 
 /* The neighbourhood model's draws: the stream cells that are negatives,
@@ -61,13 +69,33 @@ typedef void (*lac_mf_cuda_implicit_fn)(lac_mf_cuda_implicit_args);
 struct lac_mf_cuda_implicit_kernel {
     lac_mf_cuda_implicit_fn fn;
     int lanes, groups_per_block;
+    /* > 0: the pool kernel (mf_implicit_pool.cu): rows of a block's pool,
+     * steps of a round, its dynamic shared memory */
+    int pool, round_steps;
+    size_t smem;
 };
 /* lists: shared negatives (cells end their lists with -1, neg_weight); 2:
  * also cells without a positive (lac_mf_cuda_implicit_alone_cells). */
 lac_mf_cuda_implicit_kernel lac_mf_cuda_implicit_choose(int pieces, int negatives_per_cell, int lists);
+/* A block's pool of negatives (cross-entropy, unshared, no lists; the knob
+ * LACUNA_MF_CUDA_NEG_POOL): each thread block draws `pool` items (16, 32
+ * or 64) by the negatives' distribution for each round of its cells
+ * (about 8 x pool cells) and holds their rows and biases in shared memory;
+ * a cell's negatives are slots of its block's pool (each the first of up
+ * to LAC_MF_DRAWS slots whose item the user has not seen; none after
+ * that), scored against the round's copies, each step added to the row
+ * in memory as (shrink - 1) v + step u of the copy v. A negative is still
+ * drawn by the distribution; no negative's row is loaded from L2. fn
+ * NULL: rows a group does not divide (mf_implicit_pool.cu). */
+lac_mf_cuda_implicit_kernel lac_mf_cuda_implicit_pool_choose(int pieces, int pool);
+lac_status lac_mf_cuda_implicit_pool_launch(lac_ctx_t ctx, const lac_mf_cuda_implicit_kernel *k, unsigned blocks,
+                                            const lac_mf_cuda_draw_args *draws, const lac_mf_cuda_implicit_args *a,
+                                            cudaEvent_t mid);
 lac_status lac_mf_cuda_implicit_occupancy(lac_ctx_t ctx, const lac_mf_cuda_implicit_kernel *k, int *blocks_per_sm);
+/* mid: recorded between the draws and the epoch kernel when not NULL. */
 lac_status lac_mf_cuda_implicit_launch(lac_ctx_t ctx, const lac_mf_cuda_implicit_kernel *k, unsigned blocks,
-                                       const lac_mf_cuda_draw_args *draws, const lac_mf_cuda_implicit_args *a);
+                                       const lac_mf_cuda_draw_args *draws, const lac_mf_cuda_implicit_args *a,
+                                       cudaEvent_t mid);
 
 /* The host part (mf_implicit.cu): one training's device arrays. */
 typedef struct lac_mf_cuda_implicit lac_mf_cuda_implicit;

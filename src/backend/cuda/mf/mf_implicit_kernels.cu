@@ -337,6 +337,8 @@ lac_mf_cuda_implicit_kernel lac_mf_cuda_implicit_choose(int pieces, int negative
     lac_mf_cuda_implicit_kernel k;
     k.lanes = g;
     k.groups_per_block = LAC_MF_WARPS_PER_BLOCK * (32 / g);
+    k.pool = k.round_steps = 0;
+    k.smem = 0;
     if (pieces > 32 * LAC_MF_MAX_PIECES) k.fn = NULL;
     else if (pieces % g == 0 && v <= 4)
         k.fn = lists == 2 ? (one ? full_lanes<1, true, true>(g, v) : full_lanes<4, true, true>(g, v))
@@ -351,14 +353,19 @@ lac_mf_cuda_implicit_kernel lac_mf_cuda_implicit_choose(int pieces, int negative
 
 lac_status lac_mf_cuda_implicit_occupancy(lac_ctx_t ctx, const lac_mf_cuda_implicit_kernel *k, int *blocks_per_sm)
 {
+    if (k->smem > 48 * 1024)   /* the pool kernel's (mf_implicit_pool.cu) */
+        LAC_CUDA_CHECK(ctx, cudaFuncSetAttribute((const void *)k->fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                 (int)k->smem));
     LAC_CUDA_CHECK(ctx, cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, k->fn,
-                                                                      32 * LAC_MF_WARPS_PER_BLOCK, 0));
+                                                                      32 * LAC_MF_WARPS_PER_BLOCK, k->smem));
     return LAC_SUCCESS;
 }
 
 lac_status lac_mf_cuda_implicit_launch(lac_ctx_t ctx, const lac_mf_cuda_implicit_kernel *k, unsigned blocks,
-                                       const lac_mf_cuda_draw_args *draws, const lac_mf_cuda_implicit_args *a)
+                                       const lac_mf_cuda_draw_args *draws, const lac_mf_cuda_implicit_args *a,
+                                       cudaEvent_t mid)
 {
+    if (k->pool > 0) return lac_mf_cuda_implicit_pool_launch(ctx, k, blocks, draws, a, mid);
     cudaStream_t stream = ctx->cuda->stream;
     /* lists (weights per cell): shared negatives, or a GPU rank's part (user_scale) */
     const bool lists = draws->neg_weight != NULL;
@@ -368,6 +375,7 @@ lac_status lac_mf_cuda_implicit_launch(lac_ctx_t ctx, const lac_mf_cuda_implicit
         else draw_negatives<true><<<(unsigned)((n + 255) / 256), 256, 0, stream>>>(*draws);
         LAC_CUDA_CHECK_LAUNCH(ctx);
     }
+    if (mid) LAC_CUDA_CHECK(ctx, cudaEventRecord(mid, stream));
     k->fn<<<blocks, 32 * LAC_MF_WARPS_PER_BLOCK, 0, stream>>>(*a);
     LAC_CUDA_CHECK_LAUNCH(ctx);
     return LAC_SUCCESS;
