@@ -142,6 +142,23 @@ static __device__ __forceinline__ void finish_run(const lac_mf_cuda_epoch_args &
     }
 }
 
+/* A stream's next run: the previous run's u_i finished (finish_run), the
+ * next run's user, weight and row (kept as p0, to fold in a share's change). */
+template <int G, int V, bool FULL>
+static __device__ __forceinline__ void start_run(const lac_mf_cuda_epoch_args &a, int64_t &user, float &weight,
+                                                 int64_t &next_run, float4 (&p)[V], float4 (&p0)[V], float &bu,
+                                                 float &bu0, int sub, int pieces)
+{
+    if (user >= 0) finish_run<G, V, FULL>(a, user, weight, p, p0, bu, bu0, sub);
+    user = a.run_user[next_run];
+    weight = a.run_weight[next_run];
+    next_run++;
+    load_row<G, V, FULL>(p, (const float4 *)(a.P + user * a.stride), sub, pieces, true);
+#pragma unroll
+    for (int v = 0; v < V; v++) p0[v] = p[v];
+    bu = bu0 = __ldcg(a.user_bias + user);
+}
+
 
 /* The epoch kernel for a row of `pieces` float4, and its group shape. */
 struct lac_mf_cuda_kernel {

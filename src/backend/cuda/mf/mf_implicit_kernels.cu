@@ -162,14 +162,7 @@ static __global__ void __launch_bounds__(32 * LAC_MF_WARPS_PER_BLOCK) implicit_e
             for (int b = 0; b < NL; b++) nn[b] = b < negs ? __ldg(neg + (t + 1) * negs + b) : NONE;
         }
         if (c_now & LAC_MF_RUN_START) {
-            if (user >= 0) finish_run<G, V, FULL>(a, user, share, p, p0, bu, bu0, sub);
-            user = a.run_user[next_run];
-            share = a.run_weight[next_run];
-            next_run++;
-            load_row<G, V, FULL>(p, (const float4 *)(a.P + user * a.stride), sub, pieces, true);
-#pragma unroll
-            for (int v = 0; v < V; v++) p0[v] = p[v];
-            bu = bu0 = __ldcg(a.user_bias + user);
+            start_run<G, V, FULL>(a, user, share, next_run, p, p0, bu, bu0, sub, pieces);
         }
         const int32_t j = c_now & LAC_MF_ITEM_MASK;
         /* the positive with the first NB negatives, then the rest NB at a time;

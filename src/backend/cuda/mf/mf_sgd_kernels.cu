@@ -75,14 +75,7 @@ static __global__ void __launch_bounds__(32 * LAC_MF_WARPS_PER_BLOCK) cusgd_epoc
             const int slot = d % DQ;
             const int32_t cd = c[d];
             if (cd >= 0 && (cd & LAC_MF_RUN_START)) {   /* the same for the group's lanes */
-                if (user >= 0) finish_run<G, V, FULL>(a, user, weight, p, p0, bu, bu0, sub);
-                user = a.run_user[next_run];
-                weight = a.run_weight[next_run];
-                next_run++;
-                load_row<G, V, FULL>(p, (const float4 *)(a.P + user * a.stride), sub, pieces, true);
-#pragma unroll
-                for (int v = 0; v < V; v++) p0[v] = p[v];
-                bu = bu0 = __ldcg(a.user_bias + user);
+                start_run<G, V, FULL>(a, user, weight, next_run, p, p0, bu, bu0, sub, pieces);
             }
             float part = 0.0f;
 #pragma unroll
