@@ -448,17 +448,21 @@ TEST(empty_source_writes_empty_values)
  * MEAN of one column in device memory, uniform and skewed bridges, float32
  * and float64; some targets empty, some with weights summing to 0) against
  * the reference, with the hot keys through the index and in registers
- * (LACUNA_MAP_CUDA_HOT_TABLE=0), and the general path (LACUNA_MAP_CUDA_FEW=0),
- * each through a context's knobs;
+ * (LACUNA_MAP_CUDA_HOT_TABLE=0), a hit byte a row (LACUNA_MAP_CUDA_MEAN_MARK=0),
+ * the general path (LACUNA_MAP_CUDA_FEW=0) and, for the weighted MEAN, the L2
+ * pairs of many targets (LACUNA_MAP_CUDA_STRATEGY=pair), each through a
+ * context's knobs;
  * then faulty and clean calls in turn, so that each of the context's two fault
  * flags is set, read and reset: a clean call after a faulty one succeeds, and
  * every faulty one names its row and leaves T as it was. */
 TEST(few_targets_single_launch_full_grid_and_alternating_faults)
 {
     /* The paths by context knobs (the environment is read once a process). */
-    static const char *const knobs[] = {"MAP_CUDA_FEW=0", "MAP_CUDA_HOT_TABLE=0", "MAP_CUDA_MEAN_MARK=0"};
-    lac_ctx_t ctxs[4] = {gpu, NULL, NULL, NULL};
-    for (int k = 0; k < 3; k++) {
+    static const char *const knobs[] = {"MAP_CUDA_FEW=0", "MAP_CUDA_HOT_TABLE=0", "MAP_CUDA_MEAN_MARK=0",
+                                        "MAP_CUDA_STRATEGY=pair"};
+    enum { KNOBS = (int)(sizeof knobs / sizeof *knobs) };
+    lac_ctx_t ctxs[KNOBS + 1] = {gpu};
+    for (int k = 0; k < KNOBS; k++) {
         lac_ctx_params cp = lac_ctx_params_default();
         cp.backend = LAC_BACKEND_CUDA;
         cp.knobs = knobs[k];
@@ -481,9 +485,9 @@ TEST(few_targets_single_launch_full_grid_and_alternating_faults)
             for (int o = 0; o < 5; o++) {
                 lac_map_params p = sum_count_case(o, &d);
                 reference(&d, &p, ref);
-                for (int path = 0; path < 4; path++) {
+                for (int path = 0; path <= KNOBS; path++) {
                     static const char *const paths[] = {"few-target", "general", "few-target (hot registers)",
-                                                        "few-target (hit bytes)"};
+                                                        "few-target (hit bytes)", "L2 pairs (forced)"};
                     if (!ctxs[path]) continue;
                     int st = run_case(ctxs[path], &d, &p, LAC_MEM_DEVICE, RUN_MAP, got, NULL);
                     int64_t worst = -1;
@@ -523,7 +527,7 @@ TEST(few_targets_single_launch_full_grid_and_alternating_faults)
             free(got);
             case_free(&d);
         }
-    for (int k = 1; k < 4; k++) lac_ctx_destroy(&ctxs[k]);
+    for (int k = 1; k <= KNOBS; k++) lac_ctx_destroy(&ctxs[k]);
 }
 
 /* Few-target plans (the chunk-local plan): SUM and COUNT against the float64
@@ -977,6 +981,80 @@ TEST(plans_without_determinism_match_the_reference)
     }
 }
 
+/* The float32 weighted MEAN of many targets in device memory (L2 pairs,
+ * map_mean_pair.cu) against the reference and the general path
+ * (LACUNA_MAP_CUDA_MEAN_MARK=0): uniform and skewed bridges (hot targets),
+ * int32 and int64 bridges, empty targets, weights of 0 and -0.0 (a hit target
+ * of 0 / 0), NaN values; a bad index names its row and leaves T as it was,
+ * also in a stream-ordered call, and the next call is clean. */
+TEST(many_target_weighted_means_through_l2_pairs)
+{
+    lac_ctx_t general = knob_ctx("MAP_CUDA_MEAN_MARK", "0");
+    for (int skew = 0; skew < 2; skew++) {
+        case_data d;
+        const int64_t n = 200000 + (int64_t)(harness_rand_u64(&rng) % 64);
+        case_make(&d, rows(4000000, 8) + 4 * (int64_t)(harness_rand_u64(&rng) % 1000) + skew, n, 1, LAC_FLOAT32,
+                  skew ? LAC_INT64 : LAC_INT32, 1, skew);
+        for (int64_t i = 0; i < d.m; i++) {
+            if (d.R[i] % 113 == 7) d.R[i] = (d.R[i] + 1) % n;   /* empty targets */
+            if (d.R[i] % 113 == 11) d.w[i] = 0.0;               /* 0 / 0 */
+            if (d.R[i] % 113 == 13) d.w[i] = -0.0;              /* the same with -0.0: hit all the same */
+            if (d.R[i] % 1009 == 17 && i % 3 == 0) d.S[i] = NAN;
+        }
+        lac_map_params p = sum_count_case(4, &d);
+        double *ref = malloc(sizeof(double) * (size_t)n), *got = malloc(sizeof(double) * (size_t)n);
+        reference(&d, &p, ref);
+        int64_t empty = 0, nan_targets = 0;
+        for (int64_t k = 0; k < n; k++) empty += ref[k] == -3.0, nan_targets += isnan(ref[k]);
+        if (empty == 0 || nan_targets == 0) HARNESS_FAIL("case without empty (%lld) or NaN (%lld) targets", (long long)empty, (long long)nan_targets);
+        for (int path = 0; path < 2; path++) {
+            int st = run_case(path ? general : gpu, &d, &p, LAC_MEM_DEVICE, RUN_MAP, got, NULL);
+            int64_t worst = -1;
+            double e = st == LAC_SUCCESS ? compare(got, ref, n, &worst) : INFINITY;
+            if (!(e <= 2e-3))
+                HARNESS_FAIL("%s, skew %d (m %lld n %lld): status %d (%s) err %g at %lld: got %.9g want %.9g",
+                             path ? "general path" : "L2 pairs", skew, (long long)d.m, (long long)n, st,
+                             lac_last_error(gpu), e, (long long)worst, worst >= 0 ? got[worst] : 0.0,
+                             worst >= 0 ? ref[worst] : 0.0);
+        }
+        /* A bad index: named, T untouched; then a clean call. */
+        const int64_t row = d.m / 3 + 1, keep = d.R[row];
+        d.R[row] = n + 2;
+        char want[80];
+        snprintf(want, sizeof want, "bridge[%lld] = %lld", (long long)row, (long long)(n + 2));
+        check_rejected(&d, &p, LAC_MEM_DEVICE, RUN_MAP, LAC_ERR_RANGE, want, "L2 pairs bad index");
+        /* the same, stream-ordered: reported at the synchronisation */
+        cudaStream_t stream;
+        CHECK_INT(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), 0);
+        dev_case g;
+        dev_case_make(&g, &d);
+        size_t bytes = (size_t)n * lac_dtype_size(d.vt);
+        unsigned char *before = malloc(bytes), *after = malloc(bytes);
+        dev_case_target(&g, &d, got, before);
+        CHECK_OK(gpu, lac_map_cuda_async(gpu, &p, &g.as, &g.ar, &g.aw, &g.at, stream));
+        int st = lac_map_cuda_synchronize(gpu, stream);
+        CHECK_INT(st, LAC_ERR_RANGE);
+        if (!strstr(lac_last_error(gpu), want)) HARNESS_FAIL("async L2 pairs: '%s' does not name '%s'", lac_last_error(gpu), want);
+        dev_case_target(&g, &d, got, after);
+        if (memcmp(before, after, bytes) != 0) HARNESS_FAIL("async L2 pairs: T of the faulty call was changed");
+        dev_case_free(&g);
+        d.R[row] = keep;
+        dev_case_make(&g, &d);
+        CHECK_OK(gpu, lac_map_cuda_async(gpu, &p, &g.as, &g.ar, &g.aw, &g.at, stream));
+        CHECK_OK(gpu, lac_map_cuda_synchronize(gpu, stream));
+        dev_case_target(&g, &d, got, NULL);
+        int64_t worst = -1;
+        double e = compare(got, ref, n, &worst);
+        if (!(e <= 2e-3)) HARNESS_FAIL("async L2 pairs, skew %d: err %g at %lld", skew, e, (long long)worst);
+        dev_case_free(&g);
+        CHECK_INT(cudaStreamDestroy(stream), 0);
+        free(before), free(after);
+        free(ref);
+        free(got);
+        case_free(&d);
+    }
+}
+
 int main(void)
 {
     map_test_seed();
@@ -1003,6 +1081,7 @@ int main(void)
     RUN(one_few_target_plan_serves_unweighted_weighted_and_float64_calls);
     RUN(many_targets_partitioned_by_range);
     RUN(stream_ordered_calls_defer_faults_and_replay_in_graphs);
+    RUN(many_target_weighted_means_through_l2_pairs);
     RUN(plans_without_determinism_match_the_reference);
     /* Deterministic calls and plans where the exact fixed point is off (or
      * declines a range too wide for its words): the plans' own fixed-order

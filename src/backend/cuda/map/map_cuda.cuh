@@ -124,7 +124,8 @@ static inline size_t lac_map_align256(size_t x) { return (x + 255) & ~(size_t)25
  *    needs a reset of its own (a memset is one more operation on the stream);
  *  - kernel facts: attributes and occupancy answers cost tens of microseconds a
  *    query, as much as a whole small map, so each is asked once per context. */
-typedef enum { MAP_FACT_PREPARED = 0, MAP_FACT_CLUSTERS = 1, MAP_FACT_FEW = 2, MAP_FACT_LOCAL = 3, MAP_FACT_PART = 4 } map_fact_kind;
+typedef enum { MAP_FACT_PREPARED = 0, MAP_FACT_CLUSTERS = 1, MAP_FACT_FEW = 2, MAP_FACT_LOCAL = 3, MAP_FACT_PART = 4,
+               MAP_FACT_PAIR = 5 } map_fact_kind;
 typedef struct {
     const void *kernel;
     map_fact_kind kind;
@@ -236,6 +237,11 @@ lac_status lac_map_few_try(lac_ctx_t ctx, const lac_map_call *call, const map_la
  * cooperative launch. *taken and defer as lac_map_few_try. */
 lac_status lac_map_part_try(lac_ctx_t ctx, const lac_map_call *call, const map_layout *L, const map_deferred *defer,
                             int *taken);
+/* Many targets, float32 weighted MEAN of one column in device memory
+ * (map_mean_pair.cu): a (sum w S, sum w) pair a target in L2, one vector
+ * reduction a row. *taken and defer as lac_map_few_try. */
+lac_status lac_map_mean_pair_try(lac_ctx_t ctx, const lac_map_call *call, const map_layout *L, const map_deferred *defer,
+                                 int *taken);
 /* Out-of-core path: host arrays streamed through the device (map_stream.cu). */
 lac_status lac_map_cuda_stream(lac_ctx_t ctx, const lac_map_call *call);
 /* One share's streamed rows: queued by lac_map_stream_enqueue on ctx's

@@ -78,6 +78,8 @@ extern "C" lac_status lac_map_cuda_device(lac_ctx_t ctx, const lac_map_call *cal
     int taken = 0;
     lac_status few = lac_map_few_try(ctx, call, &L, defer, &taken);
     if (taken || few < 0) return few;
+    lac_status pair = lac_map_mean_pair_try(ctx, call, &L, defer, &taken);
+    if (taken || pair < 0) return pair;
     lac_status part = lac_map_part_try(ctx, call, &L, defer, &taken);
     if (taken || part < 0) return part;
     map_strategy S;

@@ -327,7 +327,26 @@ __device__ __forceinline__ unsigned int hot_hash(unsigned int key) { return key 
  * hot targets and one atomic per element (an unweighted COUNT does not even
  * read S). The cold targets go to this block's private copies in shared
  * memory (privatised: the whole target fits) or straight to global scratch
- * (many targets). MODE: 0 sum, 1 weighted sum, 2 count, 3 weighted count. */
+ * (many targets). MODE: 0 sum, 1 weighted sum, 2 count, 3 weighted count,
+ * 4 weighted MEAN into global pairs (sum w S, sum w) only (map_mean_pair.cu:
+ * one 8-byte L2 reduction a row; the weight sums start at -0.0 and add
+ * w + 0.0, so -0.0 tells an untouched target; the hot targets' weight sums
+ * sit behind their sums in shared memory). */
+template <class V> struct mean_pair { V sum, wsum; };
+
+/* (x, y) into a global pair: one vector reduction on sm_90 for float32. */
+template <class V> __device__ __forceinline__ void pair_add(mean_pair<V> *p, V x, V y)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if constexpr (sizeof(V) == 4) {
+        atomicAdd(reinterpret_cast<float2 *>(p), make_float2(x, y));
+        return;
+    }
+#endif
+    atomicAdd(&p->sum, x);
+    atomicAdd(&p->wsum, y);
+}
+
 template <class V, class I, int MODE>
 __global__ void __launch_bounds__(1024, 1)
     map_sum_private_kernel(const V *S, const I *R, const V *W, int64_t rows, int64_t row0, int64_t n, V *partials,
@@ -343,6 +362,9 @@ __global__ void __launch_bounds__(1024, 1)
     V *hot_acc = reinterpret_cast<V *>(smem_raw);                  /* MAP_HOT_MAX x hot_width */
     unsigned int *table = reinterpret_cast<unsigned int *>(hot_acc + MAP_HOT_MAX * hot_width);   /* key, index */
     V *priv = reinterpret_cast<V *>(table + 2 * MAP_HOT_TABLE);
+    constexpr bool MEAN = MODE == 4;
+    V *hot_w = priv;   /* MEAN (never privatised): the hot targets' weight sums */
+    mean_pair<V> *pairs = reinterpret_cast<mean_pair<V> *>(scratch);
     const int lane = tid & 31;
     const unsigned int empty = 0xFFFFFFFFu;
 
@@ -385,7 +407,10 @@ __global__ void __launch_bounds__(1024, 1)
         hot_count = hot_found;
         __syncthreads();
     }
-    for (unsigned int t = tid; t < MAP_HOT_MAX * hot_width; t += bd) hot_acc[t] = (V)0;
+    for (unsigned int t = tid; t < MAP_HOT_MAX * hot_width; t += bd) {
+        hot_acc[t] = (V)0;
+        if (MEAN) hot_w[t] = -(V)0;
+    }
     for (unsigned int t = tid; t < 2 * MAP_HOT_TABLE; t += bd) table[t] = empty;
     if (privatised)
         for (unsigned int t = tid; t < (unsigned int)copies * pitch; t += bd) priv[t] = (V)0;
@@ -402,7 +427,7 @@ __global__ void __launch_bounds__(1024, 1)
     V *mine = priv + (size_t)(lane & (copies - 1)) * pitch;
     const unsigned long long un = (unsigned long long)n;
 
-    auto add = [&](unsigned long long key, V x, int64_t row) {
+    auto add = [&](unsigned long long key, V x, V y, int64_t row) {
         if (key >= un) {
             flag_fault(fault, (unsigned long long)(row0 + row));
             return;
@@ -412,7 +437,9 @@ __global__ void __launch_bounds__(1024, 1)
             for (;;) {
                 unsigned int k = table[2 * slot];
                 if (k == (unsigned int)key) {
-                    atomicAdd(hot_acc + table[2 * slot + 1] * hot_width + hot_lane, x);
+                    const unsigned int at = table[2 * slot + 1] * hot_width + hot_lane;
+                    atomicAdd(hot_acc + at, x);
+                    if (MEAN) atomicAdd(hot_w + at, y);
                     return;
                 }
                 if (k == empty) break;
@@ -421,7 +448,8 @@ __global__ void __launch_bounds__(1024, 1)
         }
         /* Two statements, so that each atomic knows its memory space
          * (shared or global) instead of going through a generic address. */
-        if (privatised) atomicAdd(mine + key, x);
+        if (MEAN) pair_add(pairs + key, x, y);
+        else if (privatised) atomicAdd(mine + key, x);
         else atomicAdd(scratch + key, x);
     };
 
@@ -436,8 +464,8 @@ __global__ void __launch_bounds__(1024, 1)
             int64_t v = v0 + u * 32 + lane;
             if (v < nvec) {
                 load4(R + 4 * v, r + 4 * u);
-                if (MODE < 2) load4(S + 4 * v, s + 4 * u);
-                if (MODE & 1) load4(W + 4 * v, w + 4 * u);
+                if (MODE < 2 || MEAN) load4(S + 4 * v, s + 4 * u);
+                if ((MODE & 1) || MEAN) load4(W + 4 * v, w + 4 * u);
             }
         }
 #pragma unroll
@@ -447,23 +475,30 @@ __global__ void __launch_bounds__(1024, 1)
 #pragma unroll
             for (int q = 0; q < 4; q++) {
                 int k = 4 * u + q;
-                V x = MODE == 0 ? s[k] : MODE == 1 ? w[k] * s[k] : MODE == 2 ? (V)1 : w[k];
-                add((unsigned long long)(int64_t)r[k], x, 4 * v + q);
+                V x = MODE == 0 ? s[k] : MODE == 1 || MEAN ? w[k] * s[k] : MODE == 2 ? (V)1 : w[k];
+                add((unsigned long long)(int64_t)r[k], x, MEAN ? w[k] + (V)0 : (V)0, 4 * v + q);
             }
         }
     }
     for (int64_t row = nvec * 4 + (int64_t)blockIdx.x * bd + tid; row < rows; row += (int64_t)gridDim.x * bd) {
-        V x = MODE == 0 ? S[row] : MODE == 1 ? W[row] * S[row] : MODE == 2 ? (V)1 : W[row];
-        add((unsigned long long)(int64_t)R[row], x, row);
+        V x = MODE == 0 ? S[row] : MODE == 1 || MEAN ? W[row] * S[row] : MODE == 2 ? (V)1 : W[row];
+        add((unsigned long long)(int64_t)R[row], x, MEAN ? W[row] + (V)0 : (V)0, row);
     }
     __syncthreads();
     /* Hot targets: each warp sums one target's per-thread accumulators. */
     for (unsigned int h = tid >> 5; h < hot_count; h += bd >> 5) {
-        V v = (V)0;
-        for (unsigned int t = lane; t < hot_width; t += 32) v += hot_acc[h * hot_width + t];
-        for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xFFFFFFFFu, v, off);
+        V v = (V)0, vw = -(V)0;
+        for (unsigned int t = lane; t < hot_width; t += 32) {
+            v += hot_acc[h * hot_width + t];
+            if (MEAN) vw += hot_w[h * hot_width + t];
+        }
+        for (int off = 16; off > 0; off >>= 1) {
+            v += __shfl_xor_sync(0xFFFFFFFFu, v, off);
+            if (MEAN) vw += __shfl_xor_sync(0xFFFFFFFFu, vw, off);
+        }
         if (lane == 0) {
-            if (privatised) priv[hot_keys[h]] += v;   /* copy 0; one warp per target */
+            if (MEAN) pair_add(pairs + hot_keys[h], v, vw);
+            else if (privatised) priv[hot_keys[h]] += v;   /* copy 0; one warp per target */
             else atomicAdd(scratch + hot_keys[h], v);
         }
     }
@@ -568,7 +603,8 @@ template <class V, class I> static const void *sum_kernel_for(int mode)
     case 0: return reinterpret_cast<const void *>(&map_sum_private_kernel<V, I, 0>);
     case 1: return reinterpret_cast<const void *>(&map_sum_private_kernel<V, I, 1>);
     case 2: return reinterpret_cast<const void *>(&map_sum_private_kernel<V, I, 2>);
-    default: return reinterpret_cast<const void *>(&map_sum_private_kernel<V, I, 3>);
+    case 3: return reinterpret_cast<const void *>(&map_sum_private_kernel<V, I, 3>);
+    default: return reinterpret_cast<const void *>(&map_sum_private_kernel<V, I, 4>);
     }
 }
 
