@@ -12,7 +12,9 @@
 #
 # Sections: build, test, sanitize (the CUDA tests under compute-sanitizer),
 # map, mf, impute (more capabilities add a function section_X and
-# their name to DEVICE_SECTIONS_ALL). Knobs for the map section:
+# their name to DEVICE_SECTIONS_ALL); named only, never by default: mfranks
+# (mf over GPU ranks), multi (several GPUs) and ranks (every capability over
+# CPU ranks, bench/mpi_scaling.sh). Knobs for the map section:
 #   MAP_SWEEP=quick|full   quick: the 40M table only (default full)
 #   MAP_EXPLORE=1          also time forced reduction strategies (tuning)
 #   MAP_OOC_M=4G           rows of the out-of-core (pinned host memory) case; 0 skips it
@@ -391,6 +393,19 @@ section_mfranks() {
     fi
     rm -rf "$data"
     cat "$OUT/mfranks.txt" | tee -a "$SUMMARY"
+}
+
+# ranks: every capability over CPU ranks of this host (bench/mpi_scaling.sh:
+# mpirun -np 1/2/4/8 of one thread each against one process of as many
+# threads), for the scaling model's CPU points (docs/scaling.md). Needs the
+# CPU build's MPI (section build). Not in the default list.
+#   RANKS_NPS="1 2 4 8"
+section_ranks() {
+    say "ranks: bench/mpi_scaling.sh over $(nproc) CPU threads, -np ${RANKS_NPS:-1 2 4 8}"
+    NPS=${RANKS_NPS:-1 2 4 8} bash bench/mpi_scaling.sh "$BUILD/lacuna" >"$OUT/ranks.txt" 2>"$OUT/ranks.log" ||
+        say "mpi_scaling.sh FAILED (ranks.log)"
+    tee -a "$SUMMARY" <"$OUT/ranks.txt"
+    return 0
 }
 
 # multi (issue "Multi-GPU runs"), on a machine of several GPUs: each
