@@ -3,6 +3,7 @@
  * widest that fits (brute force over every width), the boundaries between
  * resident, streamed and too small, and the cap knob's byte counts. */
 #include "harness.h"
+#include "core/knobs.h"
 #include "impute/stream_plan.h"
 
 static lac_impute_footprint small_case(void)

@@ -2,6 +2,7 @@
 #include "core/internal.h"
 #include "core/knobs.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -42,7 +43,7 @@ static const struct {
     [LAC_KNOB_DIST] = {"LACUNA_DIST", "auto|on|off: join the MPI job (auto: only when started by mpirun; on: always, MPI builds)"},
     [LAC_KNOB_IMPUTE_CUDA_SVT] = {"LACUNA_IMPUTE_CUDA_SVT", "jacobi|gram: force the GPU SVT's path (Jacobi only where it fits)"},
     [LAC_KNOB_CUDA_MEMORY_CAP] = {"LACUNA_CUDA_MEMORY_CAP",
-                                  "bytes (k/M/G/T: powers of 1024) of device memory impute may use; beyond, it streams"},
+                                  "bytes (k/M/G/T: powers of 1024) of device memory impute, and a deterministic map's copy of host arrays, may use; beyond, they stream"},
     [LAC_KNOB_NBR_CUDA_GSM] = {"LACUNA_NBR_CUDA_GSM", "fp16: the GPU's exact GSM with fp16 GEMMs also where int8 ones are exact"},
     [LAC_KNOB_NBR_CUDA_GSM_USERS] = {"LACUNA_NBR_CUDA_GSM_USERS", "users a GEMM of the GPU's exact GSM sums over at once (0: all)"},
     [LAC_KNOB_NBR_CUDA_CHUNK] = {"LACUNA_NBR_CUDA_CHUNK",
@@ -125,6 +126,27 @@ int64_t lac_knob_int(const struct lac_ctx *ctx, lac_knob knob, int64_t fallback)
     errno = 0;
     long long x = strtoll(v, &end, 10);
     return errno || *end ? fallback : (int64_t)x;
+}
+
+int lac_parse_bytes(const char *text, uint64_t *bytes)
+{
+    if (!text || !isdigit((unsigned char)*text)) return -1;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (errno) return -1;
+    unsigned shift = 0;
+    switch (*end) {
+    case '\0': break;
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    case 't': case 'T': shift = 40; end++; break;
+    default: return -1;
+    }
+    if (*end != '\0' || (shift && v > (~0ULL >> shift))) return -1;
+    *bytes = (uint64_t)v << shift;
+    return 0;
 }
 
 static int knob_by_name(const char *name, size_t len)

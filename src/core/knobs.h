@@ -70,6 +70,10 @@ const char *lac_knob_help(lac_knob knob);
 const char *lac_knob_string(const struct lac_ctx *ctx, lac_knob knob);
 /* The value as an integer; fallback when unset, empty or not a whole number. */
 int64_t lac_knob_int(const struct lac_ctx *ctx, lac_knob knob, int64_t fallback);
+/* A byte count as the memory-cap knob takes it: digits with an optional
+ * k, M, G or T suffix (powers of 1024). 0 on success, -1 for anything else
+ * (the caller reports the text). */
+int lac_parse_bytes(const char *text, uint64_t *bytes);
 
 /* Context plumbing (src/core/context.c): parses "NAME=VALUE,..." overrides
  * into the context (NULL or "" is none); returns a constant message for an

@@ -3,8 +3,6 @@
  * streamed plan's slab. */
 #include "impute/stream_plan.h"
 
-#include <ctype.h>
-#include <errno.h>
 #include <stdlib.h>
 
 /* The upload's staging chunk (src/backend/cuda/impute/impute_dispatch.cu). */
@@ -83,25 +81,4 @@ void lac_impute_plan_make(const lac_impute_footprint *f, size_t available, lac_i
     plan->slab = lo;
     plan->slab_bytes = lac_impute_plan_slab_bytes(f, lo);
     plan->svt_budget = (size_t)lo * f->svt_work_slice + f->svt_work_fixed;
-}
-
-int lac_parse_bytes(const char *text, uint64_t *bytes)
-{
-    if (!text || !isdigit((unsigned char)*text)) return -1;
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(text, &end, 10);
-    if (errno) return -1;
-    unsigned shift = 0;
-    switch (*end) {
-    case '\0': break;
-    case 'k': case 'K': shift = 10; end++; break;
-    case 'm': case 'M': shift = 20; end++; break;
-    case 'g': case 'G': shift = 30; end++; break;
-    case 't': case 'T': shift = 40; end++; break;
-    default: return -1;
-    }
-    if (*end != '\0' || (shift && v > (~0ULL >> shift))) return -1;
-    *bytes = (uint64_t)v << shift;
-    return 0;
 }

@@ -46,11 +46,6 @@ void lac_impute_plan_make(const lac_impute_footprint *f, size_t available, lac_i
  * the larger of the iteration's two buffer sets and setup's tiles. */
 size_t lac_impute_plan_slab_bytes(const lac_impute_footprint *f, int64_t w);
 
-/* A byte count as the memory-cap knob takes it: digits with an optional
- * k, M, G or T suffix (powers of 1024). 0 on success, -1 for anything else
- * (the caller reports the text). */
-int lac_parse_bytes(const char *text, uint64_t *bytes);
-
 #ifdef __cplusplus
 }
 #endif

@@ -28,6 +28,10 @@
  * (map_reduce_kernels.cu explains the hot targets). */
 /* Private copies per block for few targets: lanes of a warp that hit one hot
  * target spread over this many addresses (skewed bridges). */
+/* Rows a chunk of host arrays streamed to the device (map_stream.cu,
+ * map_fixed_stream.cu): 16M rows of float32 + int32 are 128 MB a buffer set,
+ * long enough that a copy dwarfs the per-chunk launch cost. */
+#define MAP_STREAM_DEFAULT_ROWS ((int64_t)1 << 24)
 #define MAP_DEFAULT_COPIES 4
 /* Targets too large for one block: a pair of blocks up to this many slots,
  * a quad beyond (bench/RESULTS.md). */
@@ -267,6 +271,12 @@ void lac_map_stream_release(lac_ctx_t ctx, map_stream_job *job);
 typedef struct {
     void *source, *bridge, *weights, *target;
 } map_rows_dev;
+/* Whether rows [first, first + count) of a host call (with T when
+ * with_target; without R when a resident bridge is given) fit the device's
+ * free memory, less a margin, or LACUNA_CUDA_MEMORY_CAP where it is lower;
+ * need / room: the bytes, for messages. */
+lac_status lac_map_rows_fit(lac_ctx_t ctx, const lac_map_call *call, int64_t count, int bridge_given, int with_target,
+                            int *fits, size_t *need, size_t *room);
 lac_status lac_map_rows_copy(lac_ctx_t ctx, const lac_map_call *call, int64_t first, int64_t count, const int32_t *bridge,
                              int with_target, map_rows_dev *d, lac_map_call *dcall);
 void lac_map_rows_free(map_rows_dev *d);
@@ -279,12 +289,13 @@ lac_status lac_map_cuda_multi(lac_ctx_t ctx, const lac_map_call *call);
  * serve runs whole on the first device. */
 lac_status lac_map_cuda_multi_deterministic(lac_ctx_t ctx, const lac_map_call *call);
 /* Its parts: whether the fixed-point words serve the call (op, size, knob),
- * and the split itself over the row ranges start[] (bridges: each share's
- * checked int32 rows on its device, a plan's; NULL: copied from the call);
+ * and the split itself over the first `shares` shares' row ranges start[]
+ * (bridges: each share's checked int32 rows on its device, a plan's; NULL:
+ * copied from the call, whole where they fit, else streamed in chunks);
  * *done = 0, nothing written, when the values span more than the words hold. */
 int lac_map_cuda_multi_fixed_serves(lac_ctx_t ctx, const lac_map_call *call);
-lac_status lac_map_cuda_multi_fixed(lac_ctx_t ctx, const lac_map_call *call, const int64_t *start, int32_t *const *bridges,
-                                    int *done);
+lac_status lac_map_cuda_multi_fixed(lac_ctx_t ctx, const lac_map_call *call, int shares, const int64_t *start,
+                                    int32_t *const *bridges, int *done);
 /* Plans over host bridges on a context of several devices (map_plan_multi.cu):
  * each share keeps its rows of the checked bridge (int32) on its device. */
 typedef struct map_multi_plan map_multi_plan;
@@ -386,6 +397,17 @@ int lac_map_fixed_serves(lac_ctx_t ctx, const lac_map_call *call);
  * rules, queued), free. scale_m is the whole call's rows. */
 typedef struct map_fixed_part map_fixed_part;
 lac_status lac_map_fixed_part_begin(lac_ctx_t ctx, const lac_map_call *part, int64_t scale_m, int recv, map_fixed_part **out);
+/* The same in steps, for rows that arrive in chunks (map_fixed_stream.cu):
+ * prepare (the launch shape of `part`, zeroed words, no pass), see (the
+ * range pass over some rows, merged into the part's range), set_range (the
+ * merged range in), add_rows (the accumulation pass over some rows, row0
+ * their first row's place in the part, added to a flagged row). begin is
+ * prepare + see; accumulate is set_range + add_rows. */
+lac_status lac_map_fixed_part_prepare(lac_ctx_t ctx, const lac_map_call *part, int64_t scale_m, int recv,
+                                      map_fixed_part **out);
+lac_status lac_map_fixed_part_see(lac_ctx_t ctx, const map_fixed_part *P, const lac_map_call *rows);
+lac_status lac_map_fixed_part_set_range(lac_ctx_t ctx, map_fixed_part *P, const int range[4]);
+lac_status lac_map_fixed_part_add_rows(lac_ctx_t ctx, map_fixed_part *P, const lac_map_call *rows, int64_t row0);
 lac_status lac_map_fixed_part_range(lac_ctx_t ctx, const map_fixed_part *P, int range[4]);
 int lac_map_fixed_range_fits(const map_fixed_part *P, const int range[4]);
 lac_status lac_map_fixed_part_accumulate(lac_ctx_t ctx, const lac_map_call *part, map_fixed_part *P, const int range[4]);
@@ -393,6 +415,16 @@ lac_status lac_map_fixed_part_fault(lac_ctx_t ctx, const map_fixed_part *P, unsi
 lac_status lac_map_fixed_part_add(lac_ctx_t ctx, map_fixed_part *into, const map_fixed_part *from);
 lac_status lac_map_fixed_part_finish(lac_ctx_t ctx, const lac_map_call *call, const map_fixed_part *P, void *target);
 void lac_map_fixed_part_free(map_fixed_part *P);
+/* A part whose host rows [first, first + count) do not fit the device
+ * (map_fixed_stream.cu): begin queues the range pass over chunks and hands
+ * out the part (the caller frees it; range, fits, fault, add and finish as
+ * above); accumulate takes the merged range and queues the second pass;
+ * free waits for the copies and releases the buffers. */
+typedef struct map_fixed_stream map_fixed_stream;
+lac_status lac_map_fixed_stream_begin(lac_ctx_t ctx, const lac_map_call *call, int64_t first, int64_t count, int recv,
+                                      map_fixed_stream **out, map_fixed_part **part);
+lac_status lac_map_fixed_stream_accumulate(lac_ctx_t ctx, map_fixed_stream *F, const int range[4]);
+void lac_map_fixed_stream_free(lac_ctx_t ctx, map_fixed_stream *F);
 /* Checks a device bridge: fault = smallest row outside [0, n). */
 lac_status lac_map_check_bridge_launch(lac_ctx_t ctx, const void *bridge, lac_dtype index_dtype, int64_t m, int64_t n,
                                    unsigned long long *fault);

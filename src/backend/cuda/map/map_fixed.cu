@@ -126,6 +126,7 @@ typedef struct {
     unsigned long long *partials; /* shared path: fields x blocks x slots */
     int vec;                  /* one column, 16-byte aligned S, R (and w): 4 rows a load */
     int hot;                  /* one column, at least HOT_SAMPLE rows, a hot area in shared memory */
+    int64_t row0;             /* added to a flagged row: the rows' place in the part (streamed chunks) */
 } fixed_args;
 
 /* Adds x to the words of one target: the top word at `top` (shared or L2),
@@ -207,7 +208,7 @@ __device__ __forceinline__ void fixed_element(const fixed_args &a, const fixed_s
     if (isnan(s) || isnan(w)) {
         if (a.nan_policy == LAC_NAN_SKIP) return;
         if (a.nan_policy == LAC_NAN_ERROR) {
-            flag_fault(&a.h->fault, (unsigned long long)i);
+            flag_fault(&a.h->fault, (unsigned long long)(a.row0 + i));
             return;
         }
     }
@@ -250,7 +251,7 @@ __device__ __forceinline__ void fixed_row(const fixed_args &a, const fixed_scale
                                           const hot_area &hot, int nhot, int64_t i, int64_t r, double w)
 {
     if (!a.checked && (r < 0 || r >= a.n)) {
-        flag_fault(&a.h->fault, (unsigned long long)i);
+        flag_fault(&a.h->fault, (unsigned long long)(a.row0 + i));
         return;
     }
     const V *S = (const V *)a.source;
@@ -425,7 +426,7 @@ template <class V, class I, bool SHARED> __global__ void __launch_bounds__(SHARE
             for (int j = 0; j < 4; j++) {
                 const int64_t i = 4 * q + j, rj = (int64_t)r[j];
                 if (!a.checked && (rj < 0 || rj >= a.n)) {
-                    flag_fault(&a.h->fault, (unsigned long long)i);
+                    flag_fault(&a.h->fault, (unsigned long long)(a.row0 + i));
                     continue;
                 }
                 fixed_element<SHARED>(a, xs, ws, s_x, s_w, s_hits, hot, nhot, i, 0, rj, (double)s[j], (double)w[j]);
@@ -542,7 +543,8 @@ extern "C" int lac_map_fixed_serves(lac_ctx_t ctx, const lac_map_call *call)
  * whole of the part's sums: parts of a split call add up word by word. */
 struct map_fixed_part {
     fixed_args a;
-    bool shared;
+    bool launch_shared;       /* the accumulation kernel keeps the top words in shared memory */
+    bool shared;              /* partials hold top words not yet folded into the flat region */
     int64_t grid;
     size_t smem;
     int block;
@@ -640,7 +642,7 @@ static lac_status fixed_prepare(lac_ctx_t ctx, const lac_map_call *call, int64_t
     a.partials = (unsigned long long *)(base + off_part);
     LAC_CUDA_CHECK(ctx, cudaMemsetAsync(base, 0, off_part, st));
     LAC_CUDA_CHECK(ctx, cudaMemsetAsync(&a.h->fault, 0xFF, sizeof a.h->fault, st));
-    P->shared = shared;
+    P->launch_shared = P->shared = shared;
     P->grid = grid;
     P->smem = smem;
     P->block = shared ? block_shared : block_global;
@@ -674,8 +676,8 @@ static lac_status fixed_range(lac_ctx_t ctx, const lac_map_call *call, const map
 /* The accumulation pass (it returns at once when the header's range declines). */
 static lac_status fixed_accumulate(lac_ctx_t ctx, const lac_map_call *call, map_fixed_part *P)
 {
-    if (call->m == 0) return LAC_SUCCESS;
-    const void *k = pick_kernel(call->value_dtype, call->index_dtype, P->shared);
+    if (P->a.m == 0) return LAC_SUCCESS;
+    const void *k = pick_kernel(call->value_dtype, call->index_dtype, P->launch_shared);
     void *params[] = {&P->a};
     LAC_CUDA_CHECK(ctx, cudaLaunchKernel(k, dim3((unsigned int)P->grid), dim3(P->block), params, P->smem, ctx->cuda->stream));
     LAC_CUDA_CHECK_LAUNCH(ctx);
@@ -769,7 +771,7 @@ static __global__ void map_fixed_flat_kernel(fixed_finish_args f)
         }
         a.xw[(int64_t)(xs.K - 1) * a.slots + k] += x;
         if (a.mean_weighted) a.ww[(int64_t)(ws.K - 1) * a.slots + k] += w;
-        if (a.count) a.hits[k] = c;
+        if (a.count) a.hits[k] += c;
     }
 }
 
@@ -782,12 +784,23 @@ static __global__ void map_fixed_add_kernel(unsigned long long *acc, const unsig
     for (int64_t k = tid; k < slots; k += stride) acc_flags[k] |= other_flags[k];
 }
 
-extern "C" lac_status lac_map_fixed_part_begin(lac_ctx_t ctx, const lac_map_call *part, int64_t total_m, int recv,
-                                               map_fixed_part **out)
+extern "C" lac_status lac_map_fixed_part_prepare(lac_ctx_t ctx, const lac_map_call *part, int64_t total_m, int recv,
+                                                 map_fixed_part **out)
 {
     *out = (map_fixed_part *)calloc(1, sizeof **out);
     if (!*out) return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "could not allocate a map part");
-    LAC_CHECK(fixed_prepare(ctx, part, total_m, recv != 0, *out));
+    return fixed_prepare(ctx, part, total_m, recv != 0, *out);
+}
+
+extern "C" lac_status lac_map_fixed_part_see(lac_ctx_t ctx, const map_fixed_part *P, const lac_map_call *rows)
+{
+    return fixed_range(ctx, rows, P);
+}
+
+extern "C" lac_status lac_map_fixed_part_begin(lac_ctx_t ctx, const lac_map_call *part, int64_t total_m, int recv,
+                                               map_fixed_part **out)
+{
+    LAC_CHECK(lac_map_fixed_part_prepare(ctx, part, total_m, recv, out));
     return fixed_range(ctx, part, *out);
 }
 
@@ -810,8 +823,7 @@ extern "C" int lac_map_fixed_range_fits(const map_fixed_part *P, const int range
     return xs.ok && (!a.mean_weighted || ws.ok);
 }
 
-extern "C" lac_status lac_map_fixed_part_accumulate(lac_ctx_t ctx, const lac_map_call *part, map_fixed_part *P,
-                                                    const int range[4])
+extern "C" lac_status lac_map_fixed_part_set_range(lac_ctx_t ctx, map_fixed_part *P, const int range[4])
 {
     fixed_header hh;
     hh.fault = MAP_NO_FAULT;
@@ -819,17 +831,36 @@ extern "C" lac_status lac_map_fixed_part_accumulate(lac_ctx_t ctx, const lac_map
     cudaStream_t st = ctx->cuda->stream;
     LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(P->a.h, &hh, sizeof hh, cudaMemcpyHostToDevice, st));
     LAC_CUDA_CHECK(ctx, cudaStreamSynchronize(st));   /* hh is on this stack */
-    LAC_CHECK(fixed_accumulate(ctx, part, P));
-    if (P->shared) {
+    return LAC_SUCCESS;
+}
+
+extern "C" lac_status lac_map_fixed_part_add_rows(lac_ctx_t ctx, map_fixed_part *P, const lac_map_call *rows,
+                                                  int64_t row0)
+{
+    fixed_args &a = P->a;
+    a.source = rows->source, a.bridge = rows->bridge, a.weights = rows->weights;
+    a.m = rows->m;
+    a.row0 = row0;
+    a.vec = rows->b == 1 && lac_map_aligned16(rows->source) && lac_map_aligned16(rows->bridge) &&
+            (!rows->weights || lac_map_aligned16(rows->weights));
+    LAC_CHECK(fixed_accumulate(ctx, rows, P));
+    if (P->launch_shared && a.m > 0) {   /* the blocks' partials rows folded in before the next launch rewrites them */
         fixed_finish_args f;
         memset(&f, 0, sizeof f);
-        f.a = P->a;
+        f.a = a;
         f.blocks = (int)P->grid;
-        map_fixed_flat_kernel<<<finish_grid(ctx, P->a.slots), 256, 0, st>>>(f);
+        map_fixed_flat_kernel<<<finish_grid(ctx, a.slots), 256, 0, ctx->cuda->stream>>>(f);
         LAC_CUDA_CHECK_LAUNCH(ctx);
-        P->shared = false;
     }
+    P->shared = false;
     return LAC_SUCCESS;
+}
+
+extern "C" lac_status lac_map_fixed_part_accumulate(lac_ctx_t ctx, const lac_map_call *part, map_fixed_part *P,
+                                                    const int range[4])
+{
+    LAC_CHECK(lac_map_fixed_part_set_range(ctx, P, range));
+    return lac_map_fixed_part_add_rows(ctx, P, part, 0);
 }
 
 extern "C" lac_status lac_map_fixed_part_fault(lac_ctx_t ctx, const map_fixed_part *P, unsigned long long *row)

@@ -10,7 +10,8 @@
  * more than reducing it in place.
  *
  * Deterministic SUM / COUNT / MEAN of host arrays split the same way, each
- * share's rows copied whole to its device and summed in the exact
+ * share's rows copied whole to its device (or, where they do not fit,
+ * streamed twice in chunks: map_fixed_stream.cu) and summed in the exact
  * fixed-point words of map_fixed.cu. The words' scale must be one for all:
  * every share's range pass runs first, the host merges the ranges (the
  * largest exponent, the lowest bit) and hands the merged range to every
@@ -146,23 +147,31 @@ extern "C" int lac_map_cuda_multi_fixed_serves(lac_ctx_t ctx, const lac_map_call
     return lac_map_fixed_serves(ctx, &probe);
 }
 
-extern "C" lac_status lac_map_cuda_multi_fixed(lac_ctx_t ctx, const lac_map_call *call, const int64_t *start,
+extern "C" lac_status lac_map_cuda_multi_fixed(lac_ctx_t ctx, const lac_map_call *call, int shares, const int64_t *start,
                                                int32_t *const *bridges, int *done)
 {
     *done = 0;
-    const int shares = ctx->cuda->share_count;
-
     map_rows_dev rows[LAC_MAX_DEVICES];
     lac_map_call parts[LAC_MAX_DEVICES];
     map_fixed_part *P[LAC_MAX_DEVICES];
+    map_fixed_stream *F[LAC_MAX_DEVICES];   /* a share whose rows stream in chunks, else NULL */
     memset(rows, 0, sizeof rows);
     memset(P, 0, sizeof P);
+    memset(F, 0, sizeof F);
     lac_status st = LAC_SUCCESS;
-    /* Every share's rows in and its range pass queued before any is waited for. */
+    /* Every share's rows in (or streaming) and its range pass queued before any is waited for. */
     for (int i = 0; i < shares && st >= 0; i++) {
         lac_cuda_share_scope scope(ctx, i);
-        st = lac_map_rows_copy(ctx, call, start[i], start[i + 1] - start[i], bridges ? bridges[i] : NULL, 0, &rows[i],
-                               &parts[i]);
+        const int64_t count = start[i + 1] - start[i];
+        int fits = 1;
+        size_t need = 0, room = 0;
+        if (!bridges) st = lac_map_rows_fit(ctx, call, count, 0, 0, &fits, &need, &room);
+        if (st >= 0 && !fits) {
+            st = lac_map_fixed_stream_begin(ctx, call, start[i], count, i == 0, &F[i], &P[i]);
+            continue;
+        }
+        if (st >= 0)
+            st = lac_map_rows_copy(ctx, call, start[i], count, bridges ? bridges[i] : NULL, 0, &rows[i], &parts[i]);
         if (st >= 0) st = lac_map_fixed_part_begin(ctx, &parts[i], call->m, i == 0, &P[i]);
     }
     int range[4] = {0, 0, 0, 0};   /* biased encodings: the larger, the wider */
@@ -176,7 +185,8 @@ extern "C" lac_status lac_map_cuda_multi_fixed(lac_ctx_t ctx, const lac_map_call
     const bool fits = st >= 0 && lac_map_fixed_range_fits(P[0], range);
     for (int i = 0; i < shares && st >= 0 && fits; i++) {
         lac_cuda_share_scope scope(ctx, i);
-        st = lac_map_fixed_part_accumulate(ctx, &parts[i], P[i], range);
+        st = F[i] ? lac_map_fixed_stream_accumulate(ctx, F[i], range)
+                  : lac_map_fixed_part_accumulate(ctx, &parts[i], P[i], range);
     }
     /* The shares hold ascending row ranges: the first flagged is the smallest row. */
     unsigned long long fault = MAP_NO_FAULT;
@@ -201,6 +211,7 @@ release:
     for (int i = 0; i < shares; i++) {
         lac_cuda_share_scope scope(ctx, i);
         cudaStreamSynchronize(ctx->cuda->stream);   /* copies may still be in flight after a failure */
+        lac_map_fixed_stream_free(ctx, F[i]);
         lac_map_rows_free(&rows[i]);
         lac_map_fixed_part_free(P[i]);
     }
@@ -219,6 +230,6 @@ extern "C" lac_status lac_map_cuda_multi_deterministic(lac_ctx_t ctx, const lac_
     int64_t start[LAC_MAX_DEVICES + 1];
     lac_cuda_share_split(ctx->cuda, call->m, start);
     int done = 0;
-    LAC_CHECK(lac_map_cuda_multi_fixed(ctx, call, start, NULL, &done));
+    LAC_CHECK(lac_map_cuda_multi_fixed(ctx, call, ctx->cuda->share_count, start, NULL, &done));
     return done ? LAC_SUCCESS : lac_map_cuda_deterministic(ctx, call);   /* the whole call on the first device */
 }

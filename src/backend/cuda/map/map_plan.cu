@@ -523,6 +523,17 @@ static lac_status deterministic_any(lac_ctx_t ctx, const lac_map_call *call)
 extern "C" lac_status lac_map_cuda_deterministic(lac_ctx_t ctx, const lac_map_call *call)
 {
     if (call->memory == LAC_MEM_DEVICE) return deterministic_any(ctx, call);
+    /* Host rows too large to copy whole: streamed through the fixed-point
+     * words (one share, the first); the sorted path needs them whole. */
+    int fits = 1;
+    size_t need = 0, room = 0;
+    LAC_CHECK(lac_map_rows_fit(ctx, call, call->m, 0, 1, &fits, &need, &room));
+    if (!fits && lac_map_cuda_multi_fixed_serves(ctx, call)) {
+        const int64_t whole[2] = {0, call->m};
+        int done = 0;
+        LAC_CHECK(lac_map_cuda_multi_fixed(ctx, call, 1, whole, NULL, &done));
+        if (done) return LAC_SUCCESS;
+    }
     map_rows_dev d;
     lac_map_call dcall;
     LAC_CHECK(lac_map_rows_copy(ctx, call, 0, call->m, NULL, 1, &d, &dcall));

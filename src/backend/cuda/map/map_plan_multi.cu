@@ -182,7 +182,7 @@ extern "C" lac_status lac_map_multi_plan_execute_host(lac_ctx_t ctx, const map_m
     const lac_map_op op = call->params.op;
     if (same && op != LAC_MAP_MIN && op != LAC_MAP_MAX && lac_map_cuda_multi_fixed_serves(ctx, call)) {
         int done = 0;
-        LAC_CHECK(lac_map_cuda_multi_fixed(ctx, call, p->start, p->narrow, &done));
+        LAC_CHECK(lac_map_cuda_multi_fixed(ctx, call, ctx->cuda->share_count, p->start, p->narrow, &done));
         if (done) return LAC_SUCCESS;
     }
     return execute_gathered(ctx, p, call);

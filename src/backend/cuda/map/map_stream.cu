@@ -11,10 +11,6 @@
 
 #include <string.h>
 
-/* Default rows per chunk: 16M rows of float32 + int32 are 128 MB a buffer set,
- * long enough that a copy dwarfs the per-chunk launch cost. */
-#define MAP_STREAM_DEFAULT_ROWS ((int64_t)1 << 24)
-
 
 static lac_status is_pinned(lac_ctx_t ctx, const void *p, int *pinned)
 {
@@ -169,6 +165,28 @@ extern "C" void lac_map_rows_free(map_rows_dev *d)
     memset(d, 0, sizeof *d);
 }
 
+extern "C" lac_status lac_map_rows_fit(lac_ctx_t ctx, const lac_map_call *call, int64_t count, int bridge_given,
+                                       int with_target, int *fits, size_t *need, size_t *room)
+{
+    const size_t vs = lac_dtype_size(call->value_dtype), is = lac_dtype_size(call->index_dtype);
+    *need = (size_t)count * call->b * vs + (with_target ? (size_t)call->n * call->b * vs : 0) +
+            (call->bridge && !bridge_given ? (size_t)count * is : 0) + (call->weights ? (size_t)count * vs : 0);
+    size_t free_bytes = 0, total_bytes = 0;
+    LAC_CUDA_CHECK(ctx, cudaMemGetInfo(&free_bytes, &total_bytes));
+    const size_t margin = (size_t)1 << 28;
+    *room = free_bytes > margin ? free_bytes - margin : 0;
+    const char *cap_text = lac_knob_string(ctx, LAC_KNOB_CUDA_MEMORY_CAP);
+    uint64_t cap = 0;
+    if (cap_text && *cap_text) {
+        if (lac_parse_bytes(cap_text, &cap) != 0)
+            return lac_error(ctx, LAC_ERR_VALUE, "LACUNA_CUDA_MEMORY_CAP=%s is not a byte count (digits, optionally k, M, "
+                             "G or T)", cap_text);
+        if (cap < *room) *room = (size_t)cap;
+    }
+    *fits = *need <= *room;
+    return LAC_SUCCESS;
+}
+
 extern "C" lac_status lac_map_rows_copy(lac_ctx_t ctx, const lac_map_call *call, int64_t first, int64_t count,
                                         const int32_t *bridge, int with_target, map_rows_dev *d, lac_map_call *dcall)
 {
@@ -178,15 +196,16 @@ extern "C" lac_status lac_map_rows_copy(lac_ctx_t ctx, const lac_map_call *call,
     const size_t s_bytes = (size_t)count * call->b * vs, t_bytes = with_target ? (size_t)call->n * call->b * vs : 0,
                  r_bytes = call->bridge && !bridge ? (size_t)count * is : 0,
                  w_bytes = call->weights ? (size_t)count * vs : 0;
-    const size_t total = s_bytes + t_bytes + r_bytes + w_bytes;
-    size_t free_bytes = 0, total_bytes = 0;
-    LAC_CUDA_CHECK(ctx, cudaMemGetInfo(&free_bytes, &total_bytes));
-    if (total + ((size_t)1 << 28) > free_bytes)
+    int fits = 0;
+    size_t need = 0, room = 0;
+    LAC_CHECK(lac_map_rows_fit(ctx, call, count, bridge != NULL, with_target, &fits, &need, &room));
+    if (!fits)
         return lac_error(ctx, LAC_ERR_UNSUPPORTED,
-                         "a deterministic or planned CUDA map of host arrays copies its rows to device %d (%.1f GB), "
-                         "but only %.1f GB are free: use device arrays in smaller batches, drop deterministic, "
-                         "or use the CPU backend",
-                         ctx->cuda->device, total / 1e9, free_bytes / 1e9);
+                         "a planned CUDA map of host arrays, or a deterministic one that the fixed-point words do not "
+                         "serve (MIN/MAX aside, values spanning more than their range), copies its rows to device %d "
+                         "(%.1f GB), but only %.1f GB may be used: use device arrays in smaller batches, drop "
+                         "deterministic, or use the CPU backend",
+                         ctx->cuda->device, need / 1e9, room / 1e9);
     lac_status s = LAC_SUCCESS;
     const char *S = (const char *)call->source + (size_t)first * call->b * vs;
     LAC_CUDA_CHECK_GOTO(ctx, cudaMalloc(&d->source, s_bytes ? s_bytes : 1), s, fail);
