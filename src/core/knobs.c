@@ -25,7 +25,7 @@ static const struct {
     [LAC_KNOB_MAP_CUDA_PREFETCH] = {"LACUNA_MAP_CUDA_PREFETCH", "L2 prefetch steps of the few-target kernel (0: none)"},
     [LAC_KNOB_MAP_CUDA_ROLL] = {"LACUNA_MAP_CUDA_ROLL", "1: rolled inner loop in the few-target kernel"},
     [LAC_KNOB_MAP_CUDA_SELECT] = {"LACUNA_MAP_CUDA_SELECT", "0: three branches instead of one selected address"},
-    [LAC_KNOB_MAP_CUDA_STRATEGY] = {"LACUNA_MAP_CUDA_STRATEGY", "global|cluster1..cluster16: force where targets live"},
+    [LAC_KNOB_MAP_CUDA_STRATEGY] = {"LACUNA_MAP_CUDA_STRATEGY", "global|cluster1..cluster16|pair: force where targets live (pair: a float32 weighted MEAN's (sum w S, sum w) pairs in L2)"},
     [LAC_KNOB_MAP_CUDA_PLAN] = {"LACUNA_MAP_CUDA_PLAN", "sorted: build every plan as a sorted plan"},
     [LAC_KNOB_MAP_CUDA_PLAN_ACC] = {"LACUNA_MAP_CUDA_PLAN_ACC", "f32: float32 private copies in float32 plans"},
     [LAC_KNOB_MAP_CUDA_PLAN_CHUNK] = {"LACUNA_MAP_CUDA_PLAN_CHUNK", "rows of a chunk-local plan's chunk"},
@@ -68,8 +68,8 @@ static const struct {
                                        "0: the one-launch deterministic kernel adds its 64-bit words by 64-bit shared atomics "
                                        "(a compare-and-store loop), not by their 32-bit halves and a carry"},
     [LAC_KNOB_MAP_CUDA_MEAN_MARK] = {"LACUNA_MAP_CUDA_MEAN_MARK",
-                                     "0: the few-target weighted MEAN stores a hit byte a row instead of telling hit targets "
-                                     "by a weight sum that left -0.0"},
+                                     "0: the weighted MEAN stores a hit byte a row (few targets) or takes the general path "
+                                     "(many) instead of telling hit targets by a weight sum that left -0.0"},
     [LAC_KNOB_MF_CUDA_NEG_POOL] = {"LACUNA_MF_CUDA_NEG_POOL",
                                    "rows of a block's pool of negatives for implicit feedback on CUDA (16, 32 or 64; 0: "
                                    "each cell's own draws from all the items)"},
