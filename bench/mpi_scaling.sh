@@ -19,7 +19,8 @@
 set -eu
 tool=$(realpath "$1"); graph=$(realpath "${2:-data/ego-facebook/facebook_combined.txt}")
 nps=${NPS:-1 2 4 8}
-py=/usr/bin/python3
+py=/usr/bin/python3   # Debian's, with numpy; else the first python3 on PATH that has it
+"$py" -c 'import numpy' 2>/dev/null || py=python3
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader
 export OMPI_MCA_mpi_yield_when_idle=1 OMP_PROC_BIND=false
 dir=$(mktemp -d); trap 'rm -rf "$dir"' EXIT
