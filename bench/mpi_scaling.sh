@@ -11,6 +11,7 @@
 #   mf      lacuna mf train --log: seconds an epoch over the epochs after the
 #           first (reading, set-up and the neighbour search left out), plain
 #           and neighbourhood models, generated ratings, validation RMSE
+# Every run is on the CPU backend (--device cpu), also on a GPU machine.
 # Run it on a host with at least max($NPS) free cores: oversubscribed ranks
 # measure the host, not the ranks (bench/RESULTS.md).
 # Usage: bench/mpi_scaling.sh LACUNA [GRAPH]
@@ -44,7 +45,7 @@ rng = np.random.default_rng(1)
 np.save('S.npy', rng.standard_normal($m, dtype=np.float32))
 for n in '${MAP_N:-10000 500000}'.split(): np.save('R%s.npy' % n, rng.integers(0, int(n), $m, dtype=np.int32))"
 for n in ${MAP_N:-10000 500000}; do
-    a="map --source S.npy --bridge R$n.npy --targets $n --repeat 5 --json --quiet"
+    a="map --source S.npy --bridge R$n.npy --targets $n --repeat 5 --json --quiet --device cpu"
     base=""
     for np in $nps; do
         wall ranks "$np" "$tool" $a --threads 1 >out.json; t=$(field median_ms <out.json)
@@ -82,7 +83,7 @@ per_epoch() { "$py" -c "
 rows = [l.split() for l in open('log.txt') if not l.startswith('#')]
 print('%.4f' % ((float(rows[-1][3]) - float(rows[0][3])) / max(len(rows) - 1, 1)))"; }
 for model in plain neighbourhood; do
-    a="mf train train.txt m.model --valid valid.txt --model $model --no-search --epochs ${MF_EPOCHS:-12} --patience 100 --json --quiet --log log.txt"
+    a="mf train train.txt m.model --valid valid.txt --model $model --no-search --epochs ${MF_EPOCHS:-12} --patience 100 --json --quiet --log log.txt --device cpu"
     base=""
     for np in $nps; do
         wall ranks "$np" "$tool" $a --threads 1 >out.json; t=$(per_epoch); [ "$np" = 1 ] && base=$t
