@@ -271,6 +271,15 @@ void lac_map_stream_release(lac_ctx_t ctx, map_stream_job *job);
 typedef struct {
     void *source, *bridge, *weights, *target;
 } map_rows_dev;
+/* Chunk `index` of a streamed pass, rows [r0, r0 + rows) of a host call:
+ * its arrays (R when bridge, S when source, w when the call has weights)
+ * into buffer set index & 1 on that set's copy stream, once the kernels of
+ * chunk index - 2 have read the set (consumed[]); the compute stream then
+ * waits for them (copied[]). The caller records consumed[index & 1] on the
+ * compute stream after the kernels that read the set. */
+lac_status lac_map_chunk_in(lac_ctx_t ctx, const lac_map_call *call, int64_t r0, int64_t rows, int index,
+                            void *const s[2], void *const r[2], void *const w[2], int source, int bridge,
+                            cudaEvent_t copied[2], cudaEvent_t consumed[2]);
 /* Whether rows [first, first + count) of a host call (with T when
  * with_target; without R when a resident bridge is given) fit the device's
  * free memory, less a margin, or LACUNA_CUDA_MEMORY_CAP where it is lower;

@@ -31,30 +31,15 @@ static lac_status see_chunk(lac_ctx_t ctx, map_fixed_part *P, const lac_map_call
 }
 
 /* One pass over the share's rows: each chunk's arrays copied in on a copy
- * stream, then fn queued on the compute stream over them. */
+ * stream (lac_map_chunk_in), then fn queued on the compute stream over them. */
 static lac_status stream_pass(lac_ctx_t ctx, map_fixed_stream *F, bool source, bool bridge, chunk_fn fn)
 {
-    lac_cuda_state *cs = ctx->cuda;
     const lac_map_call *c = &F->host;
-    const size_t vsz = lac_dtype_size(c->value_dtype), isz = lac_dtype_size(c->index_dtype);
     const int64_t end = F->first + F->count;
     for (int64_t r0 = F->first; r0 < end; r0 += F->chunk, F->index++) {
         const int k = F->index & 1;
-        cudaStream_t copy = cs->copy_streams[k];
         const int64_t rows = end - r0 < F->chunk ? end - r0 : F->chunk;
-        /* Buffer k is free once the kernels two chunks back have read it. */
-        if (F->index >= 2) LAC_CUDA_CHECK(ctx, cudaStreamWaitEvent(copy, F->consumed[k], 0));
-        if (bridge)
-            LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(F->r[k], (const unsigned char *)c->bridge + (size_t)r0 * isz,
-                                                (size_t)rows * isz, cudaMemcpyHostToDevice, copy));
-        if (source)
-            LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(F->s[k], (const unsigned char *)c->source + (size_t)r0 * c->b * vsz,
-                                                (size_t)rows * c->b * vsz, cudaMemcpyHostToDevice, copy));
-        if (c->weights)
-            LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(F->w[k], (const unsigned char *)c->weights + (size_t)r0 * vsz,
-                                                (size_t)rows * vsz, cudaMemcpyHostToDevice, copy));
-        LAC_CUDA_CHECK(ctx, cudaEventRecord(F->copied[k], copy));
-        LAC_CUDA_CHECK(ctx, cudaStreamWaitEvent(cs->stream, F->copied[k], 0));
+        LAC_CHECK(lac_map_chunk_in(ctx, c, r0, rows, F->index, F->s, F->r, F->w, source, bridge, F->copied, F->consumed));
         lac_map_call d = *c;
         d.memory = LAC_MEM_DEVICE;
         d.m = rows;
@@ -62,7 +47,7 @@ static lac_status stream_pass(lac_ctx_t ctx, map_fixed_stream *F, bool source, b
         d.bridge = F->r[k];
         d.weights = c->weights ? F->w[k] : NULL;
         LAC_CHECK(fn(ctx, F->P, &d, r0 - F->first));
-        LAC_CUDA_CHECK(ctx, cudaEventRecord(F->consumed[k], cs->stream));
+        LAC_CUDA_CHECK(ctx, cudaEventRecord(F->consumed[k], ctx->cuda->stream));
     }
     return LAC_SUCCESS;
 }

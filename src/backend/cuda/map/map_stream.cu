@@ -95,19 +95,8 @@ extern "C" lac_status lac_map_stream_enqueue(lac_ctx_t ctx, const lac_map_call *
     int index = 0;
     for (int64_t r0 = first; r0 < first + count; r0 += chunk, index++) {
         const int k = index & 1;
-        cudaStream_t copy = cs->copy_streams[k];
         const int64_t rows = first + count - r0 < chunk ? first + count - r0 : chunk;
-        /* Buffer k is free once the reduction two chunks back has read it. */
-        if (index >= 2) LAC_CUDA_CHECK(ctx, cudaStreamWaitEvent(copy, job->consumed[k], 0));
-        LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(r_buf[k], (const unsigned char *)call->bridge + (size_t)r0 * isz,
-                                            (size_t)rows * isz, cudaMemcpyHostToDevice, copy));
-        LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(s_buf[k], (const unsigned char *)call->source + (size_t)r0 * call->b * vsz,
-                                            (size_t)rows * call->b * vsz, cudaMemcpyHostToDevice, copy));
-        if (call->weights)
-            LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(w_buf[k], (const unsigned char *)call->weights + (size_t)r0 * vsz,
-                                                (size_t)rows * vsz, cudaMemcpyHostToDevice, copy));
-        LAC_CUDA_CHECK(ctx, cudaEventRecord(job->copied[k], copy));
-        LAC_CUDA_CHECK(ctx, cudaStreamWaitEvent(stream, job->copied[k], 0));
+        LAC_CHECK(lac_map_chunk_in(ctx, call, r0, rows, index, s_buf, r_buf, w_buf, 1, 1, job->copied, job->consumed));
         a.source = s_buf[k];
         a.bridge = r_buf[k];
         a.weights = w_buf[k];
@@ -117,6 +106,30 @@ extern "C" lac_status lac_map_stream_enqueue(lac_ctx_t ctx, const lac_map_call *
         LAC_CHECK(lac_map_reduce_launch(ctx, &S, &a));
         LAC_CUDA_CHECK(ctx, cudaEventRecord(job->consumed[k], stream));
     }
+    return LAC_SUCCESS;
+}
+
+extern "C" lac_status lac_map_chunk_in(lac_ctx_t ctx, const lac_map_call *call, int64_t r0, int64_t rows, int index,
+                                       void *const s[2], void *const r[2], void *const w[2], int source, int bridge,
+                                       cudaEvent_t copied[2], cudaEvent_t consumed[2])
+{
+    lac_cuda_state *cs = ctx->cuda;
+    const int k = index & 1;
+    cudaStream_t copy = cs->copy_streams[k];
+    const size_t vsz = lac_dtype_size(call->value_dtype), isz = lac_dtype_size(call->index_dtype);
+    /* Set k is free once the kernels two chunks back have read it. */
+    if (index >= 2) LAC_CUDA_CHECK(ctx, cudaStreamWaitEvent(copy, consumed[k], 0));
+    if (bridge)
+        LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(r[k], (const unsigned char *)call->bridge + (size_t)r0 * isz, (size_t)rows * isz,
+                                            cudaMemcpyHostToDevice, copy));
+    if (source)
+        LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(s[k], (const unsigned char *)call->source + (size_t)r0 * call->b * vsz,
+                                            (size_t)rows * call->b * vsz, cudaMemcpyHostToDevice, copy));
+    if (call->weights)
+        LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(w[k], (const unsigned char *)call->weights + (size_t)r0 * vsz, (size_t)rows * vsz,
+                                            cudaMemcpyHostToDevice, copy));
+    LAC_CUDA_CHECK(ctx, cudaEventRecord(copied[k], copy));
+    LAC_CUDA_CHECK(ctx, cudaStreamWaitEvent(cs->stream, copied[k], 0));
     return LAC_SUCCESS;
 }
 
