@@ -415,6 +415,10 @@ lac_status lac_map_fixed_part_begin(lac_ctx_t ctx, const lac_map_call *part, int
 lac_status lac_map_fixed_part_prepare(lac_ctx_t ctx, const lac_map_call *part, int64_t scale_m, int recv,
                                       map_fixed_part **out);
 lac_status lac_map_fixed_part_see(lac_ctx_t ctx, const map_fixed_part *P, const lac_map_call *rows);
+/* The arrays a part's passes read: whether it has a range pass at all, whether
+ * that pass reads S (w is read whenever the call has weights), whether the
+ * accumulation reads S (R always). */
+void lac_map_fixed_part_reads(const map_fixed_part *P, int *range_pass, int *range_source, int *add_source);
 lac_status lac_map_fixed_part_set_range(lac_ctx_t ctx, map_fixed_part *P, const int range[4]);
 lac_status lac_map_fixed_part_add_rows(lac_ctx_t ctx, map_fixed_part *P, const lac_map_call *rows, int64_t row0);
 lac_status lac_map_fixed_part_range(lac_ctx_t ctx, const map_fixed_part *P, int range[4]);

@@ -792,6 +792,13 @@ extern "C" lac_status lac_map_fixed_part_prepare(lac_ctx_t ctx, const lac_map_ca
     return fixed_prepare(ctx, part, total_m, recv != 0, *out);
 }
 
+extern "C" void lac_map_fixed_part_reads(const map_fixed_part *P, int *range_pass, int *range_source, int *add_source)
+{
+    *range_pass = !P->a.unit;                        /* an unweighted COUNT adds ones: no range */
+    *range_source = P->a.op != LAC_MAP_COUNT;        /* fixed_range's RANGE_W reads w alone */
+    *add_source = P->a.read_source;
+}
+
 extern "C" lac_status lac_map_fixed_part_see(lac_ctx_t ctx, const map_fixed_part *P, const lac_map_call *rows)
 {
     return fixed_range(ctx, rows, P);

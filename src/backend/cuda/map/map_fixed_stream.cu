@@ -107,9 +107,12 @@ extern "C" lac_status lac_map_fixed_stream_begin(lac_ctx_t ctx, const lac_map_ca
     }
     lac_log(ctx, LAC_LOG_DEBUG, "map cuda: deterministic rows %lld..%lld streamed in chunks of %lld (two passes)",
             (long long)first, (long long)(first + count), (long long)F->chunk);
-    /* The range pass: what the words' scale depends on (an unweighted COUNT adds ones: none). */
-    if (!(call->params.op == LAC_MAP_COUNT && !call->weights))
-        LAC_CHECK_GOTO(stream_pass(ctx, F, call->params.op != LAC_MAP_COUNT, false, see_chunk), st, fail);
+    {
+        /* The range pass: what the words' scale depends on. */
+        int range_pass, range_source, add_source;
+        lac_map_fixed_part_reads(F->P, &range_pass, &range_source, &add_source);
+        if (range_pass) LAC_CHECK_GOTO(stream_pass(ctx, F, range_source, false, see_chunk), st, fail);
+    }
     *out = F;
     *part = F->P;
     return LAC_SUCCESS;
@@ -123,7 +126,7 @@ fail:
 extern "C" lac_status lac_map_fixed_stream_accumulate(lac_ctx_t ctx, map_fixed_stream *F, const int range[4])
 {
     LAC_CHECK(lac_map_fixed_part_set_range(ctx, F->P, range));
-    const lac_map_call *c = &F->host;
-    const bool source = !(c->params.op == LAC_MAP_COUNT && c->params.nan_policy == LAC_NAN_PROPAGATE);
-    return stream_pass(ctx, F, source, true, lac_map_fixed_part_add_rows);
+    int range_pass, range_source, add_source;
+    lac_map_fixed_part_reads(F->P, &range_pass, &range_source, &add_source);
+    return stream_pass(ctx, F, add_source, true, lac_map_fixed_part_add_rows);
 }

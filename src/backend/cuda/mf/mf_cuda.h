@@ -26,6 +26,15 @@ static __device__ __forceinline__ float lac_mf_warp_sum(float x)
     return x;
 }
 
+/* The warp's sum of x added to the warp's slot of the partial sums (every
+ * lane of the warp calls it; lane 0, threadIdx.x & 31 == 0, adds). */
+static __device__ __forceinline__ void lac_mf_warp_add(double *slots, float x, int lane)
+{
+    x = lac_mf_warp_sum(x);
+    if (lane == 0)
+        atomicAdd(slots + (blockIdx.x * LAC_MF_WARPS_PER_BLOCK + (threadIdx.x >> 5)) % LAC_MF_SSE_SLOTS, (double)x);
+}
+
 /* The sum of x over a group's G lanes (G a power of two), in every lane. */
 template <int G>
 static __device__ __forceinline__ float group_sum(float x)

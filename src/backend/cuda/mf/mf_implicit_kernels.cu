@@ -275,9 +275,7 @@ static __global__ void __launch_bounds__(32 * LAC_MF_WARPS_PER_BLOCK) implicit_e
     }
     if (user >= 0) finish_run<G, V, FULL>(a, user, share, p, p0, bu, bu0, sub);
     /* every group of the warp is here: the warp's sum */
-    loss = lac_mf_warp_sum(loss);
-    if (lane == 0)
-        atomicAdd(a.sse + (blockIdx.x * LAC_MF_WARPS_PER_BLOCK + (threadIdx.x >> 5)) % LAC_MF_SSE_SLOTS, (double)loss);
+    lac_mf_warp_add(a.sse, loss, lane);
 }
 
 template <int G, int NB, bool LISTS, bool ALONE>

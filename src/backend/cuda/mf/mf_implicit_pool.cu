@@ -209,9 +209,7 @@ static __global__ void __launch_bounds__(32 * LAC_MF_WARPS_PER_BLOCK) pool_epoch
         if (!__syncthreads_or(cd >= 0)) break;   /* every stream of the block ended */
     }
     if (user >= 0) finish_run<G, V, true>(a, user, share, p, p0, bu, bu0, sub);
-    loss = lac_mf_warp_sum(loss);
-    if (lane == 0)
-        atomicAdd(a.sse + (blockIdx.x * LAC_MF_WARPS_PER_BLOCK + (threadIdx.x >> 5)) % LAC_MF_SSE_SLOTS, (double)loss);
+    lac_mf_warp_add(a.sse, loss, lane);
 }
 
 template <int G>

@@ -327,9 +327,7 @@ static __global__ void __launch_bounds__(32 * LAC_MF_WARPS_PER_BLOCK) nbr_epoch(
         }
     }
     if (user >= 0) nbr_finish_run<G, V>(b, user, weight, p, p0, bu, bu0, sub, pieces);
-    sse = lac_mf_warp_sum(sse);
-    if (lane == 0)
-        atomicAdd(b.sse + (blockIdx.x * LAC_MF_WARPS_PER_BLOCK + (threadIdx.x >> 5)) % LAC_MF_SSE_SLOTS, (double)sse);
+    lac_mf_warp_add(b.sse, sse, lane);
 }
 
 /* The general path: a warp per group, u_i and b_i in global memory (the runs

@@ -114,9 +114,7 @@ static __global__ void __launch_bounds__(32 * LAC_MF_WARPS_PER_BLOCK) cusgd_epoc
         }
     }
     if (user >= 0) finish_run<G, V, FULL>(a, user, weight, p, p0, bu, bu0, sub);
-    sse = lac_mf_warp_sum(sse);
-    if (lane == 0)
-        atomicAdd(a.sse + (blockIdx.x * LAC_MF_WARPS_PER_BLOCK + (threadIdx.x >> 5)) % LAC_MF_SSE_SLOTS, (double)sse);
+    lac_mf_warp_add(a.sse, sse, lane);
 }
 
 /* The general path for rows wider than the registers hold: a warp per group,
