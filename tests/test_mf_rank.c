@@ -5,6 +5,7 @@
 #include "lacuna/lacuna.h"
 #include "mf/mf_internal.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 static lac_ctx_t ctx, ctx2;
@@ -74,6 +75,57 @@ TEST(full_ranking_by_hand)
     CHECK_NEAR(r.map, 0.5, 1e-12);
     lac_mf_model_destroy(&m);
     lac_ratings_destroy(&t);
+}
+
+/* Each user's NDCG, in user order, for the implicit search's paired test. */
+TEST(per_user_ndcg_by_hand)
+{
+    lac_mf_model_t m = hand_model();
+    lac_ratings_t t = hand_test();
+    if (!m || !t) return;
+    lac_mf_rank_params p = lac_mf_rank_params_default();
+    p.n = 3;
+    p.negatives = 0;
+    lac_mf_rank_report r;
+    double *ndcg = NULL;
+    CHECK_OK(ctx, lac_mf_rank_users(ctx, &p, m, t, &r, &ndcg));
+    CHECK_INT(r.users, 2);
+    if (ndcg) {
+        CHECK_NEAR(ndcg[0], 0.5 / (1.0 + 1.0 / log2(3.0)), 1e-12);   /* user 1 */
+        CHECK_NEAR(ndcg[1], 1.0, 1e-12);                               /* user 2 */
+        CHECK_NEAR((ndcg[0] + ndcg[1]) / 2, r.ndcg, 1e-15);
+    }
+    free(ndcg);
+    lac_mf_model_destroy(&m);
+    lac_ratings_destroy(&t);
+}
+
+/* The implicit search moves only on a gain beyond two standard errors of
+ * the users' paired differences: a tiny mean gain with a wide spread is no
+ * gain, a steady one is, a loss is not, one user tells nothing. */
+TEST(search_moves_only_on_a_clear_gain)
+{
+    enum { U = 1000 };
+    double *with = malloc(U * sizeof *with), *without = malloc(U * sizeof *without);
+    if (!with || !without) {
+        CHECK(0);
+        free(with), free(without);
+        return;
+    }
+    for (int x = 0; x < U; x++) {   /* differences +-0.3 with mean 0.002: z = 0.002 / (0.3 / sqrt(1000)) = 0.21 */
+        with[x] = 0.1;
+        without[x] = 0.1 + (x % 2 ? 0.302 : -0.298);
+    }
+    CHECK_INT(lac_mf_tune_clear_gain(without, with, U), 0);
+    for (int x = 0; x < U; x++) without[x] = 0.1 + 0.02 + (x % 2 ? 0.1 : -0.1);   /* z = 0.02 / (0.1 / 31.6) = 6.3 */
+    CHECK_INT(lac_mf_tune_clear_gain(without, with, U), 1);
+    CHECK_INT(lac_mf_tune_clear_gain(with, without, U), 0);
+    for (int x = 0; x < U; x++) without[x] = 0.1 - 0.02 + (x % 2 ? 0.1 : -0.1);
+    CHECK_INT(lac_mf_tune_clear_gain(without, with, U), 0);
+    CHECK_INT(lac_mf_tune_clear_gain(with, without, U), 1);
+    CHECK_INT(lac_mf_tune_clear_gain(with, without, 1), 0);   /* one user: nothing to test */
+    free(with);
+    free(without);
 }
 
 TEST(sampled_negatives_by_hand)
@@ -209,6 +261,8 @@ int main(void)
     p.threads = 2;
     if (lac_ctx_create(&p, &ctx2) != 0) return 1;
     RUN(full_ranking_by_hand);
+    RUN(per_user_ndcg_by_hand);
+    RUN(search_moves_only_on_a_clear_gain);
     RUN(sampled_negatives_by_hand);
     RUN(sampled_negatives_on_generated_data);
     RUN(leave_last_split_by_timestamp);

@@ -130,6 +130,18 @@ void lac_mf_eval_free(lac_mf_eval *eval);
 lac_status lac_mf_eval_host(lac_ctx_t ctx, lac_mf_model_t model, const lac_mf_eval *eval, float *predictions,
                             double *rmse, double *mae);
 
+/* lac_mf_rank_evaluate, and with user_ndcg each evaluated user's NDCG in
+ * user order (report->users values, malloc'd; the caller frees it). */
+lac_status lac_mf_rank_users(lac_ctx_t ctx, const lac_mf_rank_params *params, lac_mf_model_t m, lac_ratings_t test,
+                             lac_mf_rank_report *report, double **user_ndcg);
+
+/* The implicit search's test (tune.c): whether a ranks the held-out users
+ * better than b by more than two standard errors of their paired NDCG
+ * differences (a[x] - b[x], x < users). A trial replaces the best only on
+ * such a gain, and the negative correction (the default) is dropped only when
+ * the model without it gains so. */
+int lac_mf_tune_clear_gain(const double *a, const double *b, int64_t users);
+
 /* The model's trainable arrays as a backend sees them (borrowed). */
 lac_mf_factors lac_mf_model_factors(lac_mf_model_t m);
 

@@ -104,8 +104,8 @@ static void sampled_figures(lac_mf_model_t m, const lac_mf_rank_params *p, int64
     for (int g = 0; g < FIGURES; g++) f[g] /= (double)nrel;
 }
 
-lac_status lac_mf_rank_evaluate(lac_ctx_t ctx, const lac_mf_rank_params *params, lac_mf_model_t m, lac_ratings_t test,
-                                lac_mf_rank_report *report)
+lac_status lac_mf_rank_users(lac_ctx_t ctx, const lac_mf_rank_params *params, lac_mf_model_t m, lac_ratings_t test,
+                             lac_mf_rank_report *report, double **user_ndcg)
 {
     LAC_ARG_NOT_NULL(ctx, ctx);
     LAC_ARG_NOT_NULL(ctx, params);
@@ -209,6 +209,11 @@ lac_status lac_mf_rank_evaluate(lac_ctx_t ctx, const lac_mf_rank_params *params,
     rep.pairs = kept;
     rep.skipped = skipped;
     *report = rep;
+    if (user_ndcg) {   /* the figures' NDCG column, in user order */
+        for (int64_t x = 0; x < evaluated; x++) fig[x] = fig[x * FIGURES + NDCG];
+        *user_ndcg = fig;
+        fig = NULL;
+    }
 done:
     free(start);
     free(count);
@@ -218,4 +223,10 @@ done:
     free(top);
     lac_mf_eval_free(&e);
     return st;
+}
+
+lac_status lac_mf_rank_evaluate(lac_ctx_t ctx, const lac_mf_rank_params *params, lac_mf_model_t m, lac_ratings_t test,
+                                lac_mf_rank_report *report)
+{
+    return lac_mf_rank_users(ctx, params, m, test, report, NULL);
 }
