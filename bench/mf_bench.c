@@ -12,7 +12,7 @@
  *   mf_bench [--shape ml10m|netflix|small] [--scale F] [-k 32,128] [--epochs 100]
  *            [--device cpu|cuda|cuda:0,1] [--threads N] [--peer-epochs 2] [--deterministic]
  *            [--users N --items N --ratings N] [--seed S] [--json] [--figures FILE]
- *            [--implicit] [--implicit-as NEG:SHARE,...] [--neg-pools 0,32,...]
+ *            [--implicit] [--implicit-as NEG:SHARE,...] [--neg-pools P[:A:C],...]
  *
  * --scale F keeps a fraction F of the users and ratings (items kept), for the
  * Netflix shape on a small machine. Floor: the larger of (a) the bytes an epoch
@@ -36,7 +36,9 @@
  *
  * --neg-pools 0,32,64 (CUDA): the cross-entropy epoch also with each of
  * these blocks' pools of negatives (LACUNA_MF_CUDA_NEG_POOL; 0: none), in
- * turn, twice over, each in a context of its own. */
+ * turn, twice over, each in a context of its own; P:A:C also sets
+ * LACUNA_MF_CUDA_NEG_POOL_ADD=A (1: warp copies) and
+ * LACUNA_MF_CUDA_NEG_POOL_CELLS=C (cells of a round per pool row). */
 #include "bench_util.h"
 #include "lacuna/lacuna.h"
 
@@ -190,7 +192,8 @@ int main(int argc, char **argv)
     const char *shape = "ml10m", *device = "cpu", *figures_path = NULL;
     double scale = 1.0;
     int ks[MAX_K] = {32, 128}, nk = 2, epochs = 100, threads = 0, peer_epochs = 2, json = 0, deterministic = 0;
-    int implicit = 0, nas = 0, as_neg[MAX_K], as_share[MAX_K], npools = 0, pools[MAX_K];
+    int implicit = 0, nas = 0, as_neg[MAX_K], as_share[MAX_K], npools = 0, pools[MAX_K], pool_add[MAX_K];
+    int pool_cells[MAX_K];
     uint64_t seed = 1;
     int64_t users = 0, items = 0, ratings = 0;   /* 0: the shape's */
     for (int i = 1; i < argc; i++) {
@@ -203,7 +206,7 @@ int main(int argc, char **argv)
                             "                [--device cpu|cuda|cuda:0,1] [--threads N] [--peer-epochs N]\n"
                             "                [--deterministic]\n"
                             "                [--users N --items N --ratings N] [--seed S] [--json] [--figures FILE]\n"
-                            "                [--implicit] [--implicit-as NEG:SHARE,...] [--neg-pools 0,32,...]\n");
+                            "                [--implicit] [--implicit-as NEG:SHARE,...] [--neg-pools P[:A:C],...]\n");
             return strcmp(a, "--help") ? 2 : 0;
         }
         i++;
@@ -224,7 +227,16 @@ int main(int argc, char **argv)
                 v = *end == ',' ? end + 1 : NULL;
             }
         }
-        else if (!strcmp(a, "--neg-pools")) implicit = 1, npools = parse_list(v, pools, MAX_K);
+        else if (!strcmp(a, "--neg-pools")) {   /* P[:ADD[:CELLS]],... */
+            implicit = 1;
+            for (npools = 0; npools < MAX_K && v && *v; npools++) {
+                char *end;
+                pools[npools] = (int)strtol(v, &end, 10);
+                pool_add[npools] = *end == ':' ? (int)strtol(end + 1, &end, 10) : 0;
+                pool_cells[npools] = *end == ':' ? (int)strtol(end + 1, &end, 10) : 8;
+                v = *end == ',' ? end + 1 : NULL;
+            }
+        }
         else if (!strcmp(a, "--users")) users = atoll(v);
         else if (!strcmp(a, "--items")) items = atoll(v);
         else if (!strcmp(a, "--ratings")) ratings = atoll(v);
@@ -279,10 +291,11 @@ int main(int argc, char **argv)
     if (lac_ctx_create(&cp, &host) != LAC_SUCCESS) return 1;
     lac_ctx_t pool_ctx[MAX_K] = {NULL};
     for (int i = 0; i < npools && on_cuda; i++) {   /* a context a pool size */
-        char knobs[64];
+        char knobs[160];
         lac_ctx_params pp = cp;
         pp.backend = LAC_BACKEND_CUDA;
-        snprintf(knobs, sizeof knobs, "MF_CUDA_NEG_POOL=%d", pools[i]);
+        snprintf(knobs, sizeof knobs, "MF_CUDA_NEG_POOL=%d,MF_CUDA_NEG_POOL_ADD=%d,MF_CUDA_NEG_POOL_CELLS=%d", pools[i],
+                 pool_add[i], pool_cells[i]);
         pp.knobs = knobs;
         if (lac_ctx_create(&pp, &pool_ctx[i]) != LAC_SUCCESS) return 1;
     }
@@ -453,8 +466,8 @@ int main(int argc, char **argv)
             for (int rep = 0, reps = 2; on_cuda && loss == LAC_MF_LOSS_XENT && x == 0 && npools && rep < reps; rep++)
                 for (int i = 0; i < npools; i++) {
                     const double e = implicit_epoch_s(pool_ctx[i], &q, train, 6);
-                    printf("# implicit k=%d xent pool %d (turn %d): epoch %.3f ms, explicit %.3f ms, ratio %.2f\n", ks[c],
-                           pools[i], rep + 1, e * 1e3, sgd_s * 1e3, e / sgd_s);
+                    printf("# implicit k=%d xent pool %d:%d:%d (turn %d): epoch %.3f ms, explicit %.3f ms, ratio %.2f\n",
+                           ks[c], pools[i], pool_add[i], pool_cells[i], rep + 1, e * 1e3, sgd_s * 1e3, e / sgd_s);
                     fflush(stdout);
                 }
             snprintf(name, sizeof name, "%s %s k=%d implicit %s %d:%d, %lld interactions", device, shape, ks[c],

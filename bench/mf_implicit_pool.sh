@@ -9,7 +9,9 @@
 # and 20 clusters, a larger 5,000 x 2,000 with 60 and 30) and MovieTweetings
 # (`mf split --leave-last`) when its file is given.
 # Usage: bench/mf_implicit_pool.sh LACUNA [MOVIETWEETINGS_RATINGS]
-#   (POOLS="0 32": the knob's values, 0 the unpooled kernel; SEEDS="1 2 3";
+#   (POOLS="0 32": the knob's values, 0 the unpooled kernel, P:A:C also
+#   LACUNA_MF_CUDA_NEG_POOL_ADD=A and LACUNA_MF_CUDA_NEG_POOL_CELLS=C, e.g.
+#   32:1:2 the warp copies at 2 cells a pool row; SEEDS="1 2 3";
 #   SETS: a subset of "planted second larger mt")
 set -eu
 tool=$1; mt=${2:-}
@@ -30,8 +32,10 @@ for set in $sets; do
     [ -f "$dir/$set.train" ] || continue
     for seed in ${SEEDS:-1 2 3}; do
         for pool in ${POOLS:-0 32}; do
+            IFS=: read -r size add cells <<<"$pool"
             t0=$(date +%s.%N)
-            LACUNA_MF_CUDA_NEG_POOL=$pool "$tool" mf train "$dir/$set.train" "$dir/m.model" --implicit --device cuda \
+            LACUNA_MF_CUDA_NEG_POOL=$size LACUNA_MF_CUDA_NEG_POOL_ADD=${add:-0} LACUNA_MF_CUDA_NEG_POOL_CELLS=${cells:-8} \
+                "$tool" mf train "$dir/$set.train" "$dir/m.model" --implicit --device cuda \
                 -k 32 -t 20 --seed "$seed" --no-search --quiet
             t1=$(date +%s.%N)
             "$tool" mf evaluate "$dir/m.model" "$dir/$set.test" --negatives 0 --json >"$dir/e.json"

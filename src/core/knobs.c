@@ -76,6 +76,12 @@ static const struct {
     [LAC_KNOB_MF_CUDA_PHASES] = {"LACUNA_MF_CUDA_PHASES",
                                  "1: time the draws and the epoch kernel of implicit feedback on CUDA apart with CUDA "
                                  "events and log them each epoch (measurement)"},
+    [LAC_KNOB_MF_CUDA_NEG_POOL_ADD] = {"LACUNA_MF_CUDA_NEG_POOL_ADD",
+                                       "1: with a pool of 16 or 32 negatives, each warp steps its own copy of the "
+                                       "pool's rows and their changes are added to memory once a round; the cells' "
+                                       "negatives are drawn in the epoch kernel"},
+    [LAC_KNOB_MF_CUDA_NEG_POOL_CELLS] = {"LACUNA_MF_CUDA_NEG_POOL_CELLS",
+                                         "cells of a round per row of a block's pool of negatives (default 8)"},
 };
 
 /* The environment as the process first saw it: read once. */

@@ -57,6 +57,8 @@ typedef enum {
     LAC_KNOB_MAP_CUDA_MEAN_MARK, /* 0: few-target weighted MEAN: a hit byte a row, not the weight sum's -0.0 */
     LAC_KNOB_MF_CUDA_NEG_POOL,   /* rows of a block's pool of negatives (implicit feedback on CUDA; 0: none) */
     LAC_KNOB_MF_CUDA_PHASES,     /* 1: implicit feedback's draws and epoch kernel timed apart, logged */
+    LAC_KNOB_MF_CUDA_NEG_POOL_ADD,   /* 1: the pool's rows as warp copies, their changes added once a round */
+    LAC_KNOB_MF_CUDA_NEG_POOL_CELLS, /* cells of a round per pool row (default 8) */
     LAC_KNOB_COUNT
 } lac_knob;
 

@@ -18,7 +18,10 @@
  *    float64 (eq. (1), rule (5) by groups), on both kernels;
  *  - a block's pool of negatives (LACUNA_MF_CUDA_NEG_POOL): one epoch
  *    against float64, and the planted data's HR@10 and NDCG@10 within 0.05
- *    of the CPU's. */
+ *    of the CPU's;
+ *  - its warp copies (LACUNA_MF_CUDA_NEG_POOL_ADD=1; pools of 16 and 32, one
+ *    round and several): one epoch against float64, and the planted data's
+ *    HR@10 and NDCG@10 within 0.05 of the CPU's (pool 32, 2 cells a row). */
 #include "harness.h"
 #include "cuda_harness.h"
 #include "lacuna/lacuna.h"
@@ -28,6 +31,8 @@
 #include <math.h>
 
 static lac_ctx_t gpu, cpu, pooled;   /* pooled: LACUNA_MF_CUDA_NEG_POOL=16 */
+/* warp copies: a pool of 16, 8 cells a row; a pool of 32, 2 cells a row */
+static lac_ctx_t copies16, copies32;
 
 static double sig(double x) { return 1.0 / (1.0 + exp(-x)); }
 
@@ -327,6 +332,115 @@ TEST(pooled_epoch_matches_float64_reference)
     pooled_epoch(64, 6, 1);
 }
 
+/* Warp copies of a block's pool (LACUNA_MF_CUDA_NEG_POOL_ADD=1) on context
+ * c with `pool` rows, cross-entropy: one epoch of the one user against
+ * float64. The user's cells are steps 0, 1, 2 of the one block's first
+ * group; a round is round_steps steps (cells a row x pool / the block's
+ * groups: 32 at k = 3 and 40, 16 at k = 64, 8 at k = 128). Round r's pool:
+ * `pool` items drawn by the rule with -1 - r for the user, 0 for the item,
+ * the slot for the negative, try 0; the warp's copy of their rows and
+ * biases starts as the round found them. At each round's (and the run's)
+ * start the mask of the slots whose items the user has not seen; negative
+ * c0 + b (batches of 4) of the cell of item j is its set bit number (bits
+ * 13 b to 13 b + 12 of the rule's for (user, j, c0, 0)) x its count >> 13,
+ * scored against the copy as the batch found it, and its step adds
+ * (shrink - 1) v + step u to the copy. At the round's end each row takes
+ * its copy's change. */
+static void copies_epoch(lac_ctx_t c, int pool, int round_steps, int k, int negatives, int skewed)
+{
+    lac_mf_data d = one_user();
+    lac_mf_params p = one_user_params(LAC_MF_LOSS_XENT, k, 11);
+    p.negatives = negatives;
+    double *P = calloc((size_t)k, sizeof *P), *Q = calloc((size_t)6 * k, sizeof *Q), bu, bi[6];
+    double lr = 0.05, sum = 0.0, ref_loss = 0.0;
+    uint64_t seed = 0;
+    lac_mf_model_t m = one_user_epoch(c, &p, &d, skewed, 13, lr, P, Q, &bu, bi, &sum, &seed);
+    const double shrink = 1 - lr * p.lambda, shrink_b = 1 - lr * p.lambda_bias;
+    const uint64_t useed = lac_mf_draw_seed(seed, 0, 0);
+    int item[32], count = 0;
+    double v0[32][128], cp[32][128], b0[32], bc[32], acc[128];
+    unsigned unseen = 0;
+    for (int a = 0; a <= 3; a++) {
+        if (a == 3 || a % round_steps == 0) {   /* the round's end: each row takes its copy's change */
+            for (int x = 0; a > 0 && x < pool; x++) {
+                for (int f = 0; f < k; f++) Q[item[x] * k + f] += cp[x][f] - v0[x][f];
+                bi[item[x]] += bc[x] - b0[x];
+            }
+            if (a == 3) break;
+            const uint64_t pseed = lac_mf_draw_seed(seed, 0, -1 - a / round_steps);
+            unseen = 0;
+            for (int x = 0; x < pool; x++) {
+                item[x] = ref_draw(skewed ? skew : NULL, pseed, 0, x, 0);
+                for (int f = 0; f < k; f++) v0[x][f] = cp[x][f] = Q[item[x] * k + f];
+                b0[x] = bc[x] = bi[item[x]];
+                if (item[x] != 2 && item[x] != 0 && item[x] != 4) unseen |= 1u << x;
+            }
+            count = 0;
+            for (int x = 0; x < pool; x++) count += (unseen >> x) & 1;
+        }
+        const int j = one_col[a];
+        const double w = one_val[a];
+        double sp = bu + bi[j];
+        for (int f = 0; f < k; f++) sp += P[f] * Q[j * k + f];
+        const double step_p = lr * w * (1 - sig(sp));
+        ref_loss += w * log_loss(sp);
+        for (int f = 0; f < k; f++) {
+            acc[f] = step_p * Q[j * k + f];
+            Q[j * k + f] = shrink * Q[j * k + f] + step_p * P[f];
+        }
+        bi[j] = shrink_b * bi[j] + step_p;
+        double keep = shrink, keep_b = shrink_b, bstep = step_p;
+        for (int c0 = 0; count > 0 && c0 < negatives; c0 += 4) {
+            int sl[4], n = negatives - c0 < 4 ? negatives - c0 : 4;
+            double qn[4][128], bn[4], sn[4];
+            const uint64_t bits = lac_mf_draw_bits(useed, j, c0, 0);   /* 13 bits a negative */
+            for (int b = 0; b < n; b++) {   /* scored against the copy as the batch found it */
+                int kth = (int)((((bits >> (13 * b)) & 0x1fff) * (uint64_t)count) >> 13), x = 0;
+                for (;; x++)
+                    if (((unseen >> x) & 1) && kth-- == 0) break;
+                sl[b] = x;
+                memcpy(qn[b], cp[x], sizeof(double) * (size_t)k);
+                bn[b] = bc[x];
+                sn[b] = bu + bn[b];
+                for (int f = 0; f < k; f++) sn[b] += P[f] * qn[b][f];
+            }
+            for (int b = 0; b < n; b++) {
+                const double step = -lr * sig(sn[b]);
+                ref_loss += log_loss(-sn[b]);
+                for (int f = 0; f < k; f++) {
+                    cp[sl[b]][f] += (shrink - 1) * qn[b][f] + step * P[f];
+                    acc[f] += step * qn[b][f];
+                }
+                bc[sl[b]] += (shrink_b - 1) * bn[b] + step;
+                keep *= shrink, keep_b *= shrink_b, bstep += step;
+            }
+        }
+        for (int f = 0; f < k; f++) P[f] = keep * P[f] + acc[f];
+        bu = keep_b * bu + bstep;
+    }
+    const double worst = one_user_gap(m, k, P, Q, bu, bi);
+    printf("  warp copies of a pool of %d (%d steps a round), k %d, %d negatives%s: largest difference from float64 "
+           "%.2e, loss %.6f vs %.6f\n",
+           pool, round_steps, k, negatives, skewed ? ", weighted draws" : "", worst, sum, ref_loss);
+    if (!(worst < 2e-5)) HARNESS_FAIL("warp copies, k = %d: the CUDA epoch is %g from the float64 reference", k, worst);
+    CHECK_NEAR(sum, ref_loss, 1e-4 * (1 + fabs(ref_loss)));
+    free(P);
+    free(Q);
+    free(d.neg_cum);
+    lac_mf_model_destroy(&m);
+}
+
+TEST(warp_copies_epoch_matches_float64_reference)
+{
+    copies_epoch(copies16, 16, 4, 3, 2, 0);    /* one round */
+    copies_epoch(copies16, 16, 4, 3, 5, 0);    /* a second batch of negatives */
+    copies_epoch(copies16, 16, 4, 40, 4, 1);   /* 3 float4 a lane, weighted draws */
+    copies_epoch(copies32, 32, 2, 3, 4, 0);    /* two rounds */
+    copies_epoch(copies32, 32, 2, 40, 6, 1);
+    copies_epoch(copies32, 32, 4, 64, 4, 1);   /* 8 lanes, 2 float4 a lane */
+    copies_epoch(copies32, 32, 8, 128, 5, 1);  /* 16 lanes, one round */
+}
+
 /* The neighbourhood model's eq. (1) for user 0 and item j in float64: R(i)
  * from seen (NaN: unseen), the residuals' baselines bhat at the epoch's
  * start; the residuals and the two normalisers for the step. */
@@ -539,6 +653,16 @@ static void planted(int64_t users, int64_t items, int per_user, int groups, uint
                 CHECK(fabs(rp.ndcg - rc.ndcg) <= 0.05);
                 lac_mf_model_destroy(&mp);
             }
+            mp = NULL;   /* warp copies of a pool of 32, 2 cells a row */
+            CHECK_OK(copies32, lac_mf_train(copies32, &p, r, NULL, NULL, NULL, &mp, NULL));
+            if (mp) {
+                loo_rank(cpu, mp, &d, &rp);
+                printf("  plain xent, warp copies of a pool of 32: HR@10 %.3f, NDCG@10 %.3f\n", rp.hr, rp.ndcg);
+                CHECK(rp.hr > 2.0 * pop);
+                CHECK(fabs(rp.hr - rc.hr) <= 0.05);
+                CHECK(fabs(rp.ndcg - rc.ndcg) <= 0.05);
+                lac_mf_model_destroy(&mp);
+            }
         }
         lac_mf_model_destroy(&mc);
         lac_mf_model_destroy(&mg);
@@ -566,13 +690,20 @@ int main(void)
             printf("no pooled CUDA context: %s\n", lac_last_error(NULL));
             return 1;
         }
+        cp.knobs = "MF_CUDA_NEG_POOL=16,MF_CUDA_NEG_POOL_ADD=1,MF_CUDA_NEG_POOL_CELLS=8";
+        if (lac_ctx_create(&cp, &copies16) != 0) return 1;
+        cp.knobs = "MF_CUDA_NEG_POOL=32,MF_CUDA_NEG_POOL_ADD=1,MF_CUDA_NEG_POOL_CELLS=2";
+        if (lac_ctx_create(&cp, &copies32) != 0) return 1;
     }
     RUN(one_epoch_matches_float64_reference);
     RUN(pooled_epoch_matches_float64_reference);
+    RUN(warp_copies_epoch_matches_float64_reference);
     RUN(neighbourhood_bpr_epoch_matches_float64_reference);
     RUN(planted_preferences_beat_most_popular_and_match_the_cpu);
     lac_ctx_destroy(&gpu);
     lac_ctx_destroy(&cpu);
     lac_ctx_destroy(&pooled);
+    lac_ctx_destroy(&copies16);
+    lac_ctx_destroy(&copies32);
     return harness_finish();
 }

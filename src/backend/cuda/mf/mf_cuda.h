@@ -35,6 +35,18 @@ static __device__ __forceinline__ void lac_mf_warp_add(double *slots, float x, i
         atomicAdd(slots + (blockIdx.x * LAC_MF_WARPS_PER_BLOCK + (threadIdx.x >> 5)) % LAC_MF_SSE_SLOTS, (double)x);
 }
 
+/* v += d, four floats, fire and forget (one vector atomic on sm_90: no
+ * load, nothing waits on it). */
+static __device__ __forceinline__ void lac_mf_add4(float4 *v, float4 d)
+{
+#if __CUDA_ARCH__ >= 900
+    atomicAdd(v, d);
+#else
+    float *f = (float *)v;
+    atomicAdd(f + 0, d.x), atomicAdd(f + 1, d.y), atomicAdd(f + 2, d.z), atomicAdd(f + 3, d.w);
+#endif
+}
+
 /* The sum of x over a group's G lanes (G a power of two), in every lane. */
 template <int G>
 static __device__ __forceinline__ float group_sum(float x)

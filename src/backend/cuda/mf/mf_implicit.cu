@@ -54,12 +54,17 @@ lac_status lac_mf_cuda_implicit_begin(lac_ctx_t ctx, const lac_mf_call *call, in
     lac_mf_cuda_implicit_kernel k = lac_mf_cuda_implicit_choose(pieces, (negatives + share - 1) / share, lists);
     /* a block's pool of negatives: cross-entropy's unshared ones on one device */
     const int64_t pool = lac_knob_int(ctx, LAC_KNOB_MF_CUDA_NEG_POOL, 0);
-    if (!bpr && !lists && k.fn && (pool == 16 || pool == 32 || pool == 64)) {
-        lac_mf_cuda_implicit_kernel pk = lac_mf_cuda_implicit_pool_choose(pieces, (int)pool);
+    const int copies = lac_knob_int(ctx, LAC_KNOB_MF_CUDA_NEG_POOL_ADD, 0) == 1;
+    const int64_t cells = lac_knob_int(ctx, LAC_KNOB_MF_CUDA_NEG_POOL_CELLS, 8);
+    if (!bpr && !lists && k.fn && (pool == 16 || pool == 32 || (pool == 64 && !copies)) && cells >= 1 &&
+        cells <= 1024) {
+        lac_mf_cuda_implicit_kernel pk = copies ? lac_mf_cuda_implicit_copies_choose(pieces, (int)pool, (int)cells)
+                                                : lac_mf_cuda_implicit_pool_choose(pieces, (int)pool, (int)cells);
+        if (pk.smem > ctx->cuda->prop.sharedMemPerBlockOptin) pk.fn = NULL;
         if (pk.fn) k = pk;
         if (pk.fn)
-            lac_log(ctx, LAC_LOG_INFO, "mf CUDA implicit: a block's pool of %d negatives, %d steps a round, %zu bytes",
-                    pk.pool, pk.round_steps, pk.smem);
+            lac_log(ctx, LAC_LOG_INFO, "mf CUDA implicit: a block's pool of %d negatives%s, %d steps a round, %zu bytes",
+                    pk.pool, pk.copies ? " (warp copies)" : "", pk.round_steps, pk.smem);
         else
             lac_log(ctx, LAC_LOG_INFO, "mf CUDA implicit: no pool kernel for k = %d", call->factors.k);
     }
@@ -165,7 +170,7 @@ lac_status lac_mf_cuda_implicit_upload(lac_ctx_t ctx, lac_mf_cuda_implicit *m, c
         LAC_CHECK(give(ctx, &m->rep_first, first, (size_t)ni));
         LAC_CHECK(give(ctx, &m->rep_count, count, (size_t)ni));
     }
-    size_t draws = (size_t)m->cells * (size_t)m->negatives;
+    size_t draws = m->kernel.copies ? 0 : (size_t)m->cells * (size_t)m->negatives;   /* the copies draw in the epoch */
     if (cudaMalloc((void **)&m->neg, (draws ? draws : 1) * sizeof(int32_t)) != cudaSuccess) {
         m->neg = NULL;
         return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "out of device memory for %zu negatives (%d a rating)", draws,
@@ -176,7 +181,7 @@ lac_status lac_mf_cuda_implicit_upload(lac_ctx_t ctx, lac_mf_cuda_implicit *m, c
         m->rounds = (int)((m->steps + m->kernel.round_steps - 1) / m->kernel.round_steps);
         if (m->rounds < 1) m->rounds = 1;
         m->pools = blocks * m->rounds;
-        const size_t slots = (size_t)(m->pools ? m->pools : 1) * (size_t)m->kernel.pool;
+        const size_t slots = m->kernel.copies ? 1 : (size_t)(m->pools ? m->pools : 1) * (size_t)m->kernel.pool;
         if (cudaMalloc((void **)&m->pool_item, slots * sizeof(int32_t)) != cudaSuccess) m->pool_item = NULL;
         if (cudaMalloc((void **)&m->pool_row, slots * sizeof(int32_t)) != cudaSuccess) m->pool_row = NULL;
         if (!m->pool_item || !m->pool_row)
@@ -236,6 +241,7 @@ lac_status lac_mf_cuda_implicit_epoch(lac_ctx_t ctx, lac_mf_cuda_implicit *m, co
     a.pool = m->kernel.pool;
     a.round_steps = m->kernel.round_steps;
     a.rounds = m->rounds;
+    a.draws = dr;
     if (!m->phase[0] || !m->phase[1] || !m->phase[2]) return lac_mf_cuda_implicit_launch(ctx, &m->kernel, blocks, &dr, &a, NULL);
     /* the draws and the epoch kernel timed apart (a measurement) */
     float draws_ms = 0.0f, epoch_ms = 0.0f;

@@ -45,6 +45,10 @@ struct lac_mf_cuda_implicit_args {
     /* a block's pool (kernel.pool > 0): neg holds slots of it (-1: none) */
     const int32_t *pool_row;
     int pool, round_steps, rounds;
+    /* the warp copies (kernel.copies) draw the pools and the cells' slots
+     * themselves, from these (the users' items, the items' weights and
+     * replicas, seed and epoch) */
+    lac_mf_cuda_draw_args draws;
 };
 
 /* The neighbourhood model's draws: the stream cells that are negatives,
@@ -70,8 +74,9 @@ struct lac_mf_cuda_implicit_kernel {
     lac_mf_cuda_implicit_fn fn;
     int lanes, groups_per_block;
     /* > 0: the pool kernel (mf_implicit_pool.cu): rows of a block's pool,
-     * steps of a round, its dynamic shared memory */
-    int pool, round_steps;
+     * steps of a round, its dynamic shared memory; copies: the warp copies'
+     * kernel (mf_implicit_pool_copies.cu) */
+    int pool, round_steps, copies;
     size_t smem;
 };
 /* lists: shared negatives (cells end their lists with -1, neg_weight); 2:
@@ -87,7 +92,24 @@ lac_mf_cuda_implicit_kernel lac_mf_cuda_implicit_choose(int pieces, int negative
  * in memory as (shrink - 1) v + step u of the copy v. A negative is still
  * drawn by the distribution; no negative's row is loaded from L2. fn
  * NULL: rows a group does not divide (mf_implicit_pool.cu). */
-lac_mf_cuda_implicit_kernel lac_mf_cuda_implicit_pool_choose(int pieces, int pool);
+lac_mf_cuda_implicit_kernel lac_mf_cuda_implicit_pool_choose(int pieces, int pool, int cells);
+/* Cells of a round per pool row (LACUNA_MF_CUDA_NEG_POOL_CELLS): a round's
+ * steps for groups_per_block groups, at least 1. */
+int lac_mf_cuda_pool_round_steps(int pool, int cells, int groups_per_block);
+/* Warp copies of a block's pool (LACUNA_MF_CUDA_NEG_POOL_ADD=1, pool 16 or
+ * 32; mf_implicit_pool_copies.cu): each warp steps its own copy of the
+ * round's pool rows in shared memory by rule (5) with plain loads and
+ * stores, and each row's summed change over the block's warps goes to
+ * memory once a round (vector atomics). The pools (as the pool kernel's)
+ * and a cell's negatives are drawn in the epoch: negative c0 + b (b < 4) of
+ * the cell of item row j is, by bits 13 b on of the rule's bits for (user,
+ * j, c0, 0), one of the pool's slots whose item the user has not seen,
+ * uniformly (a 32-bit mask of them made at each run's and round's start;
+ * none where every slot is seen). No draw kernel, no array of draws. fn
+ * NULL: no such kernel. */
+lac_mf_cuda_implicit_kernel lac_mf_cuda_implicit_copies_choose(int pieces, int pool, int cells);
+lac_status lac_mf_cuda_implicit_copies_launch(lac_ctx_t ctx, const lac_mf_cuda_implicit_kernel *k, unsigned blocks,
+                                              const lac_mf_cuda_implicit_args *a, cudaEvent_t mid);
 lac_status lac_mf_cuda_implicit_pool_launch(lac_ctx_t ctx, const lac_mf_cuda_implicit_kernel *k, unsigned blocks,
                                             const lac_mf_cuda_draw_args *draws, const lac_mf_cuda_implicit_args *a,
                                             cudaEvent_t mid);

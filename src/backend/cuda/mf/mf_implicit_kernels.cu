@@ -328,7 +328,7 @@ lac_mf_cuda_implicit_kernel lac_mf_cuda_implicit_choose(int pieces, int negative
     lac_mf_cuda_implicit_kernel k;
     k.lanes = g;
     k.groups_per_block = LAC_MF_WARPS_PER_BLOCK * (32 / g);
-    k.pool = k.round_steps = 0;
+    k.pool = k.round_steps = k.copies = 0;
     k.smem = 0;
     if (pieces > 32 * LAC_MF_MAX_PIECES) k.fn = NULL;
     else if (pieces % g == 0 && v <= 4)
@@ -356,6 +356,7 @@ lac_status lac_mf_cuda_implicit_launch(lac_ctx_t ctx, const lac_mf_cuda_implicit
                                        const lac_mf_cuda_draw_args *draws, const lac_mf_cuda_implicit_args *a,
                                        cudaEvent_t mid)
 {
+    if (k->copies) return lac_mf_cuda_implicit_copies_launch(ctx, k, blocks, a, mid);
     if (k->pool > 0) return lac_mf_cuda_implicit_pool_launch(ctx, k, blocks, draws, a, mid);
     cudaStream_t stream = ctx->cuda->stream;
     /* lists (weights per cell): shared negatives, or a GPU rank's part (user_scale) */

@@ -60,17 +60,6 @@ static __global__ void draw_slots(lac_mf_cuda_draw_args a)
     a.neg[x] = slot;
 }
 
-/* v += d, four floats. */
-static __device__ __forceinline__ void add4(float4 *v, float4 d)
-{
-#if __CUDA_ARCH__ >= 900
-    atomicAdd(v, d);
-#else
-    float *f = (float *)v;
-    atomicAdd(f + 0, d.x), atomicAdd(f + 1, d.y), atomicAdd(f + 2, d.z), atomicAdd(f + 3, d.w);
-#endif
-}
-
 /* One epoch, G lanes a user run, V float4 pieces a lane (exactly the row);
  * up to 4 negatives scored together, from the pool in shared memory. The
  * walk of the streams, the positive's step and u_i's are implicit_epoch's
@@ -194,7 +183,7 @@ static __global__ void __launch_bounds__(32 * LAC_MF_WARPS_PER_BLOCK) pool_epoch
                     }
 #pragma unroll
                     for (int v = 0; v < V; v++) {
-                        add4((float4 *)a.Q + row * pieces + sub + G * v, axpby4(a.shrink - 1.0f, qn[b][v], step, p[v]));
+                        lac_mf_add4((float4 *)a.Q + row * pieces + sub + G * v, axpby4(a.shrink - 1.0f, qn[b][v], step, p[v]));
                         acc[v] = axpby4(1.0f, acc[v], step, qn[b][v]);
                     }
                     keep *= a.shrink;
@@ -224,11 +213,13 @@ static lac_mf_cuda_implicit_fn pool_fn(int v)
     }
 }
 
-/* Cells a round: each pool row takes about 4 x 8 negatives' steps a round
- * at 4 negatives a cell. */
-#define LAC_MF_POOL_CELLS_PER_ROW 8
+int lac_mf_cuda_pool_round_steps(int pool, int cells, int groups_per_block)
+{
+    const int steps = cells * pool / groups_per_block;
+    return steps < 1 ? 1 : steps;
+}
 
-lac_mf_cuda_implicit_kernel lac_mf_cuda_implicit_pool_choose(int pieces, int pool)
+lac_mf_cuda_implicit_kernel lac_mf_cuda_implicit_pool_choose(int pieces, int pool, int cells)
 {
     const lac_mf_cuda_kernel e = lac_mf_cuda_choose_kernel(pieces, 0, 1);
     const int g = e.lanes, v = pieces / g;
@@ -236,8 +227,8 @@ lac_mf_cuda_implicit_kernel lac_mf_cuda_implicit_pool_choose(int pieces, int poo
     k.lanes = g;
     k.groups_per_block = LAC_MF_WARPS_PER_BLOCK * (32 / g);
     k.pool = pool;
-    k.round_steps = LAC_MF_POOL_CELLS_PER_ROW * pool / k.groups_per_block;
-    if (k.round_steps < 1) k.round_steps = 1;
+    k.copies = 0;
+    k.round_steps = lac_mf_cuda_pool_round_steps(pool, cells, k.groups_per_block);
     k.smem = (size_t)pool * ((size_t)pieces * sizeof(float4) + sizeof(float) + sizeof(int32_t));
     k.fn = NULL;
     if (pieces % g == 0 && v <= 4)
