@@ -341,12 +341,14 @@ TEST(pooled_epoch_matches_float64_reference)
  * the slot for the negative, try 0; the warp's copy of their rows and
  * biases starts as the round found them. At each round's (and the run's)
  * start the mask of the slots whose items the user has not seen; negative
- * c0 + b (batches of 4) of the cell of item j is its set bit number (bits
- * 13 b to 13 b + 12 of the rule's for (user, j, c0, 0)) x its count >> 13,
- * scored against the copy as the batch found it, and its step adds
- * (shrink - 1) v + step u to the copy. At the round's end each row takes
- * its copy's change. */
-static void copies_epoch(lac_ctx_t c, int pool, int round_steps, int k, int negatives, int skewed)
+ * n = c0 + b (batches of 4) of the cell of item j is drawn among those of
+ * class n mod the warp's groups (gpw: 8 at k = 3 and 40, 4 at k = 64, 2 at
+ * k = 128; the user's group is the warp's first), slots pool / gpw x class
+ * on: its set bit number (bits 13 b to 13 b + 12 of the rule's for (user,
+ * j, c0, 0)) x their count >> 13; scored against the copy as the batch
+ * found it, its step adds (shrink - 1) v + step u to the copy. At the
+ * round's end each row takes its copy's change. */
+static void copies_epoch(lac_ctx_t c, int pool, int round_steps, int gpw, int k, int negatives, int skewed)
 {
     lac_mf_data d = one_user();
     lac_mf_params p = one_user_params(LAC_MF_LOSS_XENT, k, 11);
@@ -357,7 +359,8 @@ static void copies_epoch(lac_ctx_t c, int pool, int round_steps, int k, int nega
     lac_mf_model_t m = one_user_epoch(c, &p, &d, skewed, 13, lr, P, Q, &bu, bi, &sum, &seed);
     const double shrink = 1 - lr * p.lambda, shrink_b = 1 - lr * p.lambda_bias;
     const uint64_t useed = lac_mf_draw_seed(seed, 0, 0);
-    int item[32], count = 0;
+    const int per = pool / gpw;   /* slots of a class */
+    int item[32];
     double v0[32][128], cp[32][128], b0[32], bc[32], acc[128];
     unsigned unseen = 0;
     for (int a = 0; a <= 3; a++) {
@@ -375,8 +378,6 @@ static void copies_epoch(lac_ctx_t c, int pool, int round_steps, int k, int nega
                 b0[x] = bc[x] = bi[item[x]];
                 if (item[x] != 2 && item[x] != 0 && item[x] != 4) unseen |= 1u << x;
             }
-            count = 0;
-            for (int x = 0; x < pool; x++) count += (unseen >> x) & 1;
         }
         const int j = one_col[a];
         const double w = one_val[a];
@@ -390,12 +391,17 @@ static void copies_epoch(lac_ctx_t c, int pool, int round_steps, int k, int nega
         }
         bi[j] = shrink_b * bi[j] + step_p;
         double keep = shrink, keep_b = shrink_b, bstep = step_p;
-        for (int c0 = 0; count > 0 && c0 < negatives; c0 += 4) {
+        for (int c0 = 0; c0 < negatives; c0 += 4) {
             int sl[4], n = negatives - c0 < 4 ? negatives - c0 : 4;
             double qn[4][128], bn[4], sn[4];
             const uint64_t bits = lac_mf_draw_bits(useed, j, c0, 0);   /* 13 bits a negative */
             for (int b = 0; b < n; b++) {   /* scored against the copy as the batch found it */
-                int kth = (int)((((bits >> (13 * b)) & 0x1fff) * (uint64_t)count) >> 13), x = 0;
+                const int first = (c0 + b) % gpw * per;
+                int count = 0, x = first;
+                for (int y = first; y < first + per; y++) count += (unseen >> y) & 1;
+                sl[b] = -1;
+                if (!count) continue;
+                int kth = (int)((((bits >> (13 * b)) & 0x1fff) * (uint64_t)count) >> 13);
                 for (;; x++)
                     if (((unseen >> x) & 1) && kth-- == 0) break;
                 sl[b] = x;
@@ -405,6 +411,7 @@ static void copies_epoch(lac_ctx_t c, int pool, int round_steps, int k, int nega
                 for (int f = 0; f < k; f++) sn[b] += P[f] * qn[b][f];
             }
             for (int b = 0; b < n; b++) {
+                if (sl[b] < 0) continue;
                 const double step = -lr * sig(sn[b]);
                 ref_loss += log_loss(-sn[b]);
                 for (int f = 0; f < k; f++) {
@@ -432,13 +439,13 @@ static void copies_epoch(lac_ctx_t c, int pool, int round_steps, int k, int nega
 
 TEST(warp_copies_epoch_matches_float64_reference)
 {
-    copies_epoch(copies16, 16, 4, 3, 2, 0);    /* one round */
-    copies_epoch(copies16, 16, 4, 3, 5, 0);    /* a second batch of negatives */
-    copies_epoch(copies16, 16, 4, 40, 4, 1);   /* 3 float4 a lane, weighted draws */
-    copies_epoch(copies32, 32, 2, 3, 4, 0);    /* two rounds */
-    copies_epoch(copies32, 32, 2, 40, 6, 1);
-    copies_epoch(copies32, 32, 4, 64, 4, 1);   /* 8 lanes, 2 float4 a lane */
-    copies_epoch(copies32, 32, 8, 128, 5, 1);  /* 16 lanes, one round */
+    copies_epoch(copies16, 16, 4, 8, 3, 2, 0);    /* one round */
+    copies_epoch(copies16, 16, 4, 8, 3, 5, 0);    /* a second batch of negatives */
+    copies_epoch(copies16, 16, 4, 8, 40, 4, 1);   /* 3 float4 a lane, weighted draws */
+    copies_epoch(copies32, 32, 2, 8, 3, 4, 0);    /* two rounds */
+    copies_epoch(copies32, 32, 2, 8, 40, 6, 1);
+    copies_epoch(copies32, 32, 4, 4, 64, 4, 1);   /* 8 lanes, 2 float4 a lane */
+    copies_epoch(copies32, 32, 8, 2, 128, 5, 1);  /* 16 lanes */
 }
 
 /* The neighbourhood model's eq. (1) for user 0 and item j in float64: R(i)

@@ -19,8 +19,9 @@ struct lac_mf_cuda_implicit {
     int64_t *seen_start;
     uint64_t *neg_cum;              /* the items' cumulative weights (NULL: uniform draws) */
     int32_t *seen_items, *cell_user, *row_item, *rep_first, *rep_count, *neg;
-    /* the blocks' pools of negatives (kernel.pool > 0) */
-    int32_t *pool_item, *pool_row;
+    /* the blocks' pools of negatives (kernel.pool > 0); the warp copies' tables of the users' items */
+    int32_t *pool_item, *pool_row, *seen_table;
+    int64_t *seen_table_start;
     int64_t pools;
     int rounds;
     cudaEvent_t phase[3];           /* LACUNA_MF_CUDA_PHASES: before the draws, before the epoch kernel, after */
@@ -35,7 +36,7 @@ void lac_mf_cuda_implicit_end(lac_mf_cuda_implicit *m)
     if (!m) return;
     void *ptrs[] = {m->seen_start, m->seen_items, m->cell_user, m->row_item, m->rep_first, m->rep_count, m->neg,
                     m->neg_weight, m->user_scale, m->nbr_cell, m->nbr_user, m->nbr_key, m->nbr_t, m->neg_cum,
-                    m->pool_item, m->pool_row};
+                    m->pool_item, m->pool_row, m->seen_table, m->seen_table_start};
     for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
         if (ptrs[i]) cudaFree(ptrs[i]);
     for (int i = 0; i < 3; i++)
@@ -127,6 +128,45 @@ static lac_status upload_seen(lac_ctx_t ctx, lac_mf_cuda_implicit *m, int32_t *i
     return give(ctx, &m->seen_items, items, (size_t)d->nnz);
 }
 
+/* The warp copies' tables (lac_mf_cuda_draw_args.seen_table): each user's
+ * items hashed into a power of two of at least twice as many slots, so
+ * that a pool's item is tested in a probe or two (a binary search of the
+ * user's items took a dozen dependent loads at every round's start). */
+static lac_status upload_seen_tables(lac_ctx_t ctx, lac_mf_cuda_implicit *m)
+{
+    const lac_mf_data *d = m->call->data;
+    const int64_t nu = d->num_users;
+    int64_t *start = (int64_t *)malloc((size_t)(nu + 1) * sizeof *start);
+    if (!start) return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "out of host memory for the users' item tables");
+    start[0] = 0;
+    for (int64_t u = 0; u < nu; u++) {
+        const int64_t n = d->row_start[u + 1] - d->row_start[u];
+        int64_t cap = n ? 2 : 0;
+        while (cap && cap < 2 * n) cap *= 2;
+        start[u + 1] = start[u] + cap;
+    }
+    const int64_t slots = start[nu];
+    int32_t *table = (int32_t *)malloc((size_t)(slots ? slots : 1) * sizeof *table);
+    if (table) {
+        for (int64_t x = 0; x < slots; x++) table[x] = -1;
+        for (int64_t u = 0; u < nu; u++) {
+            const uint32_t cap = (uint32_t)(start[u + 1] - start[u]);
+            int32_t *t = table + start[u];
+            for (int64_t a = d->row_start[u]; a < d->row_start[u + 1]; a++) {
+                uint32_t h = lac_mf_seen_slot(d->col[a], cap);
+                while (t[h] >= 0 && t[h] != d->col[a]) h = (h + 1) & (cap - 1);
+                t[h] = d->col[a];
+            }
+        }
+    }
+    lac_status st = give(ctx, &m->seen_table_start, start, (size_t)(nu + 1));
+    if (st != LAC_SUCCESS) {
+        free(table);
+        return st;
+    }
+    return give(ctx, &m->seen_table, table, (size_t)slots);
+}
+
 lac_status lac_mf_cuda_implicit_upload(lac_ctx_t ctx, lac_mf_cuda_implicit *m, const lac_mf_schedule *sch)
 {
     const lac_mf_data *d = m->call->data;
@@ -135,6 +175,7 @@ lac_status lac_mf_cuda_implicit_upload(lac_ctx_t ctx, lac_mf_cuda_implicit *m, c
     m->cells = sch->groups * sch->steps;
     LAC_CUDA_CHECK(ctx, cudaStreamSynchronize(ctx->cuda->stream));
     LAC_CHECK(upload_seen(ctx, m, lac_mf_sorted_items(d)));
+    if (m->kernel.copies) LAC_CHECK(upload_seen_tables(ctx, m));
     {   /* every cell's user */
         int32_t *cu = (int32_t *)malloc((size_t)(m->cells ? m->cells : 1) * sizeof *cu);
         if (cu)
@@ -231,6 +272,8 @@ lac_status lac_mf_cuda_implicit_epoch(lac_ctx_t ctx, lac_mf_cuda_implicit *m, co
     dr.round_steps = m->kernel.round_steps;
     dr.rounds = m->rounds;
     dr.groups_per_block = m->kernel.groups_per_block;
+    dr.seen_table_start = m->seen_table_start;
+    dr.seen_table = m->seen_table;
     lac_mf_cuda_implicit_args a;
     a.base = *base;
     a.neg = m->neg;

@@ -34,7 +34,20 @@ struct lac_mf_cuda_draw_args {
     int32_t *pool_item, *pool_row;  /* pools x pool: the items, their rows (the block's replica) */
     int64_t pools;
     int pool, round_steps, rounds, groups_per_block;
+    /* the warp copies' test of a pool's items: each user's items in a table
+     * of its own (lac_mf_seen_slot; num_users + 1 starts, each table a power
+     * of two of at least twice its items, -1 empty) */
+    const int64_t *seen_table_start;
+    const int32_t *seen_table;
 };
+
+/* Item x's first slot in a user's table of `cap` slots (a power of two;
+ * linear probing from there, the table at most half full). */
+static __host__ __device__ __forceinline__ uint32_t lac_mf_seen_slot(int32_t x, uint32_t cap)
+{
+    uint32_t h = (uint32_t)x * 0x9E3779B1u;
+    return (h ^ (h >> 16)) & (cap - 1u);
+}
 
 /* The arguments of one epoch (passed by value). */
 struct lac_mf_cuda_implicit_args {
@@ -101,11 +114,13 @@ int lac_mf_cuda_pool_round_steps(int pool, int cells, int groups_per_block);
  * round's pool rows in shared memory by rule (5) with plain loads and
  * stores, and each row's summed change over the block's warps goes to
  * memory once a round (vector atomics). The pools (as the pool kernel's)
- * and a cell's negatives are drawn in the epoch: negative c0 + b (b < 4) of
- * the cell of item row j is, by bits 13 b on of the rule's bits for (user,
- * j, c0, 0), one of the pool's slots whose item the user has not seen,
- * uniformly (a 32-bit mask of them made at each run's and round's start;
- * none where every slot is seen). No draw kernel, no array of draws. fn
+ * and a cell's negatives are drawn in the epoch: negative n = c0 + b (b <
+ * 4) of the cell of item row j in the warp's group g is, by bits 13 b on of
+ * the rule's bits for (user, j, c0, 0), uniformly one of the slots whose
+ * item the user has not seen in class (g + n) mod the warp's groups of the
+ * pool's slots (a 32-bit mask of the unseen ones made at each run's and
+ * round's start; none where the class has none), so that a warp's groups
+ * never meet on a slot within b. No draw kernel, no array of draws. fn
  * NULL: no such kernel. */
 lac_mf_cuda_implicit_kernel lac_mf_cuda_implicit_copies_choose(int pieces, int pool, int cells);
 lac_status lac_mf_cuda_implicit_copies_launch(lac_ctx_t ctx, const lac_mf_cuda_implicit_kernel *k, unsigned blocks,
