@@ -15,7 +15,12 @@
  * copy as it stands: no step is lost. No draw kernel: the pool is drawn by
  * the block, a cell's negatives from a mask of the slots its user has not
  * seen (each user's items in a hash table), made at each run's start and
- * under the loads of each round's rows.
+ * under the loads of each round's rows. Measured on one H200
+ * (bench/RESULTS.md, "warp copies of a block's pool: measured"): slower
+ * than the unpooled epoch all the same (k = 32: 6.09 ms at 2 cells a row,
+ * where HR@10 holds, 4.62 ms at 8, against 5.05 ms), a round costing some
+ * 7 us of a block's time and a negative's work on the group's chain more
+ * than an unpooled negative's loads; hence opt-in.
  *
  * Every warp-wide collective (__any_sync, __syncwarp) is reached by all 32
  * lanes: a warp steps while any of its groups has a cell, and a group
