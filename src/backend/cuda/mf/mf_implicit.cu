@@ -64,8 +64,9 @@ lac_status lac_mf_cuda_implicit_begin(lac_ctx_t ctx, const lac_mf_call *call, in
         if (pk.smem > ctx->cuda->prop.sharedMemPerBlockOptin) pk.fn = NULL;
         if (pk.fn) k = pk;
         if (pk.fn)
-            lac_log(ctx, LAC_LOG_INFO, "mf CUDA implicit: a block's pool of %d negatives%s, %d steps a round, %zu bytes",
-                    pk.pool, pk.copies ? " (warp copies)" : "", pk.round_steps, pk.smem);
+            lac_log(ctx, LAC_LOG_INFO,
+                    "mf CUDA implicit: a block's pool of %d negatives%s, %d steps a round, %zu bytes", pk.pool,
+                    pk.copies ? " (warp copies)" : "", pk.round_steps, pk.smem);
         else
             lac_log(ctx, LAC_LOG_INFO, "mf CUDA implicit: no pool kernel for k = %d", call->factors.k);
     }

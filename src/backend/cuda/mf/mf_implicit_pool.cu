@@ -183,7 +183,8 @@ static __global__ void __launch_bounds__(32 * LAC_MF_WARPS_PER_BLOCK) pool_epoch
                     }
 #pragma unroll
                     for (int v = 0; v < V; v++) {
-                        lac_mf_add4((float4 *)a.Q + row * pieces + sub + G * v, axpby4(a.shrink - 1.0f, qn[b][v], step, p[v]));
+                        lac_mf_add4((float4 *)a.Q + row * pieces + sub + G * v,
+                                    axpby4(a.shrink - 1.0f, qn[b][v], step, p[v]));
                         acc[v] = axpby4(1.0f, acc[v], step, qn[b][v]);
                     }
                     keep *= a.shrink;

@@ -144,7 +144,8 @@ static __device__ void load_round(const lac_mf_cuda_epoch_args &a, float4 *v0, f
             const int x = x0 + threadIdx.x + T * i, s = x / PIECES;
             if (x < N) q[i] = __ldcg(Q4 + (int64_t)row[s] * PIECES + (x - s * PIECES));
         }
-        if (x0 == 0 && bias && threadIdx.x < P) b = __ldcg(a.item_bias + (int64_t)row[threadIdx.x] * LAC_MF_BIAS_STRIDE);
+        if (x0 == 0 && bias && threadIdx.x < P)
+            b = __ldcg(a.item_bias + (int64_t)row[threadIdx.x] * LAC_MF_BIAS_STRIDE);
         if (x0 == 0 && user >= 0) unseen = unseen_slots<G, P>(d, user, item, sub, mask);
 #pragma unroll
         for (int i = 0; i < NQ; i++) {
@@ -272,8 +273,10 @@ static __global__ void __launch_bounds__(32 * LAC_MF_WARPS_PER_BLOCK) copies_epo
                     const unsigned in = S == 32 ? unseen : (unseen >> (cls * S)) & ((1u << (S & 31)) - 1u);
                     const int cnt = __popc(in);
                     sl[b] = -1;
-                    if (live && cnt > 0 && n < negs)
-                        sl[b] = cls * S + (int)__fns(in, 0, 1 + (int)((((bits >> (13 * b)) & 0x1fffu) * (unsigned)cnt) >> 13));
+                    if (live && cnt > 0 && n < negs) {
+                        const unsigned kth = (((unsigned)(bits >> (13 * b)) & 0x1fffu) * (unsigned)cnt) >> 13;
+                        sl[b] = cls * S + (int)__fns(in, 0, 1 + (int)kth);
+                    }
                     float x = 0.0f;
 #pragma unroll
                     for (int v = 0; v < V; v++) {
@@ -346,7 +349,10 @@ static lac_mf_cuda_implicit_fn copies_fn(int v)
 template <int P>
 static lac_mf_cuda_implicit_fn copies_lanes(int g, int v)
 {
-    return g == 4 ? copies_fn<4, P>(v) : g == 8 ? copies_fn<8, P>(v) : g == 16 ? copies_fn<16, P>(v) : copies_fn<32, P>(v);
+    return g == 4    ? copies_fn<4, P>(v)
+           : g == 8  ? copies_fn<8, P>(v)
+           : g == 16 ? copies_fn<16, P>(v)
+                     : copies_fn<32, P>(v);
 }
 
 lac_mf_cuda_implicit_kernel lac_mf_cuda_implicit_copies_choose(int pieces, int pool, int cells)
