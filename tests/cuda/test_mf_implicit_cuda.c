@@ -260,6 +260,40 @@ TEST(one_epoch_matches_float64_reference)
  * the pool; the negatives are scored against the pool's rows as the round
  * found them (u_i's steps taken from those copies v too), and each step adds
  * (shrink - 1) v + step u to the row. */
+/* The pooled references' positive step of the one user's interaction with
+ * item j (weight w): Q's row and bias stepped, acc = step x the row before
+ * it, the loss added; returns the step. */
+static double positive_step(const double *P, double *Q, double *bi, double bu, int k, int j, double w, double lr,
+                            double shrink, double shrink_b, double *acc, double *loss)
+{
+    double sp = bu + bi[j];
+    for (int f = 0; f < k; f++) sp += P[f] * Q[j * k + f];
+    const double step = lr * w * (1 - sig(sp));
+    *loss += w * log_loss(sp);
+    for (int f = 0; f < k; f++) {
+        acc[f] = step * Q[j * k + f];
+        Q[j * k + f] = shrink * Q[j * k + f] + step * P[f];
+    }
+    bi[j] = shrink_b * bi[j] + step;
+    return step;
+}
+
+/* A pool negative's step, scored sn from its row q and bias b as the step
+ * found them: the change added to row and *bias (which may have moved since),
+ * acc += step x q, the loss added; returns the step. */
+static double negative_step(const double *P, const double *q, double b, double sn, double *row, double *bias, int k,
+                            double lr, double shrink, double shrink_b, double *acc, double *loss)
+{
+    const double step = -lr * sig(sn);
+    *loss += log_loss(-sn);
+    for (int f = 0; f < k; f++) {
+        row[f] += (shrink - 1) * q[f] + step * P[f];
+        acc[f] += step * q[f];
+    }
+    *bias += (shrink_b - 1) * b + step;
+    return step;
+}
+
 static void pooled_epoch(int k, int negatives, int skewed)
 {
     enum { POOL = 16 };
@@ -281,16 +315,7 @@ static void pooled_epoch(int k, int negatives, int skewed)
     }
     for (int a = 0; a < 3; a++) {
         const int j = one_col[a];
-        const double w = one_val[a];
-        double sp = bu + bi[j];
-        for (int f = 0; f < k; f++) sp += P[f] * Q[j * k + f];
-        const double step_p = lr * w * (1 - sig(sp));
-        ref_loss += w * log_loss(sp);
-        for (int f = 0; f < k; f++) {
-            acc[f] = step_p * Q[j * k + f];
-            Q[j * k + f] = shrink * Q[j * k + f] + step_p * P[f];
-        }
-        bi[j] = shrink_b * bi[j] + step_p;
+        const double step_p = positive_step(P, Q, bi, bu, k, j, one_val[a], lr, shrink, shrink_b, acc, &ref_loss);
         double keep = shrink, keep_b = shrink_b, bstep = step_p;
         for (int n = 0; n < negatives; n++) {
             int slot = -1;
@@ -301,14 +326,9 @@ static void pooled_epoch(int k, int negatives, int skewed)
             if (slot < 0) continue;
             double sn = bu + pb[slot];
             for (int f = 0; f < k; f++) sn += P[f] * pq[slot][f];
-            const double step = -lr * sig(sn);
-            ref_loss += log_loss(-sn);
-            for (int f = 0; f < k; f++) {
-                Q[item[slot] * k + f] += (shrink - 1) * pq[slot][f] + step * P[f];
-                acc[f] += step * pq[slot][f];
-            }
-            bi[item[slot]] += (shrink_b - 1) * pb[slot] + step;
-            keep *= shrink, keep_b *= shrink_b, bstep += step;
+            bstep += negative_step(P, pq[slot], pb[slot], sn, Q + item[slot] * k, bi + item[slot], k, lr, shrink, shrink_b,
+                                   acc, &ref_loss);
+            keep *= shrink, keep_b *= shrink_b;
         }
         for (int f = 0; f < k; f++) P[f] = keep * P[f] + acc[f];
         bu = keep_b * bu + bstep;
@@ -380,16 +400,7 @@ static void copies_epoch(lac_ctx_t c, int pool, int round_steps, int gpw, int k,
             }
         }
         const int j = one_col[a];
-        const double w = one_val[a];
-        double sp = bu + bi[j];
-        for (int f = 0; f < k; f++) sp += P[f] * Q[j * k + f];
-        const double step_p = lr * w * (1 - sig(sp));
-        ref_loss += w * log_loss(sp);
-        for (int f = 0; f < k; f++) {
-            acc[f] = step_p * Q[j * k + f];
-            Q[j * k + f] = shrink * Q[j * k + f] + step_p * P[f];
-        }
-        bi[j] = shrink_b * bi[j] + step_p;
+        const double step_p = positive_step(P, Q, bi, bu, k, j, one_val[a], lr, shrink, shrink_b, acc, &ref_loss);
         double keep = shrink, keep_b = shrink_b, bstep = step_p;
         for (int c0 = 0; c0 < negatives; c0 += 4) {
             int sl[4], n = negatives - c0 < 4 ? negatives - c0 : 4;
@@ -412,14 +423,8 @@ static void copies_epoch(lac_ctx_t c, int pool, int round_steps, int gpw, int k,
             }
             for (int b = 0; b < n; b++) {
                 if (sl[b] < 0) continue;
-                const double step = -lr * sig(sn[b]);
-                ref_loss += log_loss(-sn[b]);
-                for (int f = 0; f < k; f++) {
-                    cp[sl[b]][f] += (shrink - 1) * qn[b][f] + step * P[f];
-                    acc[f] += step * qn[b][f];
-                }
-                bc[sl[b]] += (shrink_b - 1) * bn[b] + step;
-                keep *= shrink, keep_b *= shrink_b, bstep += step;
+                bstep += negative_step(P, qn[b], bn[b], sn[b], cp[sl[b]], bc + sl[b], k, lr, shrink, shrink_b, acc, &ref_loss);
+                keep *= shrink, keep_b *= shrink_b;
             }
         }
         for (int f = 0; f < k; f++) P[f] = keep * P[f] + acc[f];

@@ -120,6 +120,23 @@ static __device__ __forceinline__ float4 axpby4(float s, float4 a, float t, floa
     return make_float4(fmaf(s, a.x, t * b.x), fmaf(s, a.y, t * b.y), fmaf(s, a.z, t * b.z), fmaf(s, a.w, t * b.w));
 }
 
+/* A pool slot's row pieces (lane's own, every G-th from row; zeros when row
+ * is NULL) into q, and their dot product with p summed over the group, in
+ * every lane (the pooled epochs: mf_implicit_pool.cu, _pool_copies.cu). */
+template <int G, int V>
+static __device__ __forceinline__ float slot_dot(const float4 (&p)[V], float4 (&q)[V], const float4 *row, unsigned mask)
+{
+    float x = 0.0f;
+#pragma unroll
+    for (int v = 0; v < V; v++) {
+        q[v] = row ? row[G * v] : make_float4(0.f, 0.f, 0.f, 0.f);
+        x = dot4(p[v], q[v], x);
+    }
+#pragma unroll
+    for (int o = G / 2; o > 0; o >>= 1) x += __shfl_xor_sync(mask, x, o);
+    return x;
+}
+
 /* The V float4 pieces of a factor row that lane `sub` of a group holds. */
 template <int G, int V, bool FULL>
 static __device__ __forceinline__ void load_row(float4 (&x)[V], const float4 *row, int sub, int pieces, bool present)

@@ -162,14 +162,7 @@ static __global__ void __launch_bounds__(32 * LAC_MF_WARPS_PER_BLOCK) pool_epoch
                 float sn[NB];
 #pragma unroll
                 for (int b = 0; b < NB; b++) {
-                    float x = 0.0f;
-#pragma unroll
-                    for (int v = 0; v < V; v++) {
-                        qn[b][v] = sl[b] >= 0 ? pq[sl[b] * pieces + sub + G * v] : make_float4(0.f, 0.f, 0.f, 0.f);
-                        x = dot4(p[v], qn[b][v], x);
-                    }
-#pragma unroll
-                    for (int o = G / 2; o > 0; o >>= 1) x += __shfl_xor_sync(mask, x, o);
+                    const float x = slot_dot<G, V>(p, qn[b], sl[b] >= 0 ? pq + sl[b] * pieces + sub : NULL, mask);
                     sn[b] = base + (sl[b] >= 0 ? pb[sl[b]] : 0.0f) + x;
                 }
 #pragma unroll

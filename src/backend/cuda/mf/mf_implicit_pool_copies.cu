@@ -277,14 +277,7 @@ static __global__ void __launch_bounds__(32 * LAC_MF_WARPS_PER_BLOCK) copies_epo
                         const unsigned kth = (((unsigned)(bits >> (13 * b)) & 0x1fffu) * (unsigned)cnt) >> 13;
                         sl[b] = cls * S + (int)__fns(in, 0, 1 + (int)kth);
                     }
-                    float x = 0.0f;
-#pragma unroll
-                    for (int v = 0; v < V; v++) {
-                        qn[b][v] = sl[b] >= 0 ? copy[sl[b] * PIECES + sub + G * v] : make_float4(0.f, 0.f, 0.f, 0.f);
-                        x = dot4(p[v], qn[b][v], x);
-                    }
-#pragma unroll
-                    for (int o = G / 2; o > 0; o >>= 1) x += __shfl_xor_sync(mask, x, o);
+                    const float x = slot_dot<G, V>(p, qn[b], sl[b] >= 0 ? copy + sl[b] * PIECES + sub : NULL, mask);
                     bn[b] = sl[b] >= 0 && bias ? bcopy[sl[b]] : 0.0f;
                     sn[b] = base + bn[b] + x;
                 }
