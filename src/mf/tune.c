@@ -40,8 +40,9 @@ typedef struct {
     lac_mf_tune_report *rep;
     int implicit;                 /* trials ranked by held-out NDCG@10, lower score better: 1 - NDCG */
     int correction;               /* implicit: negative_correction searched (0 or 1) */
-    double *best_users;           /* implicit: the best trial's NDCG@10 of each held-out user */
-    int64_t hold_users;           /* implicit: how many (the same in every trial) */
+    double *best_users;           /* the best trial's paired figures: NDCG@10 of each held-out user
+                                     (implicit), squared error of each held-out rating (explicit) */
+    int64_t hold_users;           /* how many (the same in every trial) */
 } search;
 
 /* (mf_internal.h) Implicit trials differ by less than the held-out share's
@@ -110,10 +111,33 @@ static lac_status implicit_trial(search *s, lac_mf_params *p, double *ndcg, doub
     return st;
 }
 
-/* Trains p on the fit share; it becomes the best when its held-out RMSE
- * beats the best by more than min_gain, or (implicit) when its users'
- * NDCG@10 beat the best trial's clearly (lac_mf_tune_clear_gain). A diverged
- * trial loses. */
+/* Each held-out rating's squared error under m (the model at its best
+ * epoch), malloc'd in *errors; s->hold_users gets their count. */
+static lac_status held_out_errors(search *s, lac_mf_model_t m, double **errors)
+{
+    *errors = NULL;
+    lac_mf_eval e;
+    LAC_CHECK(lac_mf_eval_map(s->ctx, m, s->hold, &e));
+    float *pred = malloc((size_t)(e.count ? e.count : 1) * sizeof *pred);
+    double *err = malloc((size_t)(e.count ? e.count : 1) * sizeof *err);
+    lac_status st = pred && err ? lac_mf_eval_host(s->ctx, m, &e, pred, NULL, NULL)
+                                : lac_error(s->ctx, LAC_ERR_OUT_OF_MEMORY, "out of memory for the held-out errors");
+    if (st == LAC_SUCCESS) {
+        for (int64_t i = 0; i < e.count; i++) err[i] = ((double)pred[i] - e.val[i]) * ((double)pred[i] - e.val[i]);
+        s->hold_users = e.count;
+        *errors = err;
+        err = NULL;
+    }
+    free(pred);
+    free(err);
+    lac_mf_eval_free(&e);
+    return st;
+}
+
+/* Trains p on the fit share; it becomes the best when the held-out figures
+ * beat the best trial's clearly (lac_mf_tune_clear_gain, paired: each
+ * rating's squared error, or each user's NDCG@10 with implicit feedback),
+ * an RMSE also by more than min_gain. A diverged trial loses. */
 static lac_status trial(search *s, const lac_mf_params *given, int *better)
 {
     lac_mf_model_t m = NULL;
@@ -134,6 +158,11 @@ static lac_status trial(search *s, const lac_mf_params *given, int *better)
         return st;
     } else {
         rmse = r.valid_rmse;
+        st = held_out_errors(s, m, &users);
+        if (st != LAC_SUCCESS) {
+            lac_mf_model_destroy(&m);
+            return st;
+        }
     }
     lac_mf_tune_report *rep = s->rep;
     if (rep->trials < LAC_MF_TUNE_MAX_TRIALS)
@@ -147,8 +176,9 @@ static lac_status trial(search *s, const lac_mf_params *given, int *better)
         lac_log(s->ctx, LAC_LOG_INFO, "mf tune: k %d lambda %g alpha %g: held-out RMSE %.5f at epoch %d", p->k,
                 p->lambda, p->alpha, rmse, r.best_epoch);
     lac_mf_model_destroy(&m);
-    int wins = s->implicit ? users && (!s->best_users || lac_mf_tune_clear_gain(users, s->best_users, s->hold_users))
-                           : rmse < s->best_rmse * (1.0 - p->min_gain);
+    int wins = users && (!s->best_users || (s->implicit ? lac_mf_tune_clear_gain(users, s->best_users, s->hold_users)
+                                                        : rmse < s->best_rmse * (1.0 - p->min_gain) &&
+                                                              lac_mf_tune_clear_gain(s->best_users, users, s->hold_users)));
     if (wins) {
         s->best = *p;
         s->best_rmse = rmse;
