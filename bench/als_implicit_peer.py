@@ -13,6 +13,12 @@ training (ties: lower index first); HR@n and NDCG@n over users.
       held out at random; triples out
   als_implicit_peer.py als TRAIN TEST [-k 32] [--iterations 15] [--seed S] [-n 10]
       prints JSON: hr, ndcg (ALS) and pop_hr, pop_ndcg (most-popular), seconds
+  als_implicit_peer.py popular TRAIN TEST [--negatives 99] [--seed S] [-n 10]
+      most-popular (items by training interactions) on `lacuna mf evaluate`'s
+      protocols: each user's held-out item against M items it did not
+      interact with, drawn uniformly (ties with the held item in a random
+      order), or with --negatives 0
+      every such item (ties: lower index first); prints JSON hr, ndcg, users
 """
 import argparse
 import json
@@ -116,6 +122,34 @@ def als(args):
                       "pop_hr": phr, "pop_ndcg": pndcg, "seconds": secs}))
 
 
+def popular(args):
+    tu, ti, _ = read(args.train)
+    su, si, _ = read(args.test)
+    users, items = np.unique(tu), np.unique(ti)
+    uix = {v: x for x, v in enumerate(users)}
+    iix = {v: x for x, v in enumerate(items)}
+    ni = len(items)
+    seen = [set() for _ in users]
+    count = np.zeros(ni)
+    for a, b in zip(tu, ti):
+        seen[uix[a]].add(iix[b])
+        count[iix[b]] += 1
+    held = [(uix[a], iix[b]) for a, b in zip(su, si) if a in uix and b in iix and iix[b] not in seen[uix[a]]]
+    rng = np.random.default_rng(args.seed)
+    r = np.empty(len(held), np.int64)
+    for x, (u, h) in enumerate(held):
+        free = np.array([j for j in range(ni) if j != h and j not in seen[u]])
+        if args.negatives > 0:
+            free = rng.choice(free, size=min(args.negatives, len(free)), replace=False)
+            c = count[free]
+            r[x] = np.count_nonzero(c > count[h]) + rng.integers(0, np.count_nonzero(c == count[h]) + 1)
+        else:
+            r[x] = np.count_nonzero(count[free] > count[h]) + np.count_nonzero((count[free] == count[h]) & (free < h))
+    hit = r < args.n
+    print(json.dumps({"ranker": "most-popular", "negatives": args.negatives, "hr": float(hit.mean()),
+                      "ndcg": float(np.where(hit, 1.0 / np.log2(r + 2.0), 0.0).mean()), "users": len(held)}))
+
+
 def main():
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="verb", required=True)
@@ -132,8 +166,14 @@ def main():
     a.add_argument("--iterations", type=int, default=15)
     a.add_argument("--seed", type=int, default=1)
     a.add_argument("-n", type=int, default=10)
+    q = sub.add_parser("popular")
+    q.add_argument("train")
+    q.add_argument("test")
+    q.add_argument("--negatives", type=int, default=99)
+    q.add_argument("--seed", type=int, default=1)
+    q.add_argument("-n", type=int, default=10)
     args = ap.parse_args()
-    split(args) if args.verb == "split" else als(args)
+    {"split": split, "als": als, "popular": popular}[args.verb](args)
 
 
 if __name__ == "__main__":
