@@ -45,11 +45,13 @@ typedef struct {
     int64_t hold_users;           /* how many (the same in every trial) */
 } search;
 
-/* (mf_internal.h) Implicit trials differ by less than the held-out share's
- * noise: with a plain "higher", MovieTweetings at k = 32 left the defaults
- * on one training seed of three for 0.0936 against 0.0925 (1,224 held-out
- * interactions), which cost 0.08 HR@10 under 99 sampled negatives
- * (bench/RESULTS.md, "implicit search: steps on evidence"). */
+/* (mf_internal.h) Trials often differ by less than the held-out share's
+ * noise: with a plain "better", the implicit search on MovieTweetings at
+ * k = 32 left the defaults on one training seed of three for NDCG@10 0.0936
+ * against 0.0925 (1,224 held-out interactions), which cost 0.08 HR@10 under
+ * 99 sampled negatives, and the explicit one wandered from k 8 to k 32 with
+ * the search seed (bench/RESULTS.md, "implicit search: steps on evidence",
+ * "The explicit search on evidence too"). */
 int lac_mf_tune_clear_gain(const double *a, const double *b, int64_t users)
 {
     if (users < 2) return 0;
