@@ -1,18 +1,20 @@
 /* libFuzzer harness: lac_ratings_read with every lac_ratings_format (AUTO,
- * TRIPLES, MOVIELENS, UDATA, CSV, MATRIX_MARKET), each strict and with
- * skip_bad. On success every rating is finite and its dense indices and ids
- * are in range; skip_bad never reads fewer ratings than the strict reader;
- * a failure leaves *out NULL. */
+ * TRIPLES, MOVIELENS, UDATA, CSV, MATRIX_MARKET), each strict, with
+ * skip_bad and with interaction pairs. On success every rating is finite
+ * and its dense indices and ids are in range; skip_bad never reads fewer
+ * ratings than the strict reader, and pairs read what the strict reader
+ * reads (they only admit more lines); a failure leaves *out NULL. */
 #include "fuzz_common.h"
 
 #include <math.h>
 #include <string.h>
 
-static lac_status read_ratings(const char *path, lac_ratings_format format, int skip_bad, int64_t *count)
+static lac_status read_ratings(const char *path, lac_ratings_format format, int skip_bad, int pairs, int64_t *count)
 {
     lac_ratings_read_params p = lac_ratings_read_params_default();
     p.format = format;
     p.skip_bad = skip_bad;
+    p.pairs = pairs;
     lac_ratings_t r = NULL;
     lac_ctx_t ctx = fuzz_ctx_new();
     lac_status st = lac_ratings_read(ctx, path, &p, &r);
@@ -54,12 +56,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const char *path = fuzz_file(data, size);
     for (int f = LAC_RATINGS_AUTO; f <= LAC_RATINGS_MATRIX_MARKET; f++) {
-        int64_t strict = 0, skipping = 0;
-        lac_status a = read_ratings(path, (lac_ratings_format)f, 0, &strict);
-        lac_status b = read_ratings(path, (lac_ratings_format)f, 1, &skipping);
+        int64_t strict = 0, skipping = 0, paired = 0;
+        lac_status a = read_ratings(path, (lac_ratings_format)f, 0, 0, &strict);
+        lac_status b = read_ratings(path, (lac_ratings_format)f, 1, 0, &skipping);
+        lac_status c = read_ratings(path, (lac_ratings_format)f, 0, 1, &paired);
         if (a == LAC_SUCCESS && (b != LAC_SUCCESS || skipping != strict))
             fuzz_fail("lac_ratings_read(%s): %lld ratings strict, status %d and %lld with skip_bad",
                       lac_ratings_format_name((lac_ratings_format)f), (long long)strict, b, (long long)skipping);
+        if (a == LAC_SUCCESS && (c != LAC_SUCCESS || paired != strict))
+            fuzz_fail("lac_ratings_read(%s): %lld ratings strict, status %d and %lld with pairs",
+                      lac_ratings_format_name((lac_ratings_format)f), (long long)strict, c, (long long)paired);
     }
     return 0;
 }

@@ -3,7 +3,7 @@
 # --json has the implicit keys, recommend works on the model; the held-out
 # search of l2 and the negatives' correction by default; the refusals
 # (--valid, --loss or --negative-share without --implicit, a weight that is not > 0) exit 2
-# and write no model.
+# and write no model; interaction pairs ("user item" lines) for --implicit, evaluate and split --pairs.
 set -u
 tool=$1
 work=$(mktemp -d "${LACUNA_TEST_TMPDIR:-/tmp}/cli_mf_implicit.XXXXXX")
@@ -54,6 +54,25 @@ printf '1 1 1\n1 2 0\n2 1 3\n' > zero.txt
 check "a weight of 0 exits 2" "[ $rc -eq 2 ] && [ ! -e no4.model ]"
 "$tool" mf update plain-xent.model seen.txt no5.model >/dev/null 2>&1; rc=$?
 check "update of an implicit model exits 2" "[ $rc -eq 2 ] && [ ! -e no5.model ]"
+
+# interaction pairs: 'user item' lines train --implicit, evaluate and split --pairs as a rating of 1
+awk '{print $1, $2}' seen.txt > pairs.txt
+awk '{print $1, $2, 1}' seen.txt > ones.txt
+"$tool" mf train --implicit --deterministic --no-search -k 4 -t 3 --quiet pairs.txt pairs.model; rc=$?
+"$tool" mf train --implicit --deterministic --no-search -k 4 -t 3 --quiet ones.txt ones.model
+check "pairs train --implicit as ratings of 1 do (the same model bytes)" "[ $rc -eq 0 ] && cmp -s pairs.model ones.model"
+"$tool" mf train --no-search -t 2 pairs.txt no9.model >/dev/null 2>err.txt; rc=$?
+check "explicit training refuses pairs and says where they are read" \
+    "[ $rc -ne 0 ] && [ ! -e no9.model ] && grep -q 'split --pairs' err.txt"
+"$tool" mf split pairs.txt x.txt y.txt >/dev/null 2>&1; rc=$?
+check "split without --pairs refuses pairs" "[ $rc -ne 0 ] && [ ! -e x.txt ] && [ ! -e y.txt ]"
+"$tool" mf split --pairs --leave-last pairs.txt ptrain.txt ptest.txt 2>/dev/null; rc=$?
+check "split --pairs writes a rating of 1" \
+    "[ $rc -eq 0 ] && [ -s ptest.txt ] && awk '\$3 != 1 {bad = 1} END {exit bad}' ptrain.txt ptest.txt"
+awk '{print $1, $2}' ptest.txt > ptest_pairs.txt
+"$tool" mf train --implicit --deterministic --no-search -k 4 -t 3 --quiet ptrain.txt held.model
+a=$("$tool" mf evaluate --negatives 0 --json held.model ptest.txt); b=$("$tool" mf evaluate --negatives 0 --json held.model ptest_pairs.txt)
+check "evaluate reads a pairs TEST as its rated lines" "grep -q '\"users\":[1-9]' <<<\"\$a\" && [ \"\$a\" = \"\$b\" ]"
 
 echo "$passes passed, $fails failed"
 [ $fails -eq 0 ]

@@ -155,6 +155,47 @@ TEST(csv_first_line_is_a_header_only_by_the_rule)
     refused("h7.csv", "user,item,rating\n1,2,3\nuser,item,rating\n", LAC_RATINGS_CSV, ":3:");
 }
 
+static lac_ratings_t read_pairs(const char *name, const char *text, lac_ratings_format format, lac_status expect)
+{
+    char path[512];
+    harness_temp_path(path, sizeof path, name);
+    write_text(path, text);
+    lac_ratings_read_params p = lac_ratings_read_params_default();
+    p.format = format;
+    p.pairs = 1;
+    lac_ratings_t r = NULL;
+    CHECK_STATUS(ctx, lac_ratings_read(ctx, path, &p, &r), expect);
+    remove(path);
+    return r;
+}
+
+/* Interaction data: with `pairs`, "user item" lines read as rating 1 in
+ * whitespace, MovieLens and CSV files (a line with a rating keeps it; a
+ * first CSV line of two names is the header); without it they are refused,
+ * the message saying where pairs are read. */
+TEST(interaction_pairs_read_as_one_only_when_asked)
+{
+    static const entry pairs[] = {{"u1", "i9", 1.0f}, {"42", "i9", 2.5f}, {"u1", "007", 1.0f}};
+    lac_ratings_t r = read_pairs("p.txt", "# seen\nu1 i9\n42\ti9 2.5\nu1 007\n", LAC_RATINGS_AUTO, 0);
+    check_entries(r, pairs, 3);
+    lac_ratings_destroy(&r);
+    r = read_pairs("p.dat", "u1::i9\n42::i9::2.5::978300760\nu1::007\n", LAC_RATINGS_AUTO, 0);
+    check_entries(r, pairs, 3);
+    lac_ratings_destroy(&r);
+    r = read_pairs("p.csv", "user,item\nu1,i9\n42,i9,2.5\nu1,007\n", LAC_RATINGS_AUTO, 0);
+    check_entries(r, pairs, 3);
+    lac_ratings_destroy(&r);
+    r = read_pairs("p2.csv", "1,9\n2,9\n", LAC_RATINGS_CSV, 0);   /* numeric ids: no header */
+    CHECK_INT(lac_ratings_count(r), 2);
+    lac_ratings_destroy(&r);
+    read_pairs("p3.txt", "u1\n", LAC_RATINGS_TRIPLES, LAC_ERR_FORMAT);
+    CHECK_STR_CONTAINS(lac_last_error(ctx), "expected 'user item [rating [timestamp]]'");
+    read_pairs("p4.csv", "1,9\nu1,\"\"\n", LAC_RATINGS_CSV, LAC_ERR_FORMAT);
+    CHECK_STR_CONTAINS(lac_last_error(ctx), ":2: empty user or item id");
+    refused("p5.txt", "u1 i9\n", LAC_RATINGS_AUTO, "split --pairs");
+    refused("p6.csv", "1,9\n", LAC_RATINGS_CSV, ":1:");
+}
+
 TEST(writers_quote_or_refuse_ids_they_cannot_hold)
 {
     /* CSV quotes: every id comes back as it was */
@@ -288,6 +329,7 @@ int main(void)
     RUN(malformed_lines_name_file_and_line);
     RUN(csv_quoting_by_rfc_4180);
     RUN(csv_first_line_is_a_header_only_by_the_rule);
+    RUN(interaction_pairs_read_as_one_only_when_asked);
     RUN(writers_quote_or_refuse_ids_they_cannot_hold);
     RUN(matrix_market_broken_forms);
     RUN(skip_bad_counts_and_skips);

@@ -714,6 +714,10 @@ typedef struct {
     size_t struct_size;               /* sizeof: set by lac_ratings_read_params_default() */
     lac_ratings_format format;
     int skip_bad;             /* count and skip malformed lines instead of failing */
+    int pairs;                /* interaction data: a line of two fields, "user item" (TRIPLES,
+                                 MOVIELENS "user::item", CSV "user,item"), reads as rating 1; for
+                                 implicit training and ranking, where a rating is only "seen".
+                                 Default 0: every line needs its rating */
 } lac_ratings_read_params;
 
 LAC_API void lac_ratings_read_params_init(lac_ratings_read_params *params, size_t struct_size);

@@ -256,6 +256,7 @@ class lac_ratings_read_params(Structure):
         ("struct_size", c_size_t),
         ("format", c_enum),
         ("skip_bad", c_int),
+        ("pairs", c_int),
     ]
 
 

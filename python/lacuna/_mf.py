@@ -62,10 +62,10 @@ def _csv_field(s, name, i):
 class _Ratings:
     """A lac_ratings_t made from arrays (or read from a file); destroyed on close."""
 
-    def __init__(self, ctx, users, items=None, ratings=None, path=None, format="auto", skip_bad=False):
+    def __init__(self, ctx, users, items=None, ratings=None, path=None, format="auto", skip_bad=False, pairs=False):
         self.handle = _lib.lac_ratings_t()
-        if path is not None:
-            self._read(ctx, _core.fspath(path, "ratings file"), format, skip_bad)
+        if path is not None:   # pairs: "user item" lines read as rating 1 (interactions)
+            self._read(ctx, _core.fspath(path, "ratings file"), format, skip_bad, pairs)
             return
         ku, u = _ids(users, "users")
         ki, it = _ids(items, "items")
@@ -95,11 +95,11 @@ class _Ratings:
                 for i in range(len(us)):
                     f.write("%s,%s,%r\n" % (_csv_field(us[i], "users", i), _csv_field(its[i], "items", i),
                                             float(r[i])))
-            self._read(ctx, tmp.encode(), "csv", False)
+            self._read(ctx, tmp.encode(), "csv", False, False)
         finally:
             os.unlink(tmp)
 
-    def _read(self, ctx, path, format, skip_bad):
+    def _read(self, ctx, path, format, skip_bad, pairs):
         p = _lib.params(_lib.lac_ratings_read_params, "lac_ratings_read_params_init")
         if not isinstance(format, str):
             raise input_error("format must be a name (auto, triples, movielens, udata, csv, mm), not %r" % (format,))
@@ -107,6 +107,7 @@ class _Ratings:
         check(lib.lac_ratings_format_parse(format.encode(), ctypes.byref(fmt)))
         p.format = fmt.value
         p.skip_bad = 1 if skip_bad else 0
+        p.pairs = 1 if pairs else 0
         check(lib.lac_ratings_read(ctx.handle, path, ctypes.byref(p), ctypes.byref(self.handle)), ctx)
 
     @property
@@ -125,10 +126,10 @@ class _Ratings:
         return False
 
 
-def _as_ratings(ctx, data, name):
+def _as_ratings(ctx, data, name, pairs=False):
     """A _Ratings from a path or a (users, items, ratings) tuple."""
     if isinstance(data, (str, bytes, os.PathLike)):
-        return _Ratings(ctx, None, path=data)
+        return _Ratings(ctx, None, path=data, pairs=pairs)
     if isinstance(data, (tuple, list)) and len(data) == 3:
         return _Ratings(ctx, data[0], data[1], data[2])
     raise input_error("%s must be a ratings file path or a (users, items, ratings) tuple" % name)
@@ -419,7 +420,8 @@ class MF(_core.Closeable):
         so far and raises KeyboardInterrupt."""
         ctx = self._ctx()
         if items is None and ratings is None and isinstance(users, (str, bytes, os.PathLike)):
-            train = _Ratings(ctx, None, path=users, format=format, skip_bad=skip_bad)
+            train = _Ratings(ctx, None, path=users, format=format, skip_bad=skip_bad,
+                             pairs=bool(self._params.implicit))
         elif items is None or ratings is None:
             raise input_error("fit takes (users, items, ratings) arrays or a ratings file path")
         else:
@@ -542,7 +544,7 @@ class MF(_core.Closeable):
         if n is not None and items is not None and ratings is None:
             ratings = np.ones(len(np.asarray(items)), np.float32)
         if items is None and ratings is None:
-            r = _as_ratings(ctx, users, "evaluate's ratings")
+            r = _as_ratings(ctx, users, "evaluate's ratings", pairs=n is not None)
         else:
             r = _Ratings(ctx, users, items, ratings)
         if n is not None:

@@ -810,6 +810,23 @@ class TestMF(unittest.TestCase):
                 lacuna.MF(k=8, implicit=True, negative_exponent=bad)
         with self.assertRaises(lacuna.LacunaInputError):
             lacuna.MF(k=8, negative_exponent=1)
+        # interaction pairs from a file: "user item" lines train an implicit model as ratings of 1 do,
+        # evaluate(path, n=...) reads them too; an explicit fit refuses them
+        d = tmpdir()
+        cut = len(u) - 300   # the last 300 interactions held out
+        for name, fmt in (("pairs", "%d %d\n"), ("ones", "%d %d 1\n")):
+            for part, rows in (("train", slice(0, cut)), ("test", slice(cut, None))):
+                with open(os.path.join(d, "%s_%s.txt" % (name, part)), "w") as f:
+                    f.writelines(fmt % (a, b) for a, b in zip(u[rows], i[rows]))
+        kw = dict(k=4, seed=3, threads=1, epochs=3, implicit=True, deterministic=True)
+        fp = lacuna.MF(**kw).fit(os.path.join(d, "pairs_train.txt"))
+        fo = lacuna.MF(**kw).fit(os.path.join(d, "ones_train.txt"))
+        np.testing.assert_array_equal(fp.item_factors, fo.item_factors)
+        ep = fp.evaluate(os.path.join(d, "pairs_test.txt"), n=5, negatives=0)
+        self.assertGreater(ep["users"], 0)
+        self.assertEqual(ep, fo.evaluate(os.path.join(d, "ones_test.txt"), n=5, negatives=0))
+        with self.assertRaises(lacuna.LacunaError):
+            lacuna.MF(k=4, epochs=2).fit(os.path.join(d, "pairs_train.txt"))
         # the correction for the draws, chosen with lambda_ on held-out interactions under search=True
         c = lacuna.MF(k=8, seed=3, threads=2, epochs=3, implicit=True, search=True).fit(u, i, r)
         self.assertEqual(c.search_["searched"], ["lambda_", "negative_correction"])

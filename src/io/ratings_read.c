@@ -1,7 +1,8 @@
 /* Rating readers: whitespace triples (LIBMF), MovieLens "::", u.data (tab +
  * timestamp), CSV (RFC 4180 quoting, an optional header), Matrix Market
- * coordinate. Every malformed line is an error naming file and line, or is
- * counted and skipped. */
+ * coordinate; with `pairs`, interaction lines "user item" as rating 1. Every
+ * malformed line is an error naming file and line, or is counted and
+ * skipped. */
 #include "data/ratings.h"
 #include "io/io_internal.h"
 
@@ -170,10 +171,12 @@ static int looks_numeric(field f)
 /* The rule for a CSV file's first line that is not a rating: it is a header
  * when it has three or more fields and each is a name (not empty, not a
  * number), as "userId,movieId,rating,timestamp"; anything else ("1,1,x") is
- * a malformed line, never dropped silently. */
-static int is_csv_header(const field *f, int n)
+ * a malformed line, never dropped silently. Interaction pairs have no
+ * rating to tell by: there a first line of two names ("user,item") is the
+ * header, so a pairs file whose ids are names needs one. */
+static int is_csv_header(const field *f, int n, int pairs)
 {
-    if (n < 3) return 0;
+    if (n < (pairs ? 2 : 3)) return 0;
     for (int i = 0; i < n && i < MAX_FIELDS; i++)
         if (f[i].len == 0 || looks_numeric(f[i])) return 0;
     return 1;
@@ -330,13 +333,23 @@ lac_status lac_ratings_read(lac_ctx_t ctx, const char *path, const lac_ratings_r
             else if (!parse_rating(f[2], &value)) why = "the value is not a finite number";
             else if (r->count >= mm_nnz) why = "more entries than the size line says";
         } else {
-            int min_fields = 3, max_fields = format == LAC_RATINGS_TRIPLES || format == LAC_RATINGS_UDATA ? 4 : MAX_FIELDS;
+            /* pairs: "user item" is an interaction, rating 1 (not u.data, whose lines are four fields) */
+            const int pairs = p.pairs && format != LAC_RATINGS_UDATA;
+            int min_fields = pairs ? 2 : 3, max_fields = format == LAC_RATINGS_TRIPLES || format == LAC_RATINGS_UDATA ? 4 : MAX_FIELDS;
             if (n < min_fields || n > max_fields) {
-                why = format == LAC_RATINGS_MOVIELENS ? "expected 'user::item::rating::timestamp'"
-                      : format == LAC_RATINGS_CSV     ? "expected 'user,item,rating,...'"
-                                                      : "expected 'user item rating [timestamp]'";
+                why = format == LAC_RATINGS_MOVIELENS ? (pairs ? "expected 'user::item[::rating[::timestamp]]'"
+                                                               : "expected 'user::item::rating::timestamp'")
+                      : format == LAC_RATINGS_CSV ? (pairs ? "expected 'user,item[,rating,...]'" : "expected 'user,item,rating,...'")
+                      : pairs                     ? "expected 'user item [rating [timestamp]]'"
+                      : n == 2 ? "expected 'user item rating [timestamp]' (lines of 'user item' interactions are read "
+                                 "by implicit training, evaluate and split --pairs)"
+                               : "expected 'user item rating [timestamp]'";
+            } else if (n == 2) {   /* pairs */
+                if (csv_header_possible && is_csv_header(f, n, 1)) continue;
+                value = 1.0f;
+                if (f[0].len == 0 || f[1].len == 0) why = "empty user or item id";
             } else if (!parse_rating(f[2], &value)) {
-                if (csv_header_possible && is_csv_header(f, n)) continue;
+                if (csv_header_possible && is_csv_header(f, n, 0)) continue;
                 why = csv_header_possible ? "the first line is neither a header (names only) nor a rating line: "
                                             "the rating is not a finite number"
                                           : "the rating is not a finite number";

@@ -118,6 +118,7 @@ static int mf_split(int argc, char **argv)
     cli_ratings_input_init(&in, "IN's format");
     int out_format = LAC_RATINGS_TRIPLES - 1;   /* an index into in.formats + 1: no "auto" when writing */
     int64_t seed = (int64_t)sp.seed;
+    int pairs = 0;
     cli_opt options[] = {
         {"--fraction", NULL, CLI_DOUBLE, &sp.fraction, "F", .help = "share of the ratings for TEST", CLI_IN(0, 1),
          .open = CLI_OPEN_MIN | CLI_OPEN_MAX, .show_default = 1},
@@ -129,6 +130,8 @@ static int mf_split(int argc, char **argv)
         {"--seed", NULL, CLI_INT64, &seed, "S", .help = "random seed", .show_default = 1},
         {"--out-format", NULL, CLI_ENUM, &out_format, NULL, .help = "TRAIN's and TEST's format",
          .choices = in.formats + 1, .show_default = 1},
+        {"--pairs", NULL, CLI_FLAG, &pairs, NULL,
+         .help = "IN holds interactions: a 'user item' line (no rating) reads as rating 1, written so"},
         {0},
     };
     const cli_command command = {
@@ -148,6 +151,7 @@ static int mf_split(int argc, char **argv)
     if ((rc = cli_check_files(cmd, inputs, 1, outputs, 2)) != CLI_OK) return rc;
     sp.seed = (uint64_t)seed;
     lac_ratings_read_params rp = cli_ratings_input_params(&in);
+    rp.pairs = pairs;
     lac_ratings_format out = (lac_ratings_format)(out_format + 1);
     lac_ctx_t ctx;
     rc = cli_make_context(cmd, "cpu", 0, &ctx);

@@ -32,10 +32,10 @@ int cmd_mf_evaluate(int argc, char **argv)
         .name = cmd,
         .usage = "mf evaluate [options] MODEL TEST",
         .about = "Ranking metrics of MODEL on the (user, item) pairs of TEST, every one relevant\n"
-                 "whatever its rating: HR@N, NDCG@N, precision@N, recall@N and MAP@N, the mean\n"
-                 "over users with a test item. Pairs of users or items the model does not know,\n"
-                 "or rated in training, are skipped (counted). `mf split --leave-last` makes\n"
-                 "the leave-one-out split by time.\n",
+                 "whatever its rating (a line may be just 'user item'): HR@N, NDCG@N, precision@N,\n"
+                 "recall@N and MAP@N, the mean over users with a test item. Pairs of users or\n"
+                 "items the model does not know, or rated in training, are skipped (counted).\n"
+                 "`mf split --leave-last` makes the leave-one-out split by time.\n",
         .tables = {options, in.options},
         .args = "MODEL TEST",
         .min_args = 2,
@@ -47,6 +47,7 @@ int cmd_mf_evaluate(int argc, char **argv)
     if ((rc = cli_check_files(cmd, inputs, 2, NULL, 0)) != CLI_OK) return rc;
     p.seed = (uint64_t)seed;
     lac_ratings_read_params rp = cli_ratings_input_params(&in);
+    rp.pairs = 1;   /* every test pair is relevant whatever its rating: "user item" lines too */
     lac_ctx_t ctx;
     rc = cli_make_context(cmd, "cpu", threads, &ctx);
     if (rc) return rc;

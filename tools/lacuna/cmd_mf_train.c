@@ -162,7 +162,8 @@ int cmd_mf_train(int argc, char **argv)
          .help = "neighbourhood model: up to N plain epochs first (W = C = 0; stop when one gains < 0.1% on --valid)",
          CLI_IN(0, 1000000), .show_default = 1},
         {"--implicit", NULL, CLI_FLAG, &p.implicit, NULL,
-         .help = "implicit feedback: every rating is an interaction (seen), unseen items are sampled negatives; "
+         .help = "implicit feedback: every rating is an interaction (seen; 'user item' lines too), unseen items "
+                 "are sampled negatives; "
                  "r_hat is a logit (CPU)"},
         {"--loss", NULL, CLI_ENUM, &p.loss, NULL,
          .help = "--implicit: cross-entropy with sampled negatives, or BPR (one negative per interaction)",
@@ -254,6 +255,7 @@ int cmd_mf_train(int argc, char **argv)
     p.neighbours.method = (lac_mf_nbr_method)method;
     p.neighbours.seed = (uint64_t)seed;
     lac_ratings_read_params rp = cli_ratings_input_params(&in);
+    rp.pairs = p.implicit;   /* interactions may come as "user item" lines */
     const char *why = lac_mf_params_check(&p);
     if (why) return cli_usage_error(cmd, "%s", why);
     cli_progress_enable(!quiet);
