@@ -341,9 +341,10 @@ lac_status lac_ratings_read(lac_ctx_t ctx, const char *path, const lac_ratings_r
                                                                : "expected 'user::item::rating::timestamp'")
                       : format == LAC_RATINGS_CSV ? (pairs ? "expected 'user,item[,rating,...]'" : "expected 'user,item,rating,...'")
                       : pairs                     ? "expected 'user item [rating [timestamp]]'"
-                      : n == 2 ? "expected 'user item rating [timestamp]' (lines of 'user item' interactions are read "
-                                 "by implicit training, evaluate and split --pairs)"
-                               : "expected 'user item rating [timestamp]'";
+                      : n == 2 && format == LAC_RATINGS_TRIPLES
+                          ? "expected 'user item rating [timestamp]' (lines of 'user item' interactions are read "
+                            "by implicit training, evaluate and split --pairs)"
+                          : "expected 'user item rating [timestamp]'";
             } else if (n == 2) {   /* pairs */
                 if (csv_header_possible && is_csv_header(f, n, 1)) continue;
                 value = 1.0f;
