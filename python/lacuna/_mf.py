@@ -413,17 +413,23 @@ class MF(_core.Closeable):
     # -- training ---------------------------------------------------------------
     def fit(self, users, items=None, ratings=None, valid=None, *, format="auto", skip_bad=False):
         """Trains on (users, items, ratings) arrays, or on a ratings file:
-        fit(path) (format: auto, triples, movielens, udata, csv, mm). valid: a
-        path or a (users, items, ratings) tuple, for early stopping. Returns
-        self; report_ holds the run's summary, history_ one dict per epoch.
-        Ctrl-C stops training after the current epoch, keeps the model trained
-        so far and raises KeyboardInterrupt."""
+        fit(path) (format: auto, triples, movielens, udata, csv, mm). With
+        implicit=True (not weighted) the interactions alone will do:
+        fit(users, items), or a file of "user item" lines. valid: a path or a
+        (users, items, ratings) tuple, for early stopping. Returns self;
+        report_ holds the run's summary, history_ one dict per epoch. Ctrl-C
+        stops training after the current epoch, keeps the model trained so far
+        and raises KeyboardInterrupt."""
         ctx = self._ctx()
+        seen_only = bool(self._params.implicit) and not self._params.weighted
         if items is None and ratings is None and isinstance(users, (str, bytes, os.PathLike)):
             train = _Ratings(ctx, None, path=users, format=format, skip_bad=skip_bad,
                              pairs=bool(self._params.implicit))
+        elif items is not None and ratings is None and seen_only:   # every pair is an interaction
+            train = _Ratings(ctx, users, items, np.ones(len(np.asarray(items)), np.float32))
         elif items is None or ratings is None:
-            raise input_error("fit takes (users, items, ratings) arrays or a ratings file path")
+            raise input_error("fit takes (users, items, ratings) arrays (implicit=True: (users, items) will do) "
+                              "or a ratings file path")
         else:
             train = _Ratings(ctx, users, items, ratings)
         val = None

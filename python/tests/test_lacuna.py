@@ -827,6 +827,13 @@ class TestMF(unittest.TestCase):
         self.assertEqual(ep, fo.evaluate(os.path.join(d, "ones_test.txt"), n=5, negatives=0))
         with self.assertRaises(lacuna.LacunaError):
             lacuna.MF(k=4, epochs=2).fit(os.path.join(d, "pairs_train.txt"))
+        # and as arrays: fit(users, items) is the pairs file's model; ratings stay required elsewhere
+        fa = lacuna.MF(**kw).fit(u[:cut], i[:cut])
+        np.testing.assert_array_equal(fa.item_factors, fp.item_factors)
+        with self.assertRaises(lacuna.LacunaInputError):
+            lacuna.MF(k=4, epochs=2).fit(u, i)
+        with self.assertRaises(lacuna.LacunaInputError):
+            lacuna.MF(k=4, epochs=2, implicit=True, weighted=True).fit(u, i)
         # the correction for the draws, chosen with lambda_ on held-out interactions under search=True
         c = lacuna.MF(k=8, seed=3, threads=2, epochs=3, implicit=True, search=True).fit(u, i, r)
         self.assertEqual(c.search_["searched"], ["lambda_", "negative_correction"])
