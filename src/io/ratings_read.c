@@ -213,6 +213,21 @@ static lac_ratings_format guess_format(const char *line)
     return LAC_RATINGS_TRIPLES;
 }
 
+/* What a line of the format must look like, for a line of n fields that
+ * does not; a whitespace line of two where pairs are not read says where
+ * they are. */
+static const char *expected_line(lac_ratings_format format, int pairs, int n)
+{
+    if (format == LAC_RATINGS_MOVIELENS)
+        return pairs ? "expected 'user::item[::rating[::timestamp]]'" : "expected 'user::item::rating::timestamp'";
+    if (format == LAC_RATINGS_CSV) return pairs ? "expected 'user,item[,rating,...]'" : "expected 'user,item,rating,...'";
+    if (pairs) return "expected 'user item [rating [timestamp]]'";
+    if (n == 2 && format == LAC_RATINGS_TRIPLES)
+        return "expected 'user item rating [timestamp]' (lines of 'user item' interactions are read by implicit "
+               "training, evaluate and split --pairs)";
+    return "expected 'user item rating [timestamp]'";
+}
+
 static void chomp(char *line, ssize_t *len)
 {
     while (*len > 0 && (line[*len - 1] == '\n' || line[*len - 1] == '\r')) line[--*len] = '\0';
@@ -337,14 +352,7 @@ lac_status lac_ratings_read(lac_ctx_t ctx, const char *path, const lac_ratings_r
             const int pairs = p.pairs && format != LAC_RATINGS_UDATA;
             int min_fields = pairs ? 2 : 3, max_fields = format == LAC_RATINGS_TRIPLES || format == LAC_RATINGS_UDATA ? 4 : MAX_FIELDS;
             if (n < min_fields || n > max_fields) {
-                why = format == LAC_RATINGS_MOVIELENS ? (pairs ? "expected 'user::item[::rating[::timestamp]]'"
-                                                               : "expected 'user::item::rating::timestamp'")
-                      : format == LAC_RATINGS_CSV ? (pairs ? "expected 'user,item[,rating,...]'" : "expected 'user,item,rating,...'")
-                      : pairs                     ? "expected 'user item [rating [timestamp]]'"
-                      : n == 2 && format == LAC_RATINGS_TRIPLES
-                          ? "expected 'user item rating [timestamp]' (lines of 'user item' interactions are read "
-                            "by implicit training, evaluate and split --pairs)"
-                          : "expected 'user item rating [timestamp]'";
+                why = expected_line(format, pairs, n);
             } else if (n == 2) {   /* pairs */
                 if (csv_header_possible && is_csv_header(f, n, 1)) continue;
                 value = 1.0f;

@@ -86,12 +86,10 @@ static lac_status implicit_trial(search *s, lac_mf_params *p, double *ndcg, doub
     lac_mf_rank_params rp = lac_mf_rank_params_default();
     rp.negatives = 0;
     lac_mf_rank_report r, rc;
-    double *without = NULL, *with = NULL;
+    double *without = NULL, *with = NULL, **kept = &without;
     st = lac_mf_rank_users(s->ctx, &rp, m, s->hold, &r, &without);
-    if (st == LAC_SUCCESS) *ndcg = r.ndcg, *users = without, without = NULL, s->hold_users = r.users;
+    if (st == LAC_SUCCESS) *ndcg = r.ndcg, s->hold_users = r.users;
     if (st == LAC_SUCCESS && s->correction && m->params.negative_exponent > 0) {
-        without = *users;
-        *users = NULL;
         st = lac_mf_negative_correct(s->ctx, m, 1.0);
         if (st == LAC_SUCCESS) st = lac_mf_rank_users(s->ctx, &rp, m, s->hold, &rc, &with);
         if (st == LAC_SUCCESS) {   /* the same model and held-out share: the same users in the same order */
@@ -99,14 +97,11 @@ static lac_status implicit_trial(search *s, lac_mf_params *p, double *ndcg, doub
             lac_log(s->ctx, LAC_LOG_INFO, "mf tune: lambda %g: held-out NDCG@10 %.5f without the correction, %.5f with: %s",
                     p->lambda, r.ndcg, rc.ndcg, drop ? "dropped" : "kept");
             p->negative_correction = drop ? 0.0 : 1.0;
-            if (!drop) *ndcg = rc.ndcg;
-            *users = drop ? without : with;
-            if (drop) without = NULL;
-            else with = NULL;
-        } else {
-            *ndcg = NAN;
+            if (!drop) *ndcg = rc.ndcg, kept = &with;
         }
     }
+    if (st == LAC_SUCCESS) *users = *kept, *kept = NULL;
+    else *ndcg = NAN;
     free(without);
     free(with);
     lac_mf_model_destroy(&m);
