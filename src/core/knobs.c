@@ -82,6 +82,8 @@ static const struct {
                                        "negatives are drawn in the epoch kernel"},
     [LAC_KNOB_MF_CUDA_NEG_POOL_CELLS] = {"LACUNA_MF_CUDA_NEG_POOL_CELLS",
                                          "cells of a round per row of a block's pool of negatives (default 8)"},
+    [LAC_KNOB_IMPUTE_CUDA_VLESS] = {"LACUNA_IMPUTE_CUDA_VLESS",
+                                    "0: a cold Jacobi SVT pass whose vectors are not kept carries V all the same"},
 };
 
 /* The environment as the process first saw it: read once. */

@@ -277,6 +277,21 @@ TEST(each_svt_path_matches_lapack_where_the_other_is_the_default)
     check_forced_path("IMPUTE_CUDA_SUBSPACE=off", 0, large, 1);
 }
 
+/* Without a warm start the Jacobi path keeps no V: a slice whose kept σ are
+ * all within 4x of σmax (λ at σmax/2, λ above σmax, most of the λ between
+ * σ3 and σ4) is done without V, S_λ rebuilt from Aᵀ w of the kept columns;
+ * λ = 0 and the rest go to the second launch with V; every shape and kind
+ * against LAPACK as with V (the Gram route is unaffected and rides along);
+ * then V everywhere (LACUNA_IMPUTE_CUDA_VLESS=0). */
+TEST(svt_without_kept_vectors_matches_lapack)
+{
+    static const int64_t shapes[][3] = {{2, 2, 40}, {1, 7, 8}, {7, 1, 8}, {3, 5, 12}, {50, 50, 24}, {64, 64, 12},
+                                        {30, 100, 8}, {100, 30, 8}, {17, 33, 9}, {128, 128, 4}};
+    check_forced_path("IMPUTE_CUDA_WARM=0", 0, shapes, sizeof shapes / sizeof shapes[0]);
+    check_forced_path("IMPUTE_CUDA_WARM=0,IMPUTE_CUDA_SVT=jacobi", 2, shapes + 9, 1);
+    check_forced_path("IMPUTE_CUDA_WARM=0,IMPUTE_CUDA_VLESS=0", 0, shapes + 4, 2);
+}
+
 /* Two and three shares of device 0 (the multi-GPU split run on one device):
  * the SVT's slices split across them, each part against LAPACK; odd counts. */
 TEST(svt_split_across_shares_matches_lapack)
@@ -463,6 +478,26 @@ TEST(imputation_matches_the_cpu)
     impute_both(LAC_FLOAT32, 1, 1, 4);   /* two shares of device 0 */
     impute_both(LAC_FLOAT64, 0, 1, 4);
     impute_both(LAC_FLOAT32, 0, 1, 5);   /* two shares, 3xTF32 */
+}
+
+/* Whole imputations whose every pass is cold (no V anywhere): the CPU's
+ * completion, float32 and float64, vertex and entry masks. */
+TEST(imputation_without_kept_vectors_matches_the_cpu)
+{
+    lac_ctx_params p = lac_ctx_params_default();
+    p.backend = LAC_BACKEND_CUDA;
+    p.knobs = "IMPUTE_CUDA_WARM=0";
+    lac_ctx_t cold = NULL, usual = gpu;
+    if (lac_ctx_create(&p, &cold) != 0) {
+        HARNESS_FAIL("context without the warm start: %s", lac_last_error(NULL));
+        return;
+    }
+    gpu = cold;
+    impute_both(LAC_FLOAT32, 0, 1, 0);
+    impute_both(LAC_FLOAT64, 1, 1, 0);
+    impute_both(LAC_FLOAT32, 1, 0, 0);
+    gpu = usual;
+    lac_ctx_destroy(&cold);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1251,8 +1286,10 @@ int main(void)
     const int full = !(quick && strcmp(quick, "1") == 0);
     if (full) RUN(batched_svt_matches_lapack_beyond_shared_memory);
     RUN(each_svt_path_matches_lapack_where_the_other_is_the_default);
+    RUN(svt_without_kept_vectors_matches_lapack);
     RUN(svt_split_across_shares_matches_lapack);
     RUN(imputation_matches_the_cpu);
+    RUN(imputation_without_kept_vectors_matches_the_cpu);
     RUN(subspace_svt_certifies_or_falls_back);
     RUN(jacobi_certificate_proves_or_refuses_the_block_below_lambda);
     RUN(imputation_with_the_subspace_pass_matches_the_cpu);

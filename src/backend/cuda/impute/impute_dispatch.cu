@@ -342,7 +342,9 @@ lac_status setup(lac_ctx_t ctx, const lac_impute_problem *pr, size_t svt_budget,
     s->svt_budget = svt_budget;
     s->warm_start = lac_knob_int(ctx, LAC_KNOB_IMPUTE_CUDA_WARM, 1) != 0;
     s->gemm_mode = sizeof(REAL) == sizeof(float) ? pr->gemm_tf32 : LAC_GEMM_FP32;
-    s->keep_vectors = s->jacobi || lac_svt_subspace_on<REAL>(ctx);
+    /* The Jacobi path keeps V only for the warm start (without it a cold
+     * pass does not carry V at all); the Gram route for its subspace pass. */
+    s->keep_vectors = s->jacobi ? s->warm_start : lac_svt_subspace_on<REAL>(ctx);
     if (s->keep_vectors) {
         const int64_t p = pr->m < pr->n ? pr->m : pr->n;
         LAC_CHECK_GOTO(device_alloc(ctx, &s->v, N * p * p), st, fail);

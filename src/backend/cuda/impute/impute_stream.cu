@@ -157,7 +157,7 @@ lac_status allocate(lac_ctx_t ctx, stream_state<REAL> *s, size_t stage_size)
     LAC_CHECK(host_buffer(ctx, &s->h_lambda, N));
     LAC_CHECK(host_buffer(ctx, &s->h_partial, LAC_IMPUTE_CUDA_PARTIALS));
     if (pr->truth) LAC_CHECK(host_buffer(ctx, &s->h_truth, mn * N));
-    if (s->jacobi) LAC_CHECK(host_buffer(ctx, &s->h_v, N * p * p));
+    if (s->jacobi && s->warm_start) LAC_CHECK(host_buffer(ctx, &s->h_v, N * p * p));   /* the warm start's V */
     LAC_CHECK(device_buffer(ctx, &s->x_inc, mn * ni));
     LAC_CHECK(device_buffer(ctx, &s->x_new, mn * ni));
     s->x_est = s->x_inc;
@@ -172,7 +172,7 @@ lac_status allocate(lac_ctx_t ctx, stream_state<REAL> *s, size_t stage_size)
         if (pr->truth) LAC_CHECK(device_buffer(ctx, &b.truth, mn * w));
         LAC_CHECK(device_buffer(ctx, &b.lambda, w));
         LAC_CHECK(device_buffer(ctx, &b.stats, w * LAC_SVT_STATS));
-        if (s->jacobi) LAC_CHECK(device_buffer(ctx, &b.v, w * p * p));
+        if (s->jacobi && s->warm_start) LAC_CHECK(device_buffer(ctx, &b.v, w * p * p));
         LAC_CUDA_CHECK(ctx, cudaEventCreateWithFlags(&b.loaded, cudaEventDisableTiming));
         LAC_CUDA_CHECK(ctx, cudaEventCreateWithFlags(&b.computed, cudaEventDisableTiming));
         LAC_CUDA_CHECK(ctx, cudaEventCreateWithFlags(&b.drained, cudaEventDisableTiming));
@@ -230,7 +230,7 @@ template <typename REAL> lac_status load_slab(lac_ctx_t ctx, stream_state<REAL> 
     if (b.truth)
         LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(b.truth, s->h_truth + k0 * mn, (size_t)(nk * mn) * sizeof(REAL), in, up));
     if (lambda) LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(b.lambda, s->h_lambda + k0, (size_t)nk * sizeof(double), in, up));
-    if (s->jacobi && s->v_valid)
+    if (b.v && s->v_valid)
         LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(b.v, s->h_v + k0 * pp, (size_t)(nk * pp) * sizeof(double), in, up));
     LAC_CUDA_CHECK(ctx, cudaEventRecord(b.loaded, up));
     return LAC_SUCCESS;
@@ -264,7 +264,7 @@ template <typename REAL> lac_status compute_slab(lac_ctx_t ctx, stream_state<REA
     LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(s->h_est + k0 * mn, b.est, (size_t)(nk * mn) * sizeof(REAL), out, down));
     LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(s->h_stats + k0 * LAC_SVT_STATS, b.stats,
                                         (size_t)(nk * LAC_SVT_STATS) * sizeof(double), out, down));
-    if (s->jacobi)
+    if (b.v)
         LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(s->h_v + k0 * pp, b.v, (size_t)(nk * pp) * sizeof(double), out, down));
     LAC_CUDA_CHECK(ctx, cudaEventRecord(b.drained, down));
     return LAC_SUCCESS;

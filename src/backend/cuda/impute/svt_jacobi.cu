@@ -27,6 +27,16 @@
  * The columns are then W = A V = U Σ, so σ_i = ‖w_i‖; V (float64) takes the
  * same rotations and is kept between passes (the warm start), and
  * S_λ(A) = Σ_{σ_i > λ} (1 - λ/σ_i) w_i v_iᵀ is rebuilt from the kept columns.
+ * A pass whose vectors are not kept (no warm start reads them) first runs
+ * without V, two thirds of a rotated pair's bytes: since Aᵀ w_i = σ_i² v_i,
+ * S_λ(A) = Σ_{σ_i > λ} (1 - λ/σ_i)/σ_i² w_i (Aᵀ w_i)ᵀ, the products taken
+ * for the kept columns once the sweeps end. w_i's rounding (~eps·σmax,
+ * absolute) then reaches the result multiplied by σmax/σ_i instead of 1, so
+ * that answer stands only where every kept σ_i is at least σmax/4
+ * (VLESS_RATIO). The other slices are marked and a second launch, whose
+ * blocks leave every unmarked slice at once, does them with V; slices where
+ * λ is below ‖A‖_F / (4 sqrt(p)), so below σmax/4, are marked before their
+ * sweeps.
  * The sweeps are bound by shared-memory traffic, not latency (H200: 4 or 7
  * blocks an SM made no difference; removing bank conflicts did), V's float64
  * columns most of a rotation's: the column strides keep a warp's pairs on
@@ -40,6 +50,11 @@
 #include <math.h>
 
 namespace {
+
+/* Without V, the kept σ_i must be within this factor of σmax (see the top). */
+constexpr double VLESS_RATIO = 4;
+/* LAC_SVT_RANK of a slice the pass without V left to the pass with V. */
+constexpr double AGAIN_WITH_V = -2;
 
 template <typename REAL> struct real_traits;
 template <> struct real_traits<float> {
@@ -142,12 +157,19 @@ static inline int padded_stride(int n, int G)
     return (q | 1) * G;
 }
 
-/* Shared memory of one block: V (p x p, float64, stride PS), W (L x p,
- * stride LS), the kept columns and their coefficients, a reduction scratch. */
-template <typename REAL> size_t shared_bytes(int LS, int PS, int p)
+/* The float64 words ahead of W: V (p x p, stride PS), or without V the
+ * kept columns' products Aᵀ w (p x p, REAL). */
+template <typename REAL> __host__ __device__ size_t head_words(int PS, int p, bool vectors)
 {
-    return (size_t)PS * p * sizeof(double) + (size_t)LS * p * sizeof(REAL) + (size_t)p * (sizeof(double) + sizeof(int)) +
-           64 * sizeof(double);
+    return vectors ? (size_t)PS * p : ((size_t)p * p * sizeof(REAL) + 7) / 8;
+}
+
+/* Shared memory of one block: V or the products, W (L x p, stride LS), the
+ * kept columns and their coefficients, a reduction scratch. */
+template <typename REAL> size_t shared_bytes(int LS, int PS, int p, bool vectors)
+{
+    return head_words<REAL>(PS, p, vectors) * sizeof(double) + (size_t)LS * p * sizeof(REAL) +
+           (size_t)p * (sizeof(double) + sizeof(int)) + 64 * sizeof(double);
 }
 
 /* Element (l, c) of the slice seen as W's orientation (L x p). */
@@ -279,15 +301,18 @@ __device__ bool small_block_cholesky(const REAL *W, int LS, int L, int p, double
     return true;
 }
 
-template <typename REAL, int G>
+/* VEC: V carried through the sweeps (kept in b.v when it is there; without
+ * b.v, only the slices the pass without V marked). */
+template <typename REAL, int G, bool VEC>
 __global__ void __launch_bounds__(1024) svt_jacobi_kernel(lac_svt_batch<REAL> b, int transpose, int L, int p, int LS,
-                                                          int PS, int skip_small)
+                                                          int PS, int skip_small, int only_marked)
 {
     extern __shared__ double smem_d[];
     /* Column strides LS, PS from padded_stride: the groups of a warp meet
      * distinct banks. */
-    double *V = smem_d;                                        /* p x p, stride PS */
-    REAL *W = reinterpret_cast<REAL *>(V + (size_t)PS * p);    /* L x p, stride LS */
+    double *V = smem_d;                                        /* VEC: p x p, stride PS */
+    REAL *Y = reinterpret_cast<REAL *>(smem_d);                /* !VEC: Aᵀ w of kept column q at q + c p */
+    REAL *W = reinterpret_cast<REAL *>(smem_d + head_words<REAL>(PS, p, VEC));   /* L x p, stride LS */
     double *coef = reinterpret_cast<double *>(((uintptr_t)(W + (size_t)LS * p) + 7) & ~(uintptr_t)7);
     double *scratch = coef + p;
     int *kept_list = reinterpret_cast<int *>(scratch + 40);
@@ -300,6 +325,7 @@ __global__ void __launch_bounds__(1024) svt_jacobi_kernel(lac_svt_batch<REAL> b,
     const REAL *truth = b.truth ? b.truth + k * b.stride : nullptr;
     const int64_t rows = b.rows, size = b.rows * b.cols;
     double *v_keep = b.v ? b.v + k * (int64_t)p * p : nullptr;
+    if (only_marked && b.stats[k * LAC_SVT_STATS + LAC_SVT_RANK] != AGAIN_WITH_V) return;   /* done without V */
 
     /* The slice's largest entry: the scale that keeps squares in range. */
     double amax = 0;
@@ -323,10 +349,13 @@ __global__ void __launch_bounds__(1024) svt_jacobi_kernel(lac_svt_batch<REAL> b,
     /* V: the previous pass's right singular vectors (a warm start: the
      * slices change little from one iteration to the next, so W = A V is
      * nearly orthogonal and a sweep or two finishes it), or I. */
-    const int warm = b.warm && v_keep;
-    for (int e = threadIdx.x; e < p * p; e += blockDim.x)
-        V[e % p + e / p * PS] = warm ? v_keep[e] : (double)(e % p == e / p);
-    __syncthreads();
+    const int warm = VEC && b.warm && v_keep;
+    if (VEC) {
+        for (int e = threadIdx.x; e < p * p; e += blockDim.x)
+            V[e % p + e / p * PS] = warm ? v_keep[e] : (double)(e % p == e / p);
+        __syncthreads();
+    }
+    double f2 = 0;   /* ‖A‖_F² (scaled), for the pass without V */
     for (int e = threadIdx.x; e < L * p; e += blockDim.x) {
         const int l = e % L, j = e / L;
         double w;
@@ -337,8 +366,17 @@ __global__ void __launch_bounds__(1024) svt_jacobi_kernel(lac_svt_batch<REAL> b,
             w = (double)slice_at(a, rows, transpose, l, j, L);
         }
         W[l + j * LS] = (REAL)(w * scale);
+        f2 += (w * scale) * (w * scale);
     }
     __syncthreads();
+    if (!VEC && b.lambda) {
+        f2 = block_reduce<double, false>(f2, scratch);
+        const double bar = VLESS_RATIO * b.lambda[k] * scale;
+        if (bar * bar * p < f2) {   /* λ < σmax/4: a kept σ_i below σmax/4 is likely */
+            if (threadIdx.x == 0) stats[LAC_SVT_RANK] = AGAIN_WITH_V;
+            return;
+        }
+    }
 
     const REAL tol = real_traits<REAL>::eps * (REAL)sqrt((double)L) * (REAL)8;
     const REAL tiny = real_traits<REAL>::eps * real_traits<REAL>::eps;
@@ -422,11 +460,13 @@ __global__ void __launch_bounds__(1024) svt_jacobi_kernel(lac_svt_batch<REAL> b,
                             wj[l] = sr * x + cr * y;
                         }
                     }
-                    double *vi = V + ci * PS, *vj = V + cj * PS;
-                    for (int l = lane; l < p; l += G) {
-                        double x = vi[l], y = vj[l];
-                        vi[l] = c * x - s * y;
-                        vj[l] = s * x + c * y;
+                    if (VEC) {
+                        double *vi = V + ci * PS, *vj = V + cj * PS;
+                        for (int l = lane; l < p; l += G) {
+                            double x = vi[l], y = vj[l];
+                            vi[l] = c * x - s * y;
+                            vj[l] = s * x + c * y;
+                        }
                     }
                     rotated = 1;
                     big |= fabs(ga) >= stop * norm;
@@ -463,7 +503,8 @@ __global__ void __launch_bounds__(1024) svt_jacobi_kernel(lac_svt_batch<REAL> b,
     }
 
     /* σ_i = ‖w_i‖ (scaled); kept columns and their coefficients
-     * (1 - λ/σ_i)/scale, so that S_λ(A) = Σ coef_i w_i v_iᵀ. */
+     * (1 - λ/σ_i)/scale, so that S_λ(A) = Σ coef_i w_i v_iᵀ, or without V
+     * (1 - λ/σ_i)/σ_i² (σ_i scaled), so that S_λ(A) = Σ coef_i w_i (Aᵀ w_i)ᵀ. */
     for (int base = 0; base < p; base += groups) {
         const int c = base + group;
         REAL s2 = 0;
@@ -479,19 +520,34 @@ __global__ void __launch_bounds__(1024) svt_jacobi_kernel(lac_svt_batch<REAL> b,
     const double lambda = b.lambda ? b.lambda[k] : -1;   /* < 0: σmax only, the result 0 */
     const double lambda_scaled = lambda * scale;
     if (threadIdx.x == 0) {   /* in column order, so that the sums below do not depend on timing */
-        int r = 0;
+        int r = 0, close = 1;
         for (int c = 0; c < p; c++) {
             double sg = coef[c];
             /* Columns below eps·σmax were never rotated (see above): zero. */
             if (lambda >= 0 && sg > lambda_scaled && sg * sg > (double)tiny) {
-                coef[c] = (1 - lambda_scaled / sg) / scale;
+                close &= sg * VLESS_RATIO >= smax;
+                coef[c] = VEC ? (1 - lambda_scaled / sg) / scale : (1 - lambda_scaled / sg) / (sg * sg);
                 kept_list[r++] = c;
             }
         }
-        kept_count = r;
+        kept_count = VEC || close ? r : -1;
     }
     __syncthreads();
     const int rank = kept_count;
+    if (rank < 0) {   /* a kept σ_i too far below σmax: the pass with V does this slice */
+        if (threadIdx.x == 0) stats[LAC_SVT_RANK] = AGAIN_WITH_V;
+        return;
+    }
+    if (!VEC) {   /* Y = Aᵀ w_i for the kept columns, float64 sums */
+        for (int e = threadIdx.x; e < rank * p; e += blockDim.x) {
+            const int c = e / rank, q = e - c * rank;
+            const REAL *w = W + (size_t)kept_list[q] * LS;
+            double y = 0;
+            for (int l = 0; l < L; l++) y += (double)slice_at(a, rows, transpose, l, c, L) * (double)w[l];
+            Y[q + (size_t)c * p] = (REAL)y;
+        }
+        __syncthreads();
+    }
 
     /* R = Σ_kept coef_i w_i v_iᵀ, over the previous estimate, with the change,
      * the previous estimate's norm and the truth error folded in. */
@@ -501,7 +557,7 @@ __global__ void __launch_bounds__(1024) svt_jacobi_kernel(lac_svt_batch<REAL> b,
         double r = 0;
         for (int q = 0; q < rank; q++) {
             const int i = kept_list[q];
-            r += coef[i] * (double)W[l + i * LS] * V[c + i * PS];
+            r += coef[i] * (double)W[l + i * LS] * (VEC ? V[c + i * PS] : (double)Y[q + (size_t)c * p]);
         }
         const int64_t at = transpose ? c + l * rows : e;
         double old = (double)out[at];
@@ -513,7 +569,7 @@ __global__ void __launch_bounds__(1024) svt_jacobi_kernel(lac_svt_batch<REAL> b,
         }
         out[at] = (REAL)r;
     }
-    if (v_keep)
+    if (VEC && v_keep)
         for (int e = threadIdx.x; e < p * p; e += blockDim.x) v_keep[e] = V[e % p + e / p * PS];
     change = block_reduce<double, false>(change, scratch);
     previous = block_reduce<double, false>(previous, scratch);
@@ -534,7 +590,7 @@ struct jacobi_shape {
     size_t smem;
 };
 
-template <typename REAL> jacobi_shape shape_for(const cudaDeviceProp &prop, int64_t rows, int64_t cols)
+template <typename REAL> jacobi_shape shape_for(const cudaDeviceProp &prop, int64_t rows, int64_t cols, bool vectors)
 {
     jacobi_shape s;
     s.transpose = cols > rows;
@@ -543,7 +599,7 @@ template <typename REAL> jacobi_shape shape_for(const cudaDeviceProp &prop, int6
     size_t limit = prop.sharedMemPerBlockOptin ? prop.sharedMemPerBlockOptin : prop.sharedMemPerBlock;
     s.LS = padded_stride(s.L, 1);
     s.PS = padded_stride(s.p, 1);
-    s.smem = shared_bytes<REAL>(s.LS, s.PS, s.p);
+    s.smem = shared_bytes<REAL>(s.LS, s.PS, s.p, vectors);
     if (s.smem > limit) {
         s.smem = 0;   /* does not fit */
         return s;
@@ -572,7 +628,7 @@ template <typename REAL> jacobi_shape shape_for(const cudaDeviceProp &prop, int6
     s.threads = threads;
     /* The strides for G (a little more memory; kept odd where that would
      * not fit). */
-    const size_t padded = shared_bytes<REAL>(padded_stride(s.L, G), padded_stride(s.p, G), s.p);
+    const size_t padded = shared_bytes<REAL>(padded_stride(s.L, G), padded_stride(s.p, G), s.p, vectors);
     if (padded <= limit) {
         s.LS = padded_stride(s.L, G);
         s.PS = padded_stride(s.p, G);
@@ -581,9 +637,10 @@ template <typename REAL> jacobi_shape shape_for(const cudaDeviceProp &prop, int6
     return s;
 }
 
-template <typename REAL, int G> lac_status launch(lac_ctx_t ctx, const lac_svt_batch<REAL> &b, const jacobi_shape &s)
+template <typename REAL, int G, bool VEC>
+lac_status launch(lac_ctx_t ctx, const lac_svt_batch<REAL> &b, const jacobi_shape &s, int only_marked)
 {
-    auto kernel = svt_jacobi_kernel<REAL, G>;
+    auto kernel = svt_jacobi_kernel<REAL, G, VEC>;
     LAC_CUDA_CHECK(ctx, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)s.smem));
     /* One launch per 2^31 - 1 slices at most (the grid's x limit). */
     for (int64_t first = 0; first < b.count; first += 2147483647LL) {
@@ -595,10 +652,24 @@ template <typename REAL, int G> lac_status launch(lac_ctx_t ctx, const lac_svt_b
         if (part.lambda) part.lambda += first;
         part.stats += first * LAC_SVT_STATS;
         kernel<<<(unsigned)part.count, s.threads, s.smem, ctx->cuda->stream>>>(part, s.transpose, s.L, s.p, s.LS, s.PS,
-                                                                                 lac_svt_subspace_on<REAL>(ctx) ? 1 : 0);
+                                                                                 lac_svt_subspace_on<REAL>(ctx) ? 1 : 0,
+                                                                                 only_marked);
         LAC_CUDA_CHECK_LAUNCH(ctx);
     }
     return LAC_SUCCESS;
+}
+
+template <typename REAL, bool VEC>
+lac_status launch_lanes(lac_ctx_t ctx, const lac_svt_batch<REAL> &b, const jacobi_shape &s, int only_marked = 0)
+{
+    switch (s.G) {
+    case 1: return launch<REAL, 1, VEC>(ctx, b, s, only_marked);
+    case 2: return launch<REAL, 2, VEC>(ctx, b, s, only_marked);
+    case 4: return launch<REAL, 4, VEC>(ctx, b, s, only_marked);
+    case 8: return launch<REAL, 8, VEC>(ctx, b, s, only_marked);
+    case 16: return launch<REAL, 16, VEC>(ctx, b, s, only_marked);
+    default: return launch<REAL, 32, VEC>(ctx, b, s, only_marked);
+    }
 }
 
 } // namespace
@@ -606,24 +677,22 @@ template <typename REAL, int G> lac_status launch(lac_ctx_t ctx, const lac_svt_b
 template <typename REAL> bool lac_svt_jacobi_fits(const cudaDeviceProp &prop, int64_t rows, int64_t cols)
 {
     if (rows > 65536 || cols > 65536) return false;
-    return shape_for<REAL>(prop, rows, cols).smem > 0;
+    return shape_for<REAL>(prop, rows, cols, true).smem > 0;   /* the larger of the two */
 }
 
 template <typename REAL> lac_status lac_svt_jacobi(lac_ctx_t ctx, const lac_svt_batch<REAL> &b)
 {
     if (b.count == 0) return LAC_SUCCESS;
-    jacobi_shape s = shape_for<REAL>(ctx->cuda->prop, b.rows, b.cols);
+    jacobi_shape s = shape_for<REAL>(ctx->cuda->prop, b.rows, b.cols, true);
     if (!s.smem)
         return lac_error(ctx, LAC_ERR_INTERNAL, "a %lld x %lld slice does not fit the shared-memory SVT", (long long)b.rows,
                          (long long)b.cols);
-    switch (s.G) {
-    case 1: return launch<REAL, 1>(ctx, b, s);
-    case 2: return launch<REAL, 2>(ctx, b, s);
-    case 4: return launch<REAL, 4>(ctx, b, s);
-    case 8: return launch<REAL, 8>(ctx, b, s);
-    case 16: return launch<REAL, 16>(ctx, b, s);
-    default: return launch<REAL, 32>(ctx, b, s);
-    }
+    if (b.v || lac_knob_int(ctx, LAC_KNOB_IMPUTE_CUDA_VLESS, 1) == 0) return launch_lanes<REAL, true>(ctx, b, s);
+    /* Nothing kept: without V, then with V for the slices it marked (the
+     * second launch's other blocks return at once; no host round trip). */
+    const jacobi_shape without = shape_for<REAL>(ctx->cuda->prop, b.rows, b.cols, false);
+    LAC_CHECK((launch_lanes<REAL, false>(ctx, b, without)));
+    return launch_lanes<REAL, true>(ctx, b, s, 1);
 }
 
 template bool lac_svt_jacobi_fits<float>(const cudaDeviceProp &, int64_t, int64_t);
