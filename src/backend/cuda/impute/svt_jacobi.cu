@@ -108,6 +108,20 @@ __device__ __forceinline__ void rotation_of(double al, double be, double ga, dou
     *s = *c * t;
 }
 
+/* The same without V: c, s in the slice's precision (no float64 chain). */
+__device__ __forceinline__ void rotation_in_working_precision(float al, float be, float ga, float *c, float *s)
+{
+    const float zeta = (be - al) / (2 * ga);
+    const float t = copysignf(1.0f, zeta) / (fabsf(zeta) + sqrtf(fmaf(zeta, zeta, 1.0f)));
+    *c = rsqrtf(fmaf(t, t, 1.0f));
+    *s = *c * t;
+}
+
+__device__ __forceinline__ void rotation_in_working_precision(double al, double be, double ga, double *c, double *s)
+{
+    rotation_of(al, be, ga, c, s);
+}
+
 template <int G, typename T> __device__ __forceinline__ T group_sum(T v)
 {
 #pragma unroll
@@ -440,9 +454,14 @@ __global__ void __launch_bounds__(1024) svt_jacobi_kernel(lac_svt_batch<REAL> b,
                 const REAL norm = sqrt(al * be);
                 if (ci >= 0 && ga != 0 && fmin(al, be) > tiny && fabs(ga) > tol * norm &&
                     !(skipping && al < small && be < small)) {
-                    double c, s;
-                    rotation_of(al, be, ga, &c, &s);
-                    const REAL cr = (REAL)c, sr = (REAL)s;
+                    double c = 1, s = 0;
+                    REAL cr, sr;
+                    if (VEC) {
+                        rotation_of(al, be, ga, &c, &s);
+                        cr = (REAL)c, sr = (REAL)s;
+                    } else {
+                        rotation_in_working_precision(al, be, ga, &cr, &sr);
+                    }
                     REAL *wi = W + ci * LS, *wj = W + cj * LS;
                     if (held) {
 #pragma unroll
