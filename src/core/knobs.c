@@ -84,6 +84,8 @@ static const struct {
                                          "cells of a round per row of a block's pool of negatives (default 8)"},
     [LAC_KNOB_IMPUTE_CUDA_VLESS] = {"LACUNA_IMPUTE_CUDA_VLESS",
                                     "0: a cold Jacobi SVT pass whose vectors are not kept carries V all the same"},
+    [LAC_KNOB_IMPUTE_CUDA_LANES] = {"LACUNA_IMPUTE_CUDA_LANES",
+                                    "lanes of a pair in the GPU's Jacobi SVT: 1, 2, 4, 8, 16 or 32 (0: chosen by the slice's shape)"},
 };
 
 /* The environment as the process first saw it: read once. */

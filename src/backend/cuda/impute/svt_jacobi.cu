@@ -609,7 +609,8 @@ struct jacobi_shape {
     size_t smem;
 };
 
-template <typename REAL> jacobi_shape shape_for(const cudaDeviceProp &prop, int64_t rows, int64_t cols, bool vectors)
+template <typename REAL>
+jacobi_shape shape_for(const cudaDeviceProp &prop, int64_t rows, int64_t cols, bool vectors, int lanes = 0)
 {
     jacobi_shape s;
     s.transpose = cols > rows;
@@ -638,6 +639,7 @@ template <typename REAL> jacobi_shape shape_for(const cudaDeviceProp &prop, int6
     const int want = (32 * 32 + blocks - 1) / blocks;   /* threads a block */
     int G = 1;
     while (G < 32 && G * pairs < want) G *= 2;
+    if (lanes > 0) G = lanes;   /* LACUNA_IMPUTE_CUDA_LANES: a power of two up to 32 */
     int threads = (pairs * G + 31) / 32 * 32;
     if (threads > 1024) {
         threads = 1024;
@@ -702,14 +704,17 @@ template <typename REAL> bool lac_svt_jacobi_fits(const cudaDeviceProp &prop, in
 template <typename REAL> lac_status lac_svt_jacobi(lac_ctx_t ctx, const lac_svt_batch<REAL> &b)
 {
     if (b.count == 0) return LAC_SUCCESS;
-    jacobi_shape s = shape_for<REAL>(ctx->cuda->prop, b.rows, b.cols, true);
+    int lanes = (int)lac_knob_int(ctx, LAC_KNOB_IMPUTE_CUDA_LANES, 0);
+    if (lanes < 0 || lanes > 32 || (lanes & (lanes - 1)))
+        return lac_error(ctx, LAC_ERR_ARGUMENT, "LACUNA_IMPUTE_CUDA_LANES must be 1, 2, 4, 8, 16 or 32, not %d", lanes);
+    jacobi_shape s = shape_for<REAL>(ctx->cuda->prop, b.rows, b.cols, true, lanes);
     if (!s.smem)
         return lac_error(ctx, LAC_ERR_INTERNAL, "a %lld x %lld slice does not fit the shared-memory SVT", (long long)b.rows,
                          (long long)b.cols);
     if (b.v || lac_knob_int(ctx, LAC_KNOB_IMPUTE_CUDA_VLESS, 1) == 0) return launch_lanes<REAL, true>(ctx, b, s);
     /* Nothing kept: without V, then with V for the slices it marked (the
      * second launch's other blocks return at once; no host round trip). */
-    const jacobi_shape without = shape_for<REAL>(ctx->cuda->prop, b.rows, b.cols, false);
+    const jacobi_shape without = shape_for<REAL>(ctx->cuda->prop, b.rows, b.cols, false, lanes);
     LAC_CHECK((launch_lanes<REAL, false>(ctx, b, without)));
     return launch_lanes<REAL, true>(ctx, b, s, 1);
 }
