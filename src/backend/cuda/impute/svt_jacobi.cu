@@ -673,6 +673,33 @@ struct jacobi_shape {
     size_t smem;
 };
 
+/* Lanes a pair without V: the fewest whose blocks give the SM 32 warps,
+ * counting what bounds the blocks an SM there, registers (the kernel takes
+ * 64 a thread) as well as shared memory (smem_blocks); else the most warps.
+ * With V the shared-memory count alone (below) picks the lanes, measured
+ * best there; without V it picked 8 lanes at 50 x 50 (28 warps, registers
+ * for 4 blocks of 224 threads) where 4 (8 blocks of 128: 32 warps) took
+ * 20% less time (H200, bench/RESULTS.md). */
+static int lanes_by_warps(const cudaDeviceProp &prop, int pairs, int smem_blocks)
+{
+    const int regs = prop.regsPerMultiprocessor ? prop.regsPerMultiprocessor : 65536;
+    const int max_threads = prop.maxThreadsPerMultiProcessor ? prop.maxThreadsPerMultiProcessor : 2048;
+    const int max_blocks = prop.maxBlocksPerMultiProcessor ? prop.maxBlocksPerMultiProcessor : 16;
+    int best = 1, best_warps = 0;
+    for (int G = 1; G <= 32; G *= 2) {
+        int threads = (pairs * G + 31) / 32 * 32;
+        if (threads > 1024) break;
+        int blocks = smem_blocks;
+        if (blocks > regs / (threads * 64)) blocks = regs / (threads * 64);
+        if (blocks > max_threads / threads) blocks = max_threads / threads;
+        if (blocks > max_blocks) blocks = max_blocks;
+        const int warps = blocks * threads / 32;
+        if (warps >= 32) return G;
+        if (warps > best_warps) best = G, best_warps = warps;
+    }
+    return best;
+}
+
 template <typename REAL>
 jacobi_shape shape_for(const cudaDeviceProp &prop, int64_t rows, int64_t cols, bool vectors, int lanes = 0)
 {
@@ -703,6 +730,7 @@ jacobi_shape shape_for(const cudaDeviceProp &prop, int64_t rows, int64_t cols, b
     const int want = (32 * 32 + blocks - 1) / blocks;   /* threads a block */
     int G = 1;
     while (G < 32 && G * pairs < want) G *= 2;
+    if (!vectors) G = lanes_by_warps(prop, pairs, blocks);
     if (lanes > 0) G = lanes;   /* LACUNA_IMPUTE_CUDA_LANES: a power of two up to 32 */
     int threads = (pairs * G + 31) / 32 * 32;
     if (threads > 1024) {
