@@ -57,7 +57,8 @@ typedef struct {
     int64_t m, n, N;
 } shape;
 
-static lac_ctx_t gpu, gpu_cold, gpu_gram;   /* gpu_cold: every SVT pass starts cold; gpu_gram: the Gram route */
+static lac_ctx_t gpu, gpu_cold, gpu_gram;   /* gpu_cold: every SVT pass starts cold, keeping no V (the pass
+                                              without V, docs/impute.md); gpu_gram: the Gram route */
 static lac_ctx_t gpu_iter, gpu_also_iter;    /* gpu and gpu_also with the phase clock (LACUNA_IMPUTE_CUDA_PHASES) */
 static lac_ctx_t gpu_capped;                 /* --cap: LACUNA_CUDA_MEMORY_CAP, the streamed plan */
 static lac_ctx_t gpu_split;                  /* --devices: a context of several devices */
