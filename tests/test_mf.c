@@ -2,6 +2,7 @@
  * exact low-rank recovery, convergence on generated data to the noise level,
  * determinism, model file round trip and corruption, recommend, split,
  * generator, parameter checks. */
+#include "cpu_context.h"
 #include "harness.h"
 #include "lacuna/lacuna.h"
 #include "mf/mf_internal.h"
@@ -489,12 +490,7 @@ TEST(parameter_checks)
 
 int main(void)
 {
-    lac_ctx_params p = lac_ctx_params_default();
-    p.backend = LAC_BACKEND_CPU;
-    p.threads = 1;
-    if (lac_ctx_create(&p, &ctx) != 0) return 1;
-    p.threads = 2;
-    if (lac_ctx_create(&p, &ctx2) != 0) return 1;
+    if (!(ctx = cpu_context(1)) || !(ctx2 = cpu_context(2))) return 1;
     RUN(one_epoch_matches_float64_update_rule);
     RUN(exact_rank_one_is_recovered);
     RUN(converges_on_generated_data_to_the_noise);

@@ -2,6 +2,7 @@
  * break and 5 + 5 resumed give the same model bytes (deterministic CPU); a
  * checkpoint of another k, seed or data is LAC_ERR_ARGUMENT; a caller's
  * older, shorter lac_mf_checkpoint_params (struct_size) gets the defaults. */
+#include "cpu_context.h"
 #include "harness.h"
 #include "lacuna/lacuna.h"
 #include "core/hash.h"
@@ -151,10 +152,7 @@ TEST(five_and_five_resumed_is_ten)
 
 int main(void)
 {
-    lac_ctx_params p = lac_ctx_params_default();
-    p.backend = LAC_BACKEND_CPU;
-    p.threads = 2;
-    if (lac_ctx_create(&p, &ctx) != LAC_SUCCESS) return 1;
+    if (!(ctx = cpu_context(2))) return 1;
     RUN(five_and_five_resumed_is_ten);
     lac_ctx_destroy(&ctx);
     return harness_finish();

@@ -6,6 +6,7 @@
  * the plain cross-entropy kernel against a float64 reference; the checks
  * (validation, CUDA, weights); the model file keeps the setting; the
  * correction for the negatives' weights; the held-out search. */
+#include "cpu_context.h"
 #include "harness.h"
 #include "lacuna/lacuna.h"
 #include "mf/mf_internal.h"
@@ -626,10 +627,7 @@ TEST(implicit_search)
 
 int main(void)
 {
-    lac_ctx_params p = lac_ctx_params_default();
-    p.backend = LAC_BACKEND_CPU;
-    p.threads = 2;
-    if (lac_ctx_create(&p, &ctx) != 0) return 1;
+    if (!(ctx = cpu_context(2))) return 1;
     RUN(implicit_beats_most_popular);
     RUN(one_epoch_matches_float64_reference);
     RUN(negatives_by_popularity);

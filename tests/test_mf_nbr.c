@@ -6,6 +6,7 @@
  * projections, minHash's minima); bucket counting on hand-made keys; the
  * random method; recall on planted clusters; the same lists for 1 and 2
  * threads. */
+#include "cpu_context.h"
 #include "harness.h"
 #include "lacuna/lacuna.h"
 #include "mf/mf_internal.h"
@@ -599,12 +600,7 @@ TEST(parameter_checks_and_names)
 
 int main(void)
 {
-    lac_ctx_params p = lac_ctx_params_default();
-    p.backend = LAC_BACKEND_CPU;
-    p.threads = 1;
-    if (lac_ctx_create(&p, &ctx) != 0) return 1;
-    p.threads = 2;
-    if (lac_ctx_create(&p, &ctx2) != 0) return 1;
+    if (!(ctx = cpu_context(1)) || !(ctx2 = cpu_context(2))) return 1;
     RUN(shrunk_pearson_on_hand_sums);
     RUN(gsm_hand_example_and_ties);
     RUN(gsm_matches_brute_force);

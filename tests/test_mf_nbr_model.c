@@ -3,6 +3,7 @@
  * with planted item neighbourhoods; deterministic training; the model file
  * (round trip, kind recorded, a version-1 file of the plain model still
  * loads); predictions and recommendations through eq. (1). */
+#include "cpu_context.h"
 #include "harness.h"
 #include "lacuna/lacuna.h"
 #include "mf/mf_internal.h"
@@ -384,12 +385,7 @@ TEST(parameters_of_the_neighbourhood_model)
 
 int main(void)
 {
-    lac_ctx_params p = lac_ctx_params_default();
-    p.backend = LAC_BACKEND_CPU;
-    p.threads = 1;
-    if (lac_ctx_create(&p, &ctx) != 0) return 1;
-    p.threads = 2;
-    if (lac_ctx_create(&p, &ctx2) != 0) return 1;
+    if (!(ctx = cpu_context(1)) || !(ctx2 = cpu_context(2))) return 1;
     RUN(one_epoch_matches_float64_reference);
     RUN(beats_plain_mf_on_planted_neighbourhoods);
     RUN(warm_start_without_neighbourhood_structure);

@@ -1,6 +1,7 @@
 /* mf ranking metrics against a small case computed by hand (full ranking and
  * sampled negatives where every free item is sampled), the sampled protocol
  * against a brute-force count, and leave-one-out splits by time. */
+#include "cpu_context.h"
 #include "harness.h"
 #include "lacuna/lacuna.h"
 #include "mf/mf_internal.h"
@@ -239,12 +240,7 @@ TEST(leave_last_split_by_timestamp)
 
 int main(void)
 {
-    lac_ctx_params p = lac_ctx_params_default();
-    p.backend = LAC_BACKEND_CPU;
-    p.threads = 1;
-    if (lac_ctx_create(&p, &ctx) != 0) return 1;
-    p.threads = 2;
-    if (lac_ctx_create(&p, &ctx2) != 0) return 1;
+    if (!(ctx = cpu_context(1)) || !(ctx2 = cpu_context(2))) return 1;
     RUN(full_ranking_by_hand);
     RUN(search_moves_only_on_a_clear_gain);
     RUN(sampled_negatives_by_hand);

@@ -8,6 +8,7 @@
  * empty rows, one giant item, more groups than ratings, no ratings); the CPU
  * grid's round-robin deal, the seeded stratum order and a rotation's block
  * of the ratings. */
+#include "cpu_context.h"
 #include "harness.h"
 #include "lacuna/lacuna.h"
 #include "mf/schedule.h"
@@ -741,10 +742,7 @@ TEST(negatives_draw_as_their_interaction_across_cut_runs)
 
 int main(void)
 {
-    lac_ctx_params p = lac_ctx_params_default();
-    p.backend = LAC_BACKEND_CPU;
-    p.threads = 2;
-    if (lac_ctx_create(&p, &ctx) != 0) return 1;
+    if (!(ctx = cpu_context(2))) return 1;
     RUN(lpt_deal_matches_a_linear_scan);
     RUN(order_by_count_is_a_stable_descending_sort);
     RUN(skewed_data_every_rating_once_balanced_as_the_reference);

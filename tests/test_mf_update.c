@@ -7,6 +7,7 @@
  * bad input; the given model untouched; the updated model's file round
  * trip; a model file of the older format (no keys, keyed on load) updates
  * to the same model as the current one, and so does the update in place. */
+#include "cpu_context.h"
 #include "harness.h"
 #include "lacuna/lacuna.h"
 #include "mf/mf_internal.h"
@@ -555,10 +556,7 @@ TEST(older_file_without_keys_updates_the_same)
 
 int main(void)
 {
-    lac_ctx_params p = lac_ctx_params_default();
-    p.backend = LAC_BACKEND_CPU;
-    p.threads = 2;
-    if (lac_ctx_create(&p, &ctx) != 0) return 1;
+    if (!(ctx = cpu_context(2))) return 1;
     RUN(new_users_within_retrain_plain);
     RUN(new_users_within_retrain_neighbourhood);
     RUN(solved_rows_are_ridge_optima);
