@@ -350,6 +350,7 @@ section_impute() {
     fi
     grep -v '^{' "$OUT/impute.txt" | tee -a "$SUMMARY"
     grep '"peer"' "$OUT/impute.txt" | tee -a "$SUMMARY"
+    "$PYTHON" bench/impute_table.py "$OUT/impute.txt" >"$OUT/impute_table.txt" 2>&1   # against the targets
     return 0   # no peer line (IMPUTE_PEERS=0) is no failure
 }
 DEVICE_SECTIONS_ALL="$DEVICE_SECTIONS_ALL impute"
@@ -472,4 +473,5 @@ fi
 say "done; logs in $OUT"
 # The short table last, for the reply's tail.
 [ -f "$OUT/map_table.txt" ] && cat "$OUT/map_table.txt"
+[ -f "$OUT/impute_table.txt" ] && cat "$OUT/impute_table.txt"
 cat "$SUMMARY" | grep -E "FAIL|failed|ok|passed" | tail -8
