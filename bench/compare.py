@@ -14,8 +14,9 @@ import json
 import sys
 
 
-def load(paths):
-    ours, torch_ms, naive_ms, info = [], {}, {}, {}
+def json_lines(paths):
+    """The JSON objects of the files' lines that hold one (others, and files
+    that cannot be read, are skipped): benchmarks mix them with text."""
     for path in paths:
         try:
             lines = open(path).read().splitlines()
@@ -26,18 +27,23 @@ def load(paths):
             if not line.startswith("{"):
                 continue
             try:
-                r = json.loads(line)
+                yield json.loads(line)
             except ValueError:
                 continue
-            if r.get("peer") == "index_add":
-                torch_ms[(r["m"], r["n"], r["dist"], r.get("dtype", "float32"))] = r["median_ms"]
-            elif r.get("peer") == "copy":
-                info["torch_copy_gbps"] = r["copy_gbps"]
-                info["device"] = r.get("device", "")
-            elif "seed_atomic_ms" in r:
-                naive_ms[(r["m"], r["n"], "uniform", "float32")] = r["seed_atomic_ms"]
-            elif "mode" in r:
-                ours.append(r)
+
+
+def load(paths):
+    ours, torch_ms, naive_ms, info = [], {}, {}, {}
+    for r in json_lines(paths):
+        if r.get("peer") == "index_add":
+            torch_ms[(r["m"], r["n"], r["dist"], r.get("dtype", "float32"))] = r["median_ms"]
+        elif r.get("peer") == "copy":
+            info["torch_copy_gbps"] = r["copy_gbps"]
+            info["device"] = r.get("device", "")
+        elif "seed_atomic_ms" in r:
+            naive_ms[(r["m"], r["n"], "uniform", "float32")] = r["seed_atomic_ms"]
+        elif "mode" in r:
+            ours.append(r)
     return ours, torch_ms, naive_ms, info
 
 

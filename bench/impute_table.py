@@ -11,8 +11,9 @@ Lines are recognised by their keys: impute_cuda_bench's ("capability":
 "impute", "case": "svt" / "iteration" / "ego-facebook") and
 bench/torch_impute_peer.py's ("peer": "torch" with "svd_ms"). Other lines
 are skipped. Plain python3, no packages."""
-import json
 import sys
+
+from compare import json_lines
 
 # Per-iteration targets (ms) by slice shape and count, fp32, default path.
 ITERATION_MS = {(50, 50, 4039): 5, (64, 64, 2100): 3, (128, 128, 2000): 15, (512, 512, 300): 30}
@@ -24,29 +25,17 @@ EGO_SECONDS = 0.6        # the ego-Facebook protocol, eigendecomposition include
 
 def load(paths):
     svt, peers, iterations, ego = {}, {}, {}, []
-    for path in paths:
-        try:
-            lines = open(path).read().splitlines()
-        except OSError:
-            continue
-        for line in lines:
-            line = line.strip()
-            if not line.startswith("{"):
-                continue
-            try:
-                r = json.loads(line)
-            except ValueError:
-                continue
-            if r.get("peer") == "torch" and "svd_ms" in r:
-                peers[(r["m"], r["n"], r["N"])] = r
-            elif r.get("capability") == "impute":
-                shape = (r.get("m"), r.get("n"), r.get("N"))
-                if r.get("case") == "svt":
-                    svt.setdefault(shape, {})[r.get("start")] = r["ms"]
-                elif r.get("case") == "iteration" and r.get("svt_path") == "default" and r.get("gemm") == "fp32":
-                    iterations[shape] = r["ms"]
-                elif r.get("case") == "ego-facebook" and r.get("gemm") == "fp32":
-                    ego.append(r)
+    for r in json_lines(paths):
+        if r.get("peer") == "torch" and "svd_ms" in r:
+            peers[(r["m"], r["n"], r["N"])] = r
+        elif r.get("capability") == "impute":
+            shape = (r.get("m"), r.get("n"), r.get("N"))
+            if r.get("case") == "svt":
+                svt.setdefault(shape, {})[r.get("start")] = r["ms"]
+            elif r.get("case") == "iteration" and r.get("svt_path") == "default" and r.get("gemm") == "fp32":
+                iterations[shape] = r["ms"]
+            elif r.get("case") == "ego-facebook" and r.get("gemm") == "fp32":
+                ego.append(r)
     return svt, peers, iterations, ego
 
 
