@@ -87,25 +87,36 @@ def figures(r, n):
     return float(hit.mean()), float(ndcg.mean()), int(m.sum())
 
 
-def als(args):
-    tu, ti, _ = read(args.train)
-    su, si, _ = read(args.test)
+def indexed(train, test):
+    """The training interactions as dense indices (users and items in id
+    order): their user and item arrays, each user's items, each item's users,
+    and each user's held-out test item (-1: none, or an id unseen in training)."""
+    tu, ti, _ = read(train)
+    su, si, _ = read(test)
     users = np.unique(tu)
     items = np.unique(ti)
     uix = {v: x for x, v in enumerate(users)}
     iix = {v: x for x, v in enumerate(items)}
     nu, ni = len(users), len(items)
+    u = np.array([uix[a] for a in tu], np.int64)
+    i = np.array([iix[b] for b in ti], np.int64)
     ur = [[] for _ in range(nu)]
     ir = [[] for _ in range(ni)]
-    for a, b in zip(tu, ti):
-        ur[uix[a]].append(iix[b])
-        ir[iix[b]].append(uix[a])
+    for a, b in zip(u, i):
+        ur[a].append(b)
+        ir[b].append(a)
     ur = [np.array(x, np.int64) for x in ur]
     ir = [np.array(x, np.int64) for x in ir]
     held = np.full(nu, -1)
     for a, b in zip(su, si):
         if a in uix and b in iix:
             held[uix[a]] = iix[b]
+    return u, i, ur, ir, held
+
+
+def als(args):
+    _, _, ur, ir, held = indexed(args.train, args.test)
+    nu, ni = len(ur), len(ir)
     rng = np.random.default_rng(args.seed)
     X = rng.standard_normal((nu, args.k)) * 0.01
     Y = rng.standard_normal((ni, args.k)) * 0.01
