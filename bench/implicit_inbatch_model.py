@@ -48,7 +48,8 @@ def train(u, i, nu, ni, mode, k, epochs, lr, l2, B, N, E, seed):
                 G = 1 / (1 + np.exp(-L)) - Y
                 G = np.where(valid | (Y > 0), G, 0.0)
                 dP = G @ Qi + l2 * Pu
-                dQ = G.T @ Pu + l2 * Qi
+                # l2 once an occurrence, positive or negative, as the sampled mode applies it.
+                dQ = G.T @ Pu + l2 * (1 + valid.sum(0))[:, None] * Qi
                 db = G.sum(0)
                 np.add.at(P, us, -lr * dP)
                 np.add.at(Q, its, -lr * dQ)
