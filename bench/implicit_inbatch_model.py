@@ -21,31 +21,39 @@ import numpy as np
 from als_implicit_peer import figures, indexed, ranks
 
 
+def sigmoid(x):
+    return 1 / (1 + np.exp(-x))
+
+
+def unseen(seen_keys, keys):
+    """Whether each user * ni + item key is not among the training pairs (sorted)."""
+    at = np.minimum(np.searchsorted(seen_keys, keys), len(seen_keys) - 1)
+    return seen_keys[at] != keys
+
+
 def train(u, i, nu, ni, mode, k, epochs, lr, l2, B, N, E, seed):
     """User and item factors and item biases after `epochs` passes."""
     rng = np.random.default_rng(seed)
     P = rng.standard_normal((nu, k)) * 0.1 / np.sqrt(k)
     Q = rng.standard_normal((ni, k)) * 0.1 / np.sqrt(k)
     bq = np.zeros(ni)
-    key = u.astype(np.int64) * ni + i
-    seen_keys = np.sort(key)
-    cnt = np.bincount(i, minlength=ni).astype(np.float64)
-    pw = cnt ** E; cdf = np.cumsum(pw / pw.sum())
+    seen_keys = np.sort(u.astype(np.int64) * ni + i)
+    weight = np.bincount(i, minlength=ni).astype(np.float64) ** E
+    cdf = np.cumsum(weight / weight.sum())
     n = len(u)
-    for ep in range(epochs):
+    for _ in range(epochs):
         order = rng.permutation(n)
         for s in range(0, n - B + 1, B):
-            idx = order[s:s + B]; us = u[idx]; its = i[idx]
-            Pu = P[us]; Qi = Q[its]
+            idx = order[s:s + B]
+            us, its = u[idx], i[idx]
+            Pu, Qi = P[us], Q[its]
             if mode == "inbatch":
                 L = Pu @ Qi.T + bq[its][None, :]
                 # Negatives: the step's other items, unless the row's user has seen them.
-                kk = us[:, None] * ni + its[None, :]
-                pos = np.searchsorted(seen_keys, kk); pos = np.minimum(pos, len(seen_keys) - 1)
-                valid = seen_keys[pos] != kk
+                valid = unseen(seen_keys, us[:, None] * ni + its[None, :])
                 np.fill_diagonal(valid, False)
                 Y = np.eye(B)
-                G = 1 / (1 + np.exp(-L)) - Y
+                G = sigmoid(L) - Y
                 G = np.where(valid | (Y > 0), G, 0.0)
                 dP = G @ Qi + l2 * Pu
                 # l2 once an occurrence, positive or negative, as the sampled mode applies it.
@@ -57,14 +65,12 @@ def train(u, i, nu, ni, mode, k, epochs, lr, l2, B, N, E, seed):
             else:
                 neg = np.searchsorted(cdf, rng.random((B, N)))
                 neg = np.minimum(neg, ni - 1)
-                kk = us[:, None] * ni + neg
-                pos = np.searchsorted(seen_keys, kk); pos = np.minimum(pos, len(seen_keys) - 1)
-                valid = seen_keys[pos] != kk
+                valid = unseen(seen_keys, us[:, None] * ni + neg)
                 Qn = Q[neg]                                   # B x N x k
                 lp = np.einsum("bk,bk->b", Pu, Qi) + bq[its]
                 ln = np.einsum("bk,bnk->bn", Pu, Qn) + bq[neg]
-                gp = 1 / (1 + np.exp(-lp)) - 1
-                gn = np.where(valid, 1 / (1 + np.exp(-ln)), 0.0)
+                gp = sigmoid(lp) - 1
+                gn = np.where(valid, sigmoid(ln), 0.0)
                 dP = gp[:, None] * Qi + np.einsum("bn,bnk->bk", gn, Qn) + l2 * Pu
                 np.add.at(P, us, -lr * dP)
                 np.add.at(Q, its, -lr * (gp[:, None] * Pu + l2 * Qi))

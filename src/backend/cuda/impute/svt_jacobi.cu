@@ -173,13 +173,13 @@ static inline int padded_stride(int n, int G)
 }
 
 /* The float64 words ahead of W: V (p x p, stride PS), or without V the
- * kept columns' products Aᵀ w (p x p, REAL). */
+ * kept columns w'_i (p x p at most, REAL). */
 template <typename REAL> __host__ __device__ size_t head_words(int PS, int p, bool vectors)
 {
     return vectors ? (size_t)PS * p : ((size_t)p * p * sizeof(REAL) + 7) / 8;
 }
 
-/* Shared memory of one block: V or the products, W (L x p, stride LS), the
+/* Shared memory of one block: V or the kept columns, W (L x p, stride LS), the
  * kept columns and their coefficients, a reduction scratch. */
 template <typename REAL> size_t shared_bytes(int LS, int PS, int p, bool vectors)
 {
@@ -361,7 +361,7 @@ __global__ void __launch_bounds__(1024) svt_jacobi_kernel(lac_svt_batch<REAL> b,
     /* Column strides LS, PS from padded_stride: the groups of a warp meet
      * distinct banks. */
     double *V = smem_d;                                        /* VEC: p x p, stride PS */
-    REAL *Y = reinterpret_cast<REAL *>(smem_d);                /* !VEC: Aᵀ w of kept column q at q + c p */
+    REAL *Y = reinterpret_cast<REAL *>(smem_d);                /* !VEC: kept column q's w' at q + c p */
     REAL *W = reinterpret_cast<REAL *>(smem_d + head_words<REAL>(PS, p, VEC));   /* L x p, stride LS */
     double *coef = reinterpret_cast<double *>(((uintptr_t)(W + (size_t)LS * p) + 7) & ~(uintptr_t)7);
     double *scratch = coef + p;
