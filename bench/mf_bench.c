@@ -12,7 +12,7 @@
  *   mf_bench [--shape ml10m|netflix|small] [--scale F] [-k 32,128] [--epochs 100]
  *            [--device cpu|cuda|cuda:0,1] [--threads N] [--peer-epochs 2] [--deterministic]
  *            [--users N --items N --ratings N] [--seed S] [--json] [--figures FILE]
- *            [--implicit] [--implicit-as NEG:SHARE,...] [--neg-pools P[:A:C],...]
+ *            [--implicit] [--implicit-as NEG:SHARE,...] [--neg-pools P[:A:C],...] [--inbatch L[:G],...]
  *
  * --scale F keeps a fraction F of the users and ratings (items kept), for the
  * Netflix shape on a small machine. Floor: the larger of (a) the bytes an epoch
@@ -38,7 +38,10 @@
  * these blocks' pools of negatives (LACUNA_MF_CUDA_NEG_POOL; 0: none), in
  * turn, twice over, each in a context of its own; P:A:C also sets
  * LACUNA_MF_CUDA_NEG_POOL_ADD=A (1: warp copies) and
- * LACUNA_MF_CUDA_NEG_POOL_CELLS=C (cells of a round per pool row). */
+ * LACUNA_MF_CUDA_NEG_POOL_CELLS=C (cells of a round per pool row).
+ * --inbatch 0,4,8:16896 (CUDA): likewise with in-batch negatives
+ * (LACUNA_MF_CUDA_INBATCH=L, L lanes a group, 0: chosen by k; :G also
+ * LACUNA_MF_CUDA_GROUPS=G, the groups in flight). */
 #include "bench_util.h"
 #include "lacuna/lacuna.h"
 
@@ -192,8 +195,8 @@ int main(int argc, char **argv)
     const char *shape = "ml10m", *device = "cpu", *figures_path = NULL;
     double scale = 1.0;
     int ks[MAX_K] = {32, 128}, nk = 2, epochs = 100, threads = 0, peer_epochs = 2, json = 0, deterministic = 0;
-    int implicit = 0, nas = 0, as_neg[MAX_K], as_share[MAX_K], npools = 0, pools[MAX_K], pool_add[MAX_K];
-    int pool_cells[MAX_K];
+    int implicit = 0, nas = 0, as_neg[MAX_K], as_share[MAX_K], nvariants = 0;
+    char variant_knobs[MAX_K][160], variant_label[MAX_K][40];   /* --neg-pools, --inbatch: a context each */
     uint64_t seed = 1;
     int64_t users = 0, items = 0, ratings = 0;   /* 0: the shape's */
     for (int i = 1; i < argc; i++) {
@@ -206,7 +209,7 @@ int main(int argc, char **argv)
                             "                [--device cpu|cuda|cuda:0,1] [--threads N] [--peer-epochs N]\n"
                             "                [--deterministic]\n"
                             "                [--users N --items N --ratings N] [--seed S] [--json] [--figures FILE]\n"
-                            "                [--implicit] [--implicit-as NEG:SHARE,...] [--neg-pools P[:A:C],...]\n");
+                            "                [--implicit] [--implicit-as NEG:SHARE,...] [--neg-pools P[:A:C],...] [--inbatch L[:G],...]\n");
             return strcmp(a, "--help") ? 2 : 0;
         }
         i++;
@@ -227,13 +230,24 @@ int main(int argc, char **argv)
                 v = *end == ',' ? end + 1 : NULL;
             }
         }
-        else if (!strcmp(a, "--neg-pools")) {   /* P[:ADD[:CELLS]],... */
+        else if (!strcmp(a, "--neg-pools") || !strcmp(a, "--inbatch")) {   /* P[:ADD[:CELLS]],... or LANES,... */
             implicit = 1;
-            for (npools = 0; npools < MAX_K && v && *v; npools++) {
+            const int pool = !strcmp(a, "--neg-pools");
+            for (; nvariants < MAX_K && v && *v; nvariants++) {
                 char *end;
-                pools[npools] = (int)strtol(v, &end, 10);
-                pool_add[npools] = *end == ':' ? (int)strtol(end + 1, &end, 10) : 0;
-                pool_cells[npools] = *end == ':' ? (int)strtol(end + 1, &end, 10) : 8;
+                const int x = (int)strtol(v, &end, 10);
+                if (pool) {
+                    const int add = *end == ':' ? (int)strtol(end + 1, &end, 10) : 0;
+                    const int cells = *end == ':' ? (int)strtol(end + 1, &end, 10) : 8;
+                    snprintf(variant_knobs[nvariants], sizeof variant_knobs[0],
+                             "MF_CUDA_NEG_POOL=%d,MF_CUDA_NEG_POOL_ADD=%d,MF_CUDA_NEG_POOL_CELLS=%d", x, add, cells);
+                    snprintf(variant_label[nvariants], sizeof variant_label[0], "pool %d:%d:%d", x, add, cells);
+                } else {   /* LANES[:GROUPS] */
+                    const long groups = *end == ':' ? strtol(end + 1, &end, 10) : 0;
+                    snprintf(variant_knobs[nvariants], sizeof variant_knobs[0], "MF_CUDA_INBATCH=%d%s%.0ld", x,
+                             groups ? ",MF_CUDA_GROUPS=" : "", groups);
+                    snprintf(variant_label[nvariants], sizeof variant_label[0], "inbatch %d:%ld", x, groups);
+                }
                 v = *end == ',' ? end + 1 : NULL;
             }
         }
@@ -289,15 +303,12 @@ int main(int argc, char **argv)
     }
     cp.backend = LAC_BACKEND_CPU;
     if (lac_ctx_create(&cp, &host) != LAC_SUCCESS) return 1;
-    lac_ctx_t pool_ctx[MAX_K] = {NULL};
-    for (int i = 0; i < npools && on_cuda; i++) {   /* a context a pool size */
-        char knobs[160];
+    lac_ctx_t variant_ctx[MAX_K] = {NULL};
+    for (int i = 0; i < nvariants && on_cuda; i++) {   /* a context a variant */
         lac_ctx_params pp = cp;
         pp.backend = LAC_BACKEND_CUDA;
-        snprintf(knobs, sizeof knobs, "MF_CUDA_NEG_POOL=%d,MF_CUDA_NEG_POOL_ADD=%d,MF_CUDA_NEG_POOL_CELLS=%d", pools[i],
-                 pool_add[i], pool_cells[i]);
-        pp.knobs = knobs;
-        if (lac_ctx_create(&pp, &pool_ctx[i]) != LAC_SUCCESS) return 1;
+        pp.knobs = variant_knobs[i];
+        if (lac_ctx_create(&pp, &variant_ctx[i]) != LAC_SUCCESS) return 1;
     }
     int nthreads = lac_ctx_threads(host);
     bench_figures figures;
@@ -463,11 +474,11 @@ int main(int argc, char **argv)
                    ks[c], loss == LAC_MF_LOSS_BPR ? "bpr" : "xent", q.negative_share, negs, imp_s * 1e3, sgd_s * 1e3, imp_s / sgd_s,
                    imp_bytes / bw * 1e3, imp_bytes / bw / imp_s, on_cuda ? "cpu" : "-", imp_peer * 1e3);
             fflush(stdout);
-            for (int rep = 0, reps = 2; on_cuda && loss == LAC_MF_LOSS_XENT && x == 0 && npools && rep < reps; rep++)
-                for (int i = 0; i < npools; i++) {
-                    const double e = implicit_epoch_s(pool_ctx[i], &q, train, 6);
-                    printf("# implicit k=%d xent pool %d:%d:%d (turn %d): epoch %.3f ms, explicit %.3f ms, ratio %.2f\n",
-                           ks[c], pools[i], pool_add[i], pool_cells[i], rep + 1, e * 1e3, sgd_s * 1e3, e / sgd_s);
+            for (int rep = 0, reps = 2; on_cuda && loss == LAC_MF_LOSS_XENT && x == 0 && nvariants && rep < reps; rep++)
+                for (int i = 0; i < nvariants; i++) {
+                    const double e = implicit_epoch_s(variant_ctx[i], &q, train, 6);
+                    printf("# implicit k=%d xent %s (turn %d): epoch %.3f ms, explicit %.3f ms, ratio %.2f\n", ks[c],
+                           variant_label[i], rep + 1, e * 1e3, sgd_s * 1e3, e / sgd_s);
                     fflush(stdout);
                 }
             snprintf(name, sizeof name, "%s %s k=%d implicit %s %d:%d, %lld interactions", device, shape, ks[c],
@@ -487,6 +498,6 @@ int main(int argc, char **argv)
     bench_figures_close(&figures);
     lac_ctx_destroy(&ctx);
     lac_ctx_destroy(&host);
-    for (int i = 0; i < npools; i++) lac_ctx_destroy(&pool_ctx[i]);
+    for (int i = 0; i < nvariants; i++) lac_ctx_destroy(&variant_ctx[i]);
     return 0;
 }

@@ -86,6 +86,10 @@ static const struct {
                                     "0: a cold Jacobi SVT pass whose vectors are not kept carries V all the same"},
     [LAC_KNOB_IMPUTE_CUDA_LANES] = {"LACUNA_IMPUTE_CUDA_LANES",
                                     "lanes of a pair in the GPU's Jacobi SVT: 1, 2, 4, 8, 16 or 32 (0: chosen by the slice's shape)"},
+    [LAC_KNOB_MF_CUDA_INBATCH] = {"LACUNA_MF_CUDA_INBATCH",
+                                  "implicit feedback on CUDA (cross-entropy): a cell's negatives are the positives of the "
+                                  "next groups of its warp at the same step, not drawn; the value is the lanes a group (4 "
+                                  "or 8; 0: chosen by k)"},
 };
 
 /* The environment as the process first saw it: read once. */

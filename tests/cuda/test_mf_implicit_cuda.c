@@ -21,7 +21,12 @@
  *    of the CPU's;
  *  - its warp copies (LACUNA_MF_CUDA_NEG_POOL_ADD=1; pools of 16 and 32, one
  *    round and several): one epoch against float64, and the planted data's
- *    HR@10 and NDCG@10 within 0.05 of the CPU's (pool 32, 2 cells a row). */
+ *    HR@10 and NDCG@10 within 0.05 of the CPU's (pool 32, 2 cells a row);
+ *  - in-batch negatives (LACUNA_MF_CUDA_INBATCH, 4 and 8 lanes a group): one
+ *    epoch of the one user, alone in its warp, against float64 (its
+ *    positives' steps only, each row shrunk once a step), and the planted
+ *    data's HR@10 and NDCG@10 (k 16: 4 lanes, 4 and 7 negatives) within
+ *    0.05 of the CPU's. */
 #include "harness.h"
 #include "cuda_harness.h"
 #include "lacuna/lacuna.h"
@@ -33,6 +38,8 @@
 static lac_ctx_t gpu, cpu, pooled;   /* pooled: LACUNA_MF_CUDA_NEG_POOL=16 */
 /* warp copies: a pool of 16, 8 cells a row; a pool of 32, 2 cells a row */
 static lac_ctx_t copies16, copies32;
+/* in-batch negatives: lanes chosen by k (8 where they divide the row), and 4 lanes */
+static lac_ctx_t inbatch, inbatch4;
 
 static double sig(double x) { return 1.0 / (1.0 + exp(-x)); }
 
@@ -453,6 +460,43 @@ TEST(warp_copies_epoch_matches_float64_reference)
     copies_epoch(copies32, 32, 8, 2, 128, 5, 1);  /* 16 lanes */
 }
 
+/* In-batch negatives on context c, cross-entropy: one epoch of the one user
+ * against float64. Its group is the only live one of its warp, so every
+ * step is its positive's alone: the row and u_i each shrunk once, u_i
+ * stepped by the positive's step times the row before it. */
+static void inbatch_epoch(lac_ctx_t c, int k)
+{
+    lac_mf_data d = one_user();
+    lac_mf_params p = one_user_params(LAC_MF_LOSS_XENT, k, 5);
+    double *P = calloc((size_t)k, sizeof *P), *Q = calloc((size_t)6 * k, sizeof *Q), *acc = calloc((size_t)k, sizeof *acc);
+    double bu, bi[6], lr = 0.05, sum = 0.0, ref_loss = 0.0;
+    uint64_t seed = 0;
+    lac_mf_model_t m = one_user_epoch(c, &p, &d, 0, 17, lr, P, Q, &bu, bi, &sum, &seed);
+    const double shrink = 1 - lr * p.lambda, shrink_b = 1 - lr * p.lambda_bias;
+    for (int a = 0; a < 3; a++) {
+        const double step = positive_step(P, Q, bi, bu, k, one_col[a], one_val[a], lr, shrink, shrink_b, acc, &ref_loss);
+        for (int f = 0; f < k; f++) P[f] = shrink * P[f] + acc[f];
+        bu = shrink_b * bu + step;
+    }
+    const double worst = one_user_gap(m, k, P, Q, bu, bi);
+    printf("  in-batch, k %d: largest difference from float64 %.2e, loss %.6f vs %.6f\n", k, worst, sum, ref_loss);
+    if (!(worst < 2e-5)) HARNESS_FAIL("in-batch, k = %d: the CUDA epoch is %g from the float64 reference", k, worst);
+    CHECK_NEAR(sum, ref_loss, 1e-4 * (1 + fabs(ref_loss)));
+    free(P);
+    free(Q);
+    free(acc);
+    lac_mf_model_destroy(&m);
+}
+
+TEST(inbatch_epoch_alone_matches_float64_reference)
+{
+    inbatch_epoch(inbatch, 3);     /* 4 lanes, 1 float4 each */
+    inbatch_epoch(inbatch, 32);    /* 8 lanes, 1 float4 each */
+    inbatch_epoch(inbatch, 40);    /* 4 lanes, 3 float4 each (a row of 48) */
+    inbatch_epoch(inbatch, 128);   /* 8 lanes, 4 float4 each */
+    inbatch_epoch(inbatch4, 32);   /* 4 lanes, 2 float4 each */
+}
+
 /* The neighbourhood model's eq. (1) for user 0 and item j in float64: R(i)
  * from seen (NaN: unseen), the residuals' baselines bhat at the epoch's
  * start; the residuals and the two normalisers for the step. */
@@ -665,6 +709,20 @@ static void planted(int64_t users, int64_t items, int per_user, int groups, uint
                 CHECK(fabs(rp.ndcg - rc.ndcg) <= 0.05);
                 lac_mf_model_destroy(&mp);
             }
+            for (int l = 0; l < 2; l++) {   /* in-batch negatives, lanes chosen (4 at k = 16) and 4 */
+                mp = NULL;
+                lac_mf_params pb = p;
+                pb.negatives = l ? 7 : p.negatives;   /* the warp's other 7 groups */
+                CHECK_OK(l ? inbatch4 : inbatch, lac_mf_train(l ? inbatch4 : inbatch, &pb, r, NULL, NULL, NULL, &mp, NULL));
+                if (!mp) continue;
+                loo_rank(cpu, mp, &d, &rp);
+                printf("  plain xent, in-batch negatives (%d of them): HR@10 %.3f, NDCG@10 %.3f\n", l ? 7 : p.negatives,
+                       rp.hr, rp.ndcg);
+                CHECK(rp.hr > 2.0 * pop);
+                CHECK(fabs(rp.hr - rc.hr) <= 0.05);
+                CHECK(fabs(rp.ndcg - rc.ndcg) <= 0.05);
+                lac_mf_model_destroy(&mp);
+            }
             mp = NULL;   /* warp copies of a pool of 32, 2 cells a row */
             CHECK_OK(copies32, lac_mf_train(copies32, &p, r, NULL, NULL, NULL, &mp, NULL));
             if (mp) {
@@ -706,10 +764,15 @@ int main(void)
         if (lac_ctx_create(&cp, &copies16) != 0) return 1;
         cp.knobs = "MF_CUDA_NEG_POOL=32,MF_CUDA_NEG_POOL_ADD=1,MF_CUDA_NEG_POOL_CELLS=2";
         if (lac_ctx_create(&cp, &copies32) != 0) return 1;
+        cp.knobs = "MF_CUDA_INBATCH=0";
+        if (lac_ctx_create(&cp, &inbatch) != 0) return 1;
+        cp.knobs = "MF_CUDA_INBATCH=4";
+        if (lac_ctx_create(&cp, &inbatch4) != 0) return 1;
     }
     RUN(one_epoch_matches_float64_reference);
     RUN(pooled_epoch_matches_float64_reference);
     RUN(warp_copies_epoch_matches_float64_reference);
+    RUN(inbatch_epoch_alone_matches_float64_reference);
     RUN(neighbourhood_bpr_epoch_matches_float64_reference);
     RUN(planted_preferences_beat_most_popular_and_match_the_cpu);
     lac_ctx_destroy(&gpu);
@@ -717,5 +780,7 @@ int main(void)
     lac_ctx_destroy(&pooled);
     lac_ctx_destroy(&copies16);
     lac_ctx_destroy(&copies32);
+    lac_ctx_destroy(&inbatch);
+    lac_ctx_destroy(&inbatch4);
     return harness_finish();
 }

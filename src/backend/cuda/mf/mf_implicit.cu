@@ -70,6 +70,19 @@ lac_status lac_mf_cuda_implicit_begin(lac_ctx_t ctx, const lac_mf_call *call, in
         else
             lac_log(ctx, LAC_LOG_INFO, "mf CUDA implicit: no pool kernel for k = %d", call->factors.k);
     }
+    /* in-batch negatives: cross-entropy's unshared ones */
+    const int64_t inbatch = lac_knob_int(ctx, LAC_KNOB_MF_CUDA_INBATCH, -1);
+    if (!bpr && !lists && k.fn && inbatch >= 0 && !k.pool) {
+        lac_mf_cuda_implicit_kernel bk = lac_mf_cuda_implicit_inbatch_choose(pieces, (int)inbatch);
+        if (bk.fn) {
+            k = bk;
+            lac_log(ctx, LAC_LOG_INFO, "mf CUDA implicit: in-batch negatives, %d lanes a group, %d of %d groups a warp",
+                    k.lanes, negatives < 32 / k.lanes - 1 ? negatives : 32 / k.lanes - 1, 32 / k.lanes);
+        } else {
+            lac_log(ctx, LAC_LOG_INFO, "mf CUDA implicit: no in-batch kernel for k = %d with %lld lanes",
+                    call->factors.k, (long long)inbatch);
+        }
+    }
     if (!k.fn)
         return lac_error(ctx, LAC_ERR_UNSUPPORTED, "implicit feedback on CUDA takes k <= %d (k = %d: --device cpu)",
                          32 * 4 * LAC_MF_MAX_PIECES, call->factors.k);
@@ -212,7 +225,8 @@ lac_status lac_mf_cuda_implicit_upload(lac_ctx_t ctx, lac_mf_cuda_implicit *m, c
         LAC_CHECK(give(ctx, &m->rep_first, first, (size_t)ni));
         LAC_CHECK(give(ctx, &m->rep_count, count, (size_t)ni));
     }
-    size_t draws = m->kernel.copies ? 0 : (size_t)m->cells * (size_t)m->negatives;   /* the copies draw in the epoch */
+    /* the copies draw in the epoch; in-batch negatives are not drawn */
+    size_t draws = m->kernel.copies || m->kernel.inbatch ? 0 : (size_t)m->cells * (size_t)m->negatives;
     if (cudaMalloc((void **)&m->neg, (draws ? draws : 1) * sizeof(int32_t)) != cudaSuccess) {
         m->neg = NULL;
         return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "out of device memory for %zu negatives (%d a rating)", draws,
@@ -286,6 +300,10 @@ lac_status lac_mf_cuda_implicit_epoch(lac_ctx_t ctx, lac_mf_cuda_implicit *m, co
     a.round_steps = m->kernel.round_steps;
     a.rounds = m->rounds;
     a.draws = dr;
+    a.perm_a = 1, a.perm_b = 0;
+    if (m->kernel.inbatch)
+        lac_mf_cuda_implicit_inbatch_map(m->call->seed, epoch, m->cells / (m->steps > 0 ? m->steps : 1), &a.perm_a,
+                                         &a.perm_b);
     if (!m->phase[0] || !m->phase[1] || !m->phase[2]) return lac_mf_cuda_implicit_launch(ctx, &m->kernel, blocks, &dr, &a, NULL);
     /* the draws and the epoch kernel timed apart (a measurement) */
     float draws_ms = 0.0f, epoch_ms = 0.0f;

@@ -328,7 +328,7 @@ lac_mf_cuda_implicit_kernel lac_mf_cuda_implicit_choose(int pieces, int negative
     lac_mf_cuda_implicit_kernel k;
     k.lanes = g;
     k.groups_per_block = LAC_MF_WARPS_PER_BLOCK * (32 / g);
-    k.pool = k.round_steps = k.copies = 0;
+    k.pool = k.round_steps = k.copies = k.inbatch = 0;
     k.smem = 0;
     if (pieces > 32 * LAC_MF_MAX_PIECES) k.fn = NULL;
     else if (pieces % g == 0 && v <= 4)
@@ -361,7 +361,7 @@ lac_status lac_mf_cuda_implicit_launch(lac_ctx_t ctx, const lac_mf_cuda_implicit
     cudaStream_t stream = ctx->cuda->stream;
     /* lists (weights per cell): shared negatives, or a GPU rank's part (user_scale) */
     const bool lists = draws->neg_weight != NULL;
-    int64_t n = draws->cells * (lists ? 1 : draws->negatives);
+    int64_t n = k->inbatch ? 0 : draws->cells * (lists ? 1 : draws->negatives);
     if (n > 0) {
         if (!lists) draw_negatives<false><<<(unsigned)((n + 255) / 256), 256, 0, stream>>>(*draws);
         else draw_negatives<true><<<(unsigned)((n + 255) / 256), 256, 0, stream>>>(*draws);

@@ -221,7 +221,7 @@ lac_mf_cuda_implicit_kernel lac_mf_cuda_implicit_pool_choose(int pieces, int poo
     k.lanes = g;
     k.groups_per_block = LAC_MF_WARPS_PER_BLOCK * (32 / g);
     k.pool = pool;
-    k.copies = 0;
+    k.copies = k.inbatch = 0;
     k.round_steps = lac_mf_cuda_pool_round_steps(pool, cells, k.groups_per_block);
     k.smem = (size_t)pool * ((size_t)pieces * sizeof(float4) + sizeof(float) + sizeof(int32_t));
     k.fn = NULL;
