@@ -90,6 +90,9 @@ static const struct {
                                   "implicit feedback on CUDA (cross-entropy): a cell's negatives are the positives of the "
                                   "next groups of its warp at the same step, not drawn; the value is the lanes a group (4 "
                                   "or 8; 0: chosen by k)"},
+    [LAC_KNOB_MF_CUDA_INBATCH_SEEN] = {"LACUNA_MF_CUDA_INBATCH_SEEN",
+                                       "0: with in-batch negatives, an item the user has seen is a negative all the "
+                                       "same (no test of the user's bits of the 1,024 most interacted items)"},
 };
 
 /* The environment as the process first saw it: read once. */

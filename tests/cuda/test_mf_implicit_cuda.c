@@ -26,7 +26,9 @@
  *    epoch of the one user, alone in its warp, against float64 (its
  *    positives' steps only, each row shrunk once a step), and the planted
  *    data's HR@10 and NDCG@10 (k 16: 4 lanes, 4 and 7 negatives) within
- *    0.05 of the CPU's. */
+ *    0.05 of the CPU's; its seen test: users who have seen every item
+ *    take no negative (the epoch's loss is the positives' alone, float64),
+ *    and take them without the test. */
 #include "harness.h"
 #include "cuda_harness.h"
 #include "lacuna/lacuna.h"
@@ -38,8 +40,9 @@
 static lac_ctx_t gpu, cpu, pooled;   /* pooled: LACUNA_MF_CUDA_NEG_POOL=16 */
 /* warp copies: a pool of 16, 8 cells a row; a pool of 32, 2 cells a row */
 static lac_ctx_t copies16, copies32;
-/* in-batch negatives: lanes chosen by k (8 where they divide the row), and 4 lanes */
-static lac_ctx_t inbatch, inbatch4;
+/* in-batch negatives: lanes chosen by k (8 where they divide the row), 4
+ * lanes, and without the seen test */
+static lac_ctx_t inbatch, inbatch4, inbatch_unseen;
 
 static double sig(double x) { return 1.0 / (1.0 + exp(-x)); }
 
@@ -497,6 +500,71 @@ TEST(inbatch_epoch_alone_matches_float64_reference)
     inbatch_epoch(inbatch4, 32);   /* 4 lanes, 2 float4 each */
 }
 
+/* The seen test of in-batch negatives: 40 users who have each seen all 6
+ * items, one epoch at a rate too small to move the factors (1e-7). Every
+ * in-batch negative is an item its user has seen, so with the test the
+ * epoch's loss is its positives' alone, sum of -log sigmoid(x_ui) at the
+ * starting factors (float64 here); without it (inbatch_unseen) the
+ * negatives' terms add about as much again a negative. */
+static double all_seen_loss(lac_ctx_t c, double *ref)
+{
+    enum { U = 40, I = 6, K = 16 };
+    static int64_t start[U + 1];
+    static int32_t col[U * I], order[U];
+    static float val[U * I];
+    for (int u = 0; u <= U; u++) start[u] = (int64_t)u * I;
+    /* each user's items in an order of its own, so that a warp's groups hold
+     * different items at a step (the user's own item is never its negative) */
+    for (int x = 0; x < U * I; x++) col[x] = (x % I + x / I) % I, val[x] = 1.0f;
+    for (int u = 0; u < U; u++) order[u] = u;
+    lac_mf_data d;
+    memset(&d, 0, sizeof d);
+    d.num_users = U, d.num_items = I, d.nnz = U * I;
+    d.row_start = start, d.col = col, d.val = val, d.row_order = order;
+    lac_mf_params p = one_user_params(LAC_MF_LOSS_XENT, K, 3);
+    p.negatives = 3;
+    CHECK_OK(c, lac_mf_implicit_data(c, &p, &d));
+    lac_mf_model_t m = NULL;
+    CHECK_OK(c, lac_mf_model_alloc(c, U, I, K, &m));
+    m->params = p;
+    unsigned long long s = 23;
+    for (int u = 0; u < U; u++) {
+        m->user_bias[u] = (float)(0.2 * harness_rand_uniform(&s) - 0.1);
+        for (int f = 0; f < K; f++) m->P[u * m->stride + f] = (float)((harness_rand_uniform(&s) - 0.5) / sqrt(K));
+    }
+    for (int j = 0; j < I; j++) {
+        m->item_bias[j] = (float)(0.2 * harness_rand_uniform(&s) - 0.1);
+        for (int f = 0; f < K; f++) m->Q[j * m->stride + f] = (float)(harness_rand_uniform(&s) - 0.5);
+    }
+    *ref = 0.0;
+    for (int u = 0; u < U; u++)
+        for (int j = 0; j < I; j++) {
+            double x = m->user_bias[u] + m->item_bias[j];
+            for (int f = 0; f < K; f++) x += (double)m->P[u * m->stride + f] * m->Q[j * m->stride + f];
+            *ref += log_loss(x);
+        }
+    lac_mf_call call = lac_mf_model_call(m, &d, NULL);
+    const lac_mf_backend *b = lac_mf_backend_cuda();
+    lac_mf_state *st = NULL;
+    double sum = 0.0;
+    CHECK_OK(c, b->begin(c, &call, &st));
+    CHECK_OK(c, b->epoch(c, st, 1e-7f, 0, &sum));
+    b->end(c, st);
+    free(d.neg_cum);
+    lac_mf_model_destroy(&m);
+    return sum;
+}
+
+TEST(inbatch_negatives_pass_over_seen_items)
+{
+    double ref = 0.0, ref2 = 0.0;
+    const double with = all_seen_loss(inbatch, &ref), without = all_seen_loss(inbatch_unseen, &ref2);
+    printf("  in-batch, every item seen: loss %.6f with the seen test, %.6f without; positives alone %.6f\n", with,
+           without, ref);
+    CHECK_NEAR(with, ref, 1e-4 * ref);
+    CHECK(without > 1.5 * ref);   /* the test is what keeps the negatives out */
+}
+
 /* The neighbourhood model's eq. (1) for user 0 and item j in float64: R(i)
  * from seen (NaN: unseen), the residuals' baselines bhat at the epoch's
  * start; the residuals and the two normalisers for the step. */
@@ -768,11 +836,14 @@ int main(void)
         if (lac_ctx_create(&cp, &inbatch) != 0) return 1;
         cp.knobs = "MF_CUDA_INBATCH=4";
         if (lac_ctx_create(&cp, &inbatch4) != 0) return 1;
+        cp.knobs = "MF_CUDA_INBATCH=0,MF_CUDA_INBATCH_SEEN=0";
+        if (lac_ctx_create(&cp, &inbatch_unseen) != 0) return 1;
     }
     RUN(one_epoch_matches_float64_reference);
     RUN(pooled_epoch_matches_float64_reference);
     RUN(warp_copies_epoch_matches_float64_reference);
     RUN(inbatch_epoch_alone_matches_float64_reference);
+    RUN(inbatch_negatives_pass_over_seen_items);
     RUN(neighbourhood_bpr_epoch_matches_float64_reference);
     RUN(planted_preferences_beat_most_popular_and_match_the_cpu);
     lac_ctx_destroy(&gpu);
@@ -782,5 +853,6 @@ int main(void)
     lac_ctx_destroy(&copies32);
     lac_ctx_destroy(&inbatch);
     lac_ctx_destroy(&inbatch4);
+    lac_ctx_destroy(&inbatch_unseen);
     return harness_finish();
 }

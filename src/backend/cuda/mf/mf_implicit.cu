@@ -22,6 +22,10 @@ struct lac_mf_cuda_implicit {
     /* the blocks' pools of negatives (kernel.pool > 0); the warp copies' tables of the users' items */
     int32_t *pool_item, *pool_row, *seen_table;
     int64_t *seen_table_start;
+    /* in-batch negatives' seen test: each row's rank among the most
+     * interacted items (-1: not among them), each user's bits of those */
+    int32_t *row_rank;
+    uint32_t *seen_bits;
     int64_t pools;
     int rounds;
     cudaEvent_t phase[3];           /* LACUNA_MF_CUDA_PHASES: before the draws, before the epoch kernel, after */
@@ -36,7 +40,7 @@ void lac_mf_cuda_implicit_end(lac_mf_cuda_implicit *m)
     if (!m) return;
     void *ptrs[] = {m->seen_start, m->seen_items, m->cell_user, m->row_item, m->rep_first, m->rep_count, m->neg,
                     m->neg_weight, m->user_scale, m->nbr_cell, m->nbr_user, m->nbr_key, m->nbr_t, m->neg_cum,
-                    m->pool_item, m->pool_row, m->seen_table, m->seen_table_start};
+                    m->pool_item, m->pool_row, m->seen_table, m->seen_table_start, m->row_rank, m->seen_bits};
     for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
         if (ptrs[i]) cudaFree(ptrs[i]);
     for (int i = 0; i < 3; i++)
@@ -73,11 +77,13 @@ lac_status lac_mf_cuda_implicit_begin(lac_ctx_t ctx, const lac_mf_call *call, in
     /* in-batch negatives: cross-entropy's unshared ones */
     const int64_t inbatch = lac_knob_int(ctx, LAC_KNOB_MF_CUDA_INBATCH, -1);
     if (!bpr && !lists && k.fn && inbatch >= 0 && !k.pool) {
-        lac_mf_cuda_implicit_kernel bk = lac_mf_cuda_implicit_inbatch_choose(pieces, (int)inbatch);
+        lac_mf_cuda_implicit_kernel bk = lac_mf_cuda_implicit_inbatch_choose(
+            pieces, (int)inbatch, lac_knob_int(ctx, LAC_KNOB_MF_CUDA_INBATCH_SEEN, 1) != 0);
         if (bk.fn) {
             k = bk;
-            lac_log(ctx, LAC_LOG_INFO, "mf CUDA implicit: in-batch negatives, %d lanes a group, %d of %d groups a warp",
-                    k.lanes, negatives < 32 / k.lanes - 1 ? negatives : 32 / k.lanes - 1, 32 / k.lanes);
+            lac_log(ctx, LAC_LOG_INFO, "mf CUDA implicit: in-batch negatives, %d lanes a group, %d of %d groups a warp%s",
+                    k.lanes, negatives < 32 / k.lanes - 1 ? negatives : 32 / k.lanes - 1, 32 / k.lanes,
+                    k.inbatch == 2 ? ", seen items passed over" : "");
         } else {
             lac_log(ctx, LAC_LOG_INFO, "mf CUDA implicit: no in-batch kernel for k = %d with %lld lanes",
                     call->factors.k, (long long)inbatch);
@@ -181,6 +187,40 @@ static lac_status upload_seen_tables(lac_ctx_t ctx, lac_mf_cuda_implicit *m)
     return give(ctx, &m->seen_table, table, (size_t)slots);
 }
 
+/* In-batch negatives' seen test (kernel.inbatch 2): the LAC_MF_INBATCH_SEEN
+ * most interacted items ranked, each row's item's rank (row_item: the
+ * rows' items), and each user's bits of the ranked items it has. Such
+ * negatives come in proportion to the items' interactions, so most of
+ * them are ranked; the bits stay in L2 (128 bytes a user), where a hash
+ * table of every user's items did not: its probes cost 23% of the epoch. */
+static lac_status upload_seen_bits(lac_ctx_t ctx, lac_mf_cuda_implicit *m, const int32_t *row_item, int64_t rows)
+{
+    const lac_mf_data *d = m->call->data;
+    const int64_t ni = d->num_items, nu = d->num_users, words = LAC_MF_INBATCH_SEEN / 32;
+    int64_t *count = (int64_t *)calloc((size_t)(ni ? ni : 1), sizeof *count);
+    int32_t *order = (int32_t *)malloc((size_t)(ni ? ni : 1) * sizeof *order);
+    int32_t *rank = (int32_t *)malloc((size_t)(ni ? ni : 1) * sizeof *rank);
+    int32_t *row_rank = (int32_t *)malloc((size_t)(rows ? rows : 1) * sizeof *row_rank);
+    uint32_t *bits = (uint32_t *)calloc((size_t)(nu ? nu : 1) * (size_t)words, sizeof *bits);
+    if (!count || !order || !rank || !row_rank || !bits) {
+        free(count), free(order), free(rank), free(row_rank), free(bits);
+        return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "out of host memory for the in-batch negatives' seen test");
+    }
+    for (int64_t x = 0; x < d->nnz; x++) count[d->col[x]]++;
+    for (int64_t j = 0; j < ni; j++) order[j] = (int32_t)j, rank[j] = -1;
+    std::stable_sort(order, order + ni, [count](int32_t a, int32_t b) { return count[a] > count[b]; });
+    for (int64_t r = 0; r < ni && r < LAC_MF_INBATCH_SEEN; r++) rank[order[r]] = (int32_t)r;
+    for (int64_t x = 0; x < rows; x++) row_rank[x] = rank[row_item[x]];
+    for (int64_t u = 0; u < nu; u++)
+        for (int64_t x = d->row_start[u]; x < d->row_start[u + 1]; x++) {
+            const int32_t r = rank[d->col[x]];
+            if (r >= 0) bits[u * words + r / 32] |= 1u << (r % 32);
+        }
+    free(count), free(order), free(rank);
+    LAC_CHECK(give(ctx, &m->row_rank, row_rank, (size_t)rows));
+    return give(ctx, &m->seen_bits, bits, (size_t)(nu * words));
+}
+
 lac_status lac_mf_cuda_implicit_upload(lac_ctx_t ctx, lac_mf_cuda_implicit *m, const lac_mf_schedule *sch)
 {
     const lac_mf_data *d = m->call->data;
@@ -221,6 +261,7 @@ lac_status lac_mf_cuda_implicit_upload(lac_ctx_t ctx, lac_mf_cuda_implicit *m, c
             free(row_item), free(first), free(count);
             return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "out of host memory for the implicit arrays");
         }
+        if (m->kernel.inbatch == 2) LAC_CHECK(upload_seen_bits(ctx, m, row_item, rows));
         LAC_CHECK(give(ctx, &m->row_item, row_item, (size_t)rows));
         LAC_CHECK(give(ctx, &m->rep_first, first, (size_t)ni));
         LAC_CHECK(give(ctx, &m->rep_count, count, (size_t)ni));
@@ -301,6 +342,8 @@ lac_status lac_mf_cuda_implicit_epoch(lac_ctx_t ctx, lac_mf_cuda_implicit *m, co
     a.rounds = m->rounds;
     a.draws = dr;
     a.perm_a = 1, a.perm_b = 0;
+    a.row_rank = m->row_rank;
+    a.seen_bits = m->seen_bits;
     if (m->kernel.inbatch)
         lac_mf_cuda_implicit_inbatch_map(m->call->seed, epoch, m->cells / (m->steps > 0 ? m->steps : 1), &a.perm_a,
                                          &a.perm_b);
