@@ -92,7 +92,7 @@ static const struct {
                                   "or 8; 0: chosen by k)"},
     [LAC_KNOB_MF_CUDA_INBATCH_SEEN] = {"LACUNA_MF_CUDA_INBATCH_SEEN",
                                        "0: with in-batch negatives, an item the user has seen is a negative all the "
-                                       "same (no test of the user's bits of the 1,024 most interacted items)"},
+                                       "same (no test of the user's bits of the most interacted items)"},
 };
 
 /* The environment as the process first saw it: read once. */

@@ -26,6 +26,7 @@ struct lac_mf_cuda_implicit {
      * interacted items (-1: not among them), each user's bits of those */
     int32_t *row_rank;
     uint32_t *seen_bits;
+    int seen_words;                 /* a user's words of bits */
     int64_t pools;
     int rounds;
     cudaEvent_t phase[3];           /* LACUNA_MF_CUDA_PHASES: before the draws, before the epoch kernel, after */
@@ -187,16 +188,22 @@ static lac_status upload_seen_tables(lac_ctx_t ctx, lac_mf_cuda_implicit *m)
     return give(ctx, &m->seen_table, table, (size_t)slots);
 }
 
-/* In-batch negatives' seen test (kernel.inbatch 2): the LAC_MF_INBATCH_SEEN
- * most interacted items ranked, each row's item's rank (row_item: the
- * rows' items), and each user's bits of the ranked items it has. Such
- * negatives come in proportion to the items' interactions, so most of
- * them are ranked; the bits stay in L2 (128 bytes a user), where a hash
- * table of every user's items did not: its probes cost 23% of the epoch. */
+/* In-batch negatives' seen test (kernel.inbatch 2): the most interacted
+ * items ranked (all where the users' bits fit in LAC_MF_INBATCH_SEEN_BYTES,
+ * else as many as fit, at least LAC_MF_INBATCH_SEEN_MIN), each row's
+ * item's rank (row_item: the rows' items), and each user's bits of the
+ * ranked items it has. Such negatives come in proportion to the items'
+ * interactions, so most of them are ranked; the bits stay in L2, where a
+ * hash table of every user's items did not: its probes cost 23% of the
+ * epoch. */
 static lac_status upload_seen_bits(lac_ctx_t ctx, lac_mf_cuda_implicit *m, const int32_t *row_item, int64_t rows)
 {
     const lac_mf_data *d = m->call->data;
-    const int64_t ni = d->num_items, nu = d->num_users, words = LAC_MF_INBATCH_SEEN / 32;
+    const int64_t ni = d->num_items, nu = d->num_users, fit = LAC_MF_INBATCH_SEEN_BYTES / 4 / (nu ? nu : 1);
+    int64_t words = (ni + 31) / 32;
+    if (words > fit) words = fit > LAC_MF_INBATCH_SEEN_MIN / 32 ? fit : LAC_MF_INBATCH_SEEN_MIN / 32;
+    if (words < 1) words = 1;
+    m->seen_words = (int)words;
     int64_t *count = (int64_t *)calloc((size_t)(ni ? ni : 1), sizeof *count);
     int32_t *order = (int32_t *)malloc((size_t)(ni ? ni : 1) * sizeof *order);
     int32_t *rank = (int32_t *)malloc((size_t)(ni ? ni : 1) * sizeof *rank);
@@ -209,7 +216,7 @@ static lac_status upload_seen_bits(lac_ctx_t ctx, lac_mf_cuda_implicit *m, const
     for (int64_t x = 0; x < d->nnz; x++) count[d->col[x]]++;
     for (int64_t j = 0; j < ni; j++) order[j] = (int32_t)j, rank[j] = -1;
     std::stable_sort(order, order + ni, [count](int32_t a, int32_t b) { return count[a] > count[b]; });
-    for (int64_t r = 0; r < ni && r < LAC_MF_INBATCH_SEEN; r++) rank[order[r]] = (int32_t)r;
+    for (int64_t r = 0; r < ni && r < 32 * words; r++) rank[order[r]] = (int32_t)r;
     for (int64_t x = 0; x < rows; x++) row_rank[x] = rank[row_item[x]];
     for (int64_t u = 0; u < nu; u++)
         for (int64_t x = d->row_start[u]; x < d->row_start[u + 1]; x++) {
@@ -217,7 +224,11 @@ static lac_status upload_seen_bits(lac_ctx_t ctx, lac_mf_cuda_implicit *m, const
             if (r >= 0) bits[u * words + r / 32] |= 1u << (r % 32);
         }
     free(count), free(order), free(rank);
-    LAC_CHECK(give(ctx, &m->row_rank, row_rank, (size_t)rows));
+    const lac_status st = give(ctx, &m->row_rank, row_rank, (size_t)rows);
+    if (st != LAC_SUCCESS) {
+        free(bits);
+        return st;
+    }
     return give(ctx, &m->seen_bits, bits, (size_t)(nu * words));
 }
 
@@ -344,6 +355,7 @@ lac_status lac_mf_cuda_implicit_epoch(lac_ctx_t ctx, lac_mf_cuda_implicit *m, co
     a.perm_a = 1, a.perm_b = 0;
     a.row_rank = m->row_rank;
     a.seen_bits = m->seen_bits;
+    a.seen_words = m->seen_words;
     if (m->kernel.inbatch)
         lac_mf_cuda_implicit_inbatch_map(m->call->seed, epoch, m->cells / (m->steps > 0 ? m->steps : 1), &a.perm_a,
                                          &a.perm_b);

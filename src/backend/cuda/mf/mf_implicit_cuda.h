@@ -65,11 +65,12 @@ struct lac_mf_cuda_implicit_args {
     /* in-batch negatives (kernel.inbatch): the group of slot s this epoch is
      * (perm_a s + perm_b) mod groups (lac_mf_cuda_implicit_inbatch_map);
      * kernel.inbatch 2, the seen test: each row's item's rank among the
-     * LAC_MF_INBATCH_SEEN most interacted (-1: not among them) and each
-     * user's LAC_MF_INBATCH_SEEN bits of them */
+     * 32 seen_words most interacted (-1: not among them) and each user's
+     * seen_words words of bits of them */
     uint64_t perm_a, perm_b;
     const int32_t *row_rank;
     const uint32_t *seen_bits;
+    int seen_words;
 };
 
 /* The neighbourhood model's draws: the stream cells that are negatives,
@@ -132,17 +133,19 @@ int lac_mf_cuda_pool_round_steps(int pool, int cells, int groups_per_block);
  * never meet on a slot within b. No draw kernel, no array of draws. fn
  * NULL: no such kernel. */
 lac_mf_cuda_implicit_kernel lac_mf_cuda_implicit_copies_choose(int pieces, int pool, int cells);
-/* The in-batch negatives' seen test covers the items of this many highest
- * interaction counts (a multiple of 32). */
-#define LAC_MF_INBATCH_SEEN 1024
+/* The in-batch negatives' seen test covers the items of the highest
+ * interaction counts: all of them where the users' bits fit in this many
+ * bytes (to stay in L2), else as many as fit, at least the minimum. */
+#define LAC_MF_INBATCH_SEEN_BYTES ((int64_t)16 << 20)
+#define LAC_MF_INBATCH_SEEN_MIN 1024
 
 /* In-batch negatives (LACUNA_MF_CUDA_INBATCH; cross-entropy, unshared, no
  * lists; mf_implicit_inbatch.cu): a warp's 32 / lanes groups step together
  * and each cell's negatives are the positives' rows of the next
  * min(negatives, groups - 1) groups of its warp at that step; the groups
  * that share a warp change every epoch. lanes 4 or 8 (0: 8 where they
- * divide the row, else 4); seen: a negative among the LAC_MF_INBATCH_SEEN
- * most interacted items that the user has seen is passed over. fn NULL:
+ * divide the row, else 4); seen: a negative among the most interacted
+ * items (LAC_MF_INBATCH_SEEN_*) that the user has seen is passed over. fn NULL:
  * rows the lanes do not divide, or wider than 8 pieces a lane. No draw
  * kernel. */
 lac_mf_cuda_implicit_kernel lac_mf_cuda_implicit_inbatch_choose(int pieces, int lanes, int seen);

@@ -20,8 +20,8 @@
  * would be one another's negatives every epoch (a numpy model of this
  * schedule, bench/implicit_inbatch_model.py, lost a fifth of HR@10 so at
  * l2 0.01). A negative the user has seen is passed over where it is among
- * the LAC_MF_INBATCH_SEEN most interacted items (a bit a user and item, in
- * L2), as is the user's own positive item (measured: without the test
+ * the most interacted items (a bit a user and item, in L2; all items where
+ * they fit, LAC_MF_INBATCH_SEEN_*), as is the user's own positive item (measured: without the test
  * HR@10 fell 4-5% on the MovieLens-100k shape, with it 1-2%). l2 reaches
  * an item row once for every group that used it, valid or not, as a drawn
  * negative's does for every draw. */
@@ -233,7 +233,7 @@ static __global__ void __launch_bounds__(32 * LAC_MF_WARPS_PER_BLOCK) inbatch_ep
         }
         if (on && (c_now & LAC_MF_RUN_START)) {
             start_run<G, V, true>(a, user, share, next_run, p, p0, bu, bu0, sub, pieces);
-            if (SEEN) seen = ia.seen_bits + user * (LAC_MF_INBATCH_SEEN / 32);
+            if (SEEN) seen = ia.seen_bits + user * ia.seen_words;
         }
         inbatch_step<G, V, SEEN>(a, shared[warp], ln, me, sub, on, live, c_now & LAC_MF_ITEM_MASK, w_now, q_now, bq_now,
                                  it_now, rank_now, seen, p, bu, loss);
