@@ -20,11 +20,11 @@
  * would be one another's negatives every epoch (a numpy model of this
  * schedule, bench/implicit_inbatch_model.py, lost a fifth of HR@10 so at
  * l2 0.01). A negative the user has seen is passed over where it is among
- * the most interacted items (a bit a user and item, in L2; all items where
- * they fit, LAC_MF_INBATCH_SEEN_*), as is the user's own positive item (measured: without the test
- * HR@10 fell 4-5% on the MovieLens-100k shape, with it 1-2%). l2 reaches
- * an item row once for every group that used it, valid or not, as a drawn
- * negative's does for every draw. */
+ * the most interacted items (a bit a user and item, in L2; every item
+ * where they fit, LAC_MF_INBATCH_SEEN_*), as is the user's own positive
+ * item (measured: without the test HR@10 fell 4-5% on the MovieLens-100k
+ * shape, with it 0-2%). l2 reaches an item row once for every group that
+ * used it, valid or not, as a drawn negative's does for every draw. */
 #include "backend/cuda/mf/mf_implicit_cuda.h"
 
 #include <string.h>
