@@ -95,6 +95,20 @@ static lac_mf_params one_user_params(int loss, int k, uint64_t seed)
     return p;
 }
 
+/* Model m's biases and factors at random values from *s: each user's bias
+ * and row, then each item's. */
+static void random_model(lac_mf_model_t m, int64_t users, int64_t items, int k, unsigned long long *s)
+{
+    for (int64_t u = 0; u < users; u++) {
+        m->user_bias[u] = (float)(0.2 * harness_rand_uniform(s) - 0.1);
+        for (int f = 0; f < k; f++) m->P[u * m->stride + f] = (float)((harness_rand_uniform(s) - 0.5) / sqrt(k));
+    }
+    for (int64_t j = 0; j < items; j++) {
+        m->item_bias[j] = (float)(0.2 * harness_rand_uniform(s) - 0.1);
+        for (int f = 0; f < k; f++) m->Q[j * m->stride + f] = (float)(harness_rand_uniform(s) - 0.5);
+    }
+}
+
 /* The one user's model at random values (from s), also in float64 (P: k,
  * Q: 6 x k, bu, bi: 6), trained one epoch at rate lr on context c (its loss
  * in *sum); skewed: negatives drawn by the weights `skew` (d->neg_cum). */
@@ -113,11 +127,12 @@ static lac_mf_model_t one_user_epoch(lac_ctx_t c, const lac_mf_params *p, lac_mf
     lac_mf_model_t m = NULL;
     CHECK_OK(c, lac_mf_model_alloc(c, 1, 6, k, &m));
     m->params = *p;
-    *bu = m->user_bias[0] = (float)(0.2 * harness_rand_uniform(&s) - 0.1);
-    for (int f = 0; f < k; f++) P[f] = m->P[f] = (float)((harness_rand_uniform(&s) - 0.5) / sqrt(k));
+    random_model(m, 1, 6, k, &s);
+    *bu = m->user_bias[0];
+    for (int f = 0; f < k; f++) P[f] = m->P[f];
     for (int j = 0; j < 6; j++) {
-        bi[j] = m->item_bias[j] = (float)(0.2 * harness_rand_uniform(&s) - 0.1);
-        for (int f = 0; f < k; f++) Q[j * k + f] = m->Q[j * m->stride + f] = (float)(harness_rand_uniform(&s) - 0.5);
+        bi[j] = m->item_bias[j];
+        for (int f = 0; f < k; f++) Q[j * k + f] = m->Q[j * m->stride + f];
     }
     lac_mf_call call = lac_mf_model_call(m, d, NULL);
     const lac_mf_backend *b = lac_mf_backend_cuda();
@@ -528,14 +543,7 @@ static double all_seen_loss(lac_ctx_t c, double *ref)
     CHECK_OK(c, lac_mf_model_alloc(c, U, I, K, &m));
     m->params = p;
     unsigned long long s = 23;
-    for (int u = 0; u < U; u++) {
-        m->user_bias[u] = (float)(0.2 * harness_rand_uniform(&s) - 0.1);
-        for (int f = 0; f < K; f++) m->P[u * m->stride + f] = (float)((harness_rand_uniform(&s) - 0.5) / sqrt(K));
-    }
-    for (int j = 0; j < I; j++) {
-        m->item_bias[j] = (float)(0.2 * harness_rand_uniform(&s) - 0.1);
-        for (int f = 0; f < K; f++) m->Q[j * m->stride + f] = (float)(harness_rand_uniform(&s) - 0.5);
-    }
+    random_model(m, U, I, K, &s);
     *ref = 0.0;
     for (int u = 0; u < U; u++)
         for (int j = 0; j < I; j++) {

@@ -205,7 +205,7 @@ static lac_status upload_seen_bits(lac_ctx_t ctx, lac_mf_cuda_implicit *m, const
     if (words < 1) words = 1;
     m->seen_words = (int)words;
     int64_t *count = (int64_t *)calloc((size_t)(ni ? ni : 1), sizeof *count);
-    int32_t *order = (int32_t *)malloc((size_t)(ni ? ni : 1) * sizeof *order);
+    int64_t *order = (int64_t *)malloc((size_t)(ni ? ni : 1) * sizeof *order);
     int32_t *rank = (int32_t *)malloc((size_t)(ni ? ni : 1) * sizeof *rank);
     int32_t *row_rank = (int32_t *)malloc((size_t)(rows ? rows : 1) * sizeof *row_rank);
     uint32_t *bits = (uint32_t *)calloc((size_t)(nu ? nu : 1) * (size_t)words, sizeof *bits);
@@ -214,8 +214,12 @@ static lac_status upload_seen_bits(lac_ctx_t ctx, lac_mf_cuda_implicit *m, const
         return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "out of host memory for the in-batch negatives' seen test");
     }
     for (int64_t x = 0; x < d->nnz; x++) count[d->col[x]]++;
-    for (int64_t j = 0; j < ni; j++) order[j] = (int32_t)j, rank[j] = -1;
-    std::stable_sort(order, order + ni, [count](int32_t a, int32_t b) { return count[a] > count[b]; });
+    const lac_status ordered = lac_mf_order_by_count(ctx, count, ni, order);
+    if (ordered != LAC_SUCCESS) {
+        free(count), free(order), free(rank), free(row_rank), free(bits);
+        return ordered;
+    }
+    for (int64_t j = 0; j < ni; j++) rank[j] = -1;
     for (int64_t r = 0; r < ni && r < 32 * words; r++) rank[order[r]] = (int32_t)r;
     for (int64_t x = 0; x < rows; x++) row_rank[x] = rank[row_item[x]];
     for (int64_t u = 0; u < nu; u++)

@@ -166,6 +166,20 @@ static __device__ __forceinline__ void inbatch_step(const lac_mf_cuda_epoch_args
     __syncwarp();   /* the shared rows are read: the next step may write them */
 }
 
+/* Cell cd's row pieces, bias, item and (SEEN) rank among the most
+ * interacted items: zeros and -1 where present is false. */
+template <int G, int V, bool SEEN>
+static __device__ __forceinline__ void load_cell(const lac_mf_cuda_implicit_args &ia, int32_t cd, bool present,
+                                                 int sub, int pieces, float4 (&q)[V], float &bq, int32_t &it,
+                                                 int32_t &rank)
+{
+    const int32_t j = cd & LAC_MF_ITEM_MASK;
+    load_row<G, V, true>(q, (const float4 *)ia.base.Q + (int64_t)j * pieces, sub, pieces, present);
+    bq = (present && ia.base.use_bias) ? __ldcg(ia.base.item_bias + (int64_t)j * LAC_MF_BIAS_STRIDE) : 0.0f;
+    it = present ? __ldg(ia.draws.row_item + j) : -1;
+    rank = SEEN && present ? __ldg(ia.row_rank + j) : -1;
+}
+
 /* One epoch: G lanes a group, V float4 pieces a lane (rows of exactly G x V
  * pieces), 32 / G groups a warp in step; each cell's row, bias and item
  * loaded a step ahead (a row another group of the warp steps meanwhile is
@@ -192,7 +206,6 @@ static __global__ void __launch_bounds__(32 * LAC_MF_WARPS_PER_BLOCK) inbatch_ep
         ln.shrink[b] = ln.shrink[b - 1] * ln.shrink[b - 1], ln.shrink_b[b] = ln.shrink_b[b - 1] * ln.shrink_b[b - 1];
     const int32_t *code = a.code + group * a.steps;
     const float *weight_of = a.rating + group * a.steps;
-    const float4 *Q4 = (const float4 *)a.Q;
     float4 p[V], p0[V];
 #pragma unroll
     for (int v = 0; v < V; v++) p[v] = p0[v] = make_float4(0.f, 0.f, 0.f, 0.f);
@@ -203,14 +216,8 @@ static __global__ void __launch_bounds__(32 * LAC_MF_WARPS_PER_BLOCK) inbatch_ep
     float w = a.steps > 0 ? __ldg(weight_of) : 0.0f;
     float4 q[V];
     float bq;
-    int32_t it, rank = -1;   /* rank: SEEN, the row's rank among the most interacted items */
-    {
-        const int32_t j = cd & LAC_MF_ITEM_MASK;
-        load_row<G, V, true>(q, Q4 + (int64_t)j * pieces, sub, pieces, cd >= 0);
-        bq = (cd >= 0 && a.use_bias) ? __ldcg(a.item_bias + (int64_t)j * LAC_MF_BIAS_STRIDE) : 0.0f;
-        it = cd >= 0 ? __ldg(ia.draws.row_item + j) : -1;
-        if (SEEN) rank = cd >= 0 ? __ldg(ia.row_rank + j) : -1;
-    }
+    int32_t it, rank;
+    load_cell<G, V, SEEN>(ia, cd, cd >= 0, sub, pieces, q, bq, it, rank);
     for (int64_t t = 0; t < a.steps; t++) {
         const bool on = cd >= 0;   /* padding ends a stream: cd stays LAC_MF_PAD after it */
         const unsigned live = __ballot_sync(0xffffffffu, on);
@@ -223,12 +230,8 @@ static __global__ void __launch_bounds__(32 * LAC_MF_WARPS_PER_BLOCK) inbatch_ep
         if (on) {   /* the next cell, its row, bias and item */
             cd = t + 1 < a.steps ? __ldg(code + t + 1) : LAC_MF_PAD;
             if (cd >= 0) {
-                const int32_t jn = cd & LAC_MF_ITEM_MASK;
                 w = __ldg(weight_of + t + 1);
-                load_row<G, V, true>(q, Q4 + (int64_t)jn * pieces, sub, pieces, true);
-                if (a.use_bias) bq = __ldcg(a.item_bias + (int64_t)jn * LAC_MF_BIAS_STRIDE);
-                it = __ldg(ia.draws.row_item + jn);
-                if (SEEN) rank = __ldg(ia.row_rank + jn);
+                load_cell<G, V, SEEN>(ia, cd, true, sub, pieces, q, bq, it, rank);
             }
         }
         if (on && (c_now & LAC_MF_RUN_START)) {
@@ -262,7 +265,6 @@ lac_mf_cuda_implicit_kernel lac_mf_cuda_implicit_inbatch_choose(int pieces, int 
 {
     lac_mf_cuda_implicit_kernel k;
     memset(&k, 0, sizeof k);
-    k.inbatch = 1;
     /* 8 lanes (4 groups a warp, 3 negatives) where they divide the row: a
      * step of 4 lanes issues more than twice the instructions (measured at k
      * = 32: 1.61 against 1.19 ms an epoch) */
@@ -276,14 +278,13 @@ lac_mf_cuda_implicit_kernel lac_mf_cuda_implicit_inbatch_choose(int pieces, int 
     return k;
 }
 
-/* An affine map of the groups for this epoch: a (odd, coprime to groups) and
- * b from the seed and the epoch, so that a warp's groups differ by epoch. */
+/* An affine map of the groups for this epoch: a (coprime to groups) and b
+ * from the seed and the epoch by the draws' rule (mf_backend.h; key
+ * INT64_MIN, which no user or pool round takes), so that a warp's groups
+ * differ by epoch. */
 void lac_mf_cuda_implicit_inbatch_map(uint64_t seed, int epoch, int64_t groups, uint64_t *a, uint64_t *b)
 {
-    uint64_t h = seed * 0x9E3779B97F4A7C15ull + (uint64_t)epoch * 0xD1B54A32D192ED03ull + 1;
-    h ^= h >> 31;
-    h *= 0xBF58476D1CE4E5B9ull;
-    h ^= h >> 29;
+    const uint64_t h = lac_mf_draw_seed(seed, epoch, INT64_MIN);
     const uint64_t n = groups > 0 ? (uint64_t)groups : 1;
     *b = h % n;
     uint64_t x = n > 2 ? 1 + (h >> 17) % (n - 1) : 1;
