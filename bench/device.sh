@@ -282,8 +282,9 @@ section_map() {
 # MF_SHAPES, default "ml10m netflix", "" for none). On the ML-10M shape also an epoch of
 # implicit feedback beside the explicit one (--implicit; MF_IMPLICIT_AS, e.g.
 # "4:1,4:4": cross-entropy's negatives:negative_share settings to time), and
-# with in-batch negatives (MF_INBATCH, default "0": mf_bench --inbatch's
-# settings, LACUNA_MF_CUDA_INBATCH). Its CUDA tests
+# beside it the variants of MF_INBATCH (mf_bench --inbatch's settings,
+# LACUNA_MF_CUDA_INBATCH; default "-1,0:0:1:0": drawn negatives, and
+# in-batch ones unweighted; the default epoch is in-batch, weighted). Its CUDA tests
 # (tests/cuda/test_mf_cuda.c, test_mf_implicit_cuda.c) run in section test.
 section_mf() {
     local e=${MF_EPOCHS:-100} p=${MF_PEER_EPOCHS:-2}
@@ -291,7 +292,7 @@ section_mf() {
     for shape in ${MF_SHAPES-ml10m netflix}; do
         say "mf_bench --device cuda --shape $shape -k 32,128 --epochs $e"
         LACUNA_LOG=info "$BUILD/bench/mf_bench" --device cuda --shape "$shape" -k 32,128 --epochs "$e" --peer-epochs "$p" \
-            --figures "$FIGURES" $([ "$shape" = ml10m ] && echo --implicit ${MF_IMPLICIT_AS:+--implicit-as $MF_IMPLICIT_AS} --inbatch "${MF_INBATCH:-0}") \
+            --figures "$FIGURES" $([ "$shape" = ml10m ] && echo --implicit ${MF_IMPLICIT_AS:+--implicit-as $MF_IMPLICIT_AS} --inbatch "${MF_INBATCH:--1,0:0:1:0}") \
             >>"$OUT/mf.txt" 2>>"$OUT/mf_bench.log" || say "mf_bench $shape FAILED (see mf_bench.log)"
     done
     # MF_SPLIT (e.g. "cuda:0,0 cuda:0,0,0"): the ML-10M shape also on those

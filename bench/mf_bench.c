@@ -12,7 +12,7 @@
  *   mf_bench [--shape ml10m|netflix|small] [--scale F] [-k 32,128] [--epochs 100]
  *            [--device cpu|cuda|cuda:0,1] [--threads N] [--peer-epochs 2] [--deterministic]
  *            [--users N --items N --ratings N] [--seed S] [--json] [--figures FILE]
- *            [--implicit] [--implicit-as NEG:SHARE,...] [--neg-pools P[:A:C],...] [--inbatch L[:G[:S]],...]
+ *            [--implicit] [--implicit-as NEG:SHARE,...] [--neg-pools P[:A:C],...] [--inbatch L[:G[:S[:W]]],...]
  *
  * --scale F keeps a fraction F of the users and ratings (items kept), for the
  * Netflix shape on a small machine. Floor: the larger of (a) the bytes an epoch
@@ -39,10 +39,12 @@
  * turn, twice over, each in a context of its own; P:A:C also sets
  * LACUNA_MF_CUDA_NEG_POOL_ADD=A (1: warp copies) and
  * LACUNA_MF_CUDA_NEG_POOL_CELLS=C (cells of a round per pool row).
- * --inbatch 0,4,8:16896,0:0:0 (CUDA): likewise with in-batch negatives
- * (LACUNA_MF_CUDA_INBATCH=L, L lanes a group, 0: chosen by k; :G also
- * LACUNA_MF_CUDA_GROUPS=G, the groups in flight, 0 the default; :S
- * LACUNA_MF_CUDA_INBATCH_SEEN=S, default 1). */
+ * --inbatch -1,0,4,8:16896,0:0:0 (CUDA): likewise with in-batch negatives
+ * (LACUNA_MF_CUDA_INBATCH=L, L lanes a group, 0: chosen by k, -1: drawn
+ * negatives instead; :G also LACUNA_MF_CUDA_GROUPS=G, the groups in
+ * flight, 0 the default; :S LACUNA_MF_CUDA_INBATCH_SEEN=S, default 1; :W
+ * LACUNA_MF_CUDA_INBATCH_WEIGHT=W, default 1). The default epoch of
+ * cross-entropy on one device is in-batch (weighted, lanes by k). */
 #include "bench_util.h"
 #include "lacuna/lacuna.h"
 
@@ -210,7 +212,7 @@ int main(int argc, char **argv)
                             "                [--device cpu|cuda|cuda:0,1] [--threads N] [--peer-epochs N]\n"
                             "                [--deterministic]\n"
                             "                [--users N --items N --ratings N] [--seed S] [--json] [--figures FILE]\n"
-                            "                [--implicit] [--implicit-as NEG:SHARE,...] [--neg-pools P[:A:C],...] [--inbatch L[:G[:S]],...]\n");
+                            "                [--implicit] [--implicit-as NEG:SHARE,...] [--neg-pools P[:A:C],...] [--inbatch L[:G[:S[:W]]],...]\n");
             return strcmp(a, "--help") ? 2 : 0;
         }
         i++;
@@ -243,13 +245,19 @@ int main(int argc, char **argv)
                     snprintf(variant_knobs[nvariants], sizeof variant_knobs[0],
                              "MF_CUDA_NEG_POOL=%d,MF_CUDA_NEG_POOL_ADD=%d,MF_CUDA_NEG_POOL_CELLS=%d", x, add, cells);
                     snprintf(variant_label[nvariants], sizeof variant_label[0], "pool %d:%d:%d", x, add, cells);
-                } else {   /* LANES[:GROUPS[:SEEN]] */
+                } else {   /* LANES[:GROUPS[:SEEN[:WEIGHT]]]; -1: drawn negatives */
                     const long groups = *end == ':' ? strtol(end + 1, &end, 10) : 0;
                     const int seen = *end == ':' ? (int)strtol(end + 1, &end, 10) : 1;
+                    const int weight = *end == ':' ? (int)strtol(end + 1, &end, 10) : 1;
                     snprintf(variant_knobs[nvariants], sizeof variant_knobs[0],
-                             "MF_CUDA_INBATCH=%d,MF_CUDA_INBATCH_SEEN=%d%s%.0ld", x, seen,
-                             groups ? ",MF_CUDA_GROUPS=" : "", groups);
-                    snprintf(variant_label[nvariants], sizeof variant_label[0], "inbatch %d:%ld:%d", x, groups, seen);
+                             "MF_CUDA_INBATCH=%d,MF_CUDA_INBATCH_SEEN=%d,MF_CUDA_INBATCH_WEIGHT=%d%s%.0ld", x, seen,
+                             weight, groups ? ",MF_CUDA_GROUPS=" : "", groups);
+                    if (x < 0)
+                        snprintf(variant_label[nvariants], sizeof variant_label[0], "drawn%s%.0ld",
+                                 groups ? ", groups " : "", groups);
+                    else
+                        snprintf(variant_label[nvariants], sizeof variant_label[0], "inbatch %d:%ld:%d:%d", x, groups,
+                                 seen, weight);
                 }
                 v = *end == ',' ? end + 1 : NULL;
             }

@@ -380,6 +380,31 @@ TEST(one_epoch_matches_float64_reference)
     shared_epoch(6, 3, 1);
 }
 
+/* Interactions where item j of ni has 1 + j^2 (item id j + 1, dense index j). */
+static lac_ratings_t squares_of_interactions(harness_triples *t, int ni)
+{
+    memset(t, 0, sizeof *t);
+    for (int64_t j = 0; j < ni; j++)
+        for (int64_t u = 0; u < 1 + j * j; u++) harness_triples_push(t, u + 1, j + 1, 1.0f);
+    lac_ratings_t r = NULL;
+    CHECK_OK(ctx, lac_ratings_from_arrays(ctx, t->n, t->u, t->i, t->r, &r));
+    return r;
+}
+
+/* r's data for implicit feedback with the negatives' exponent e (the
+ * neighbourhood model's default where nbr). */
+static lac_mf_data implicit_data_at(lac_ratings_t r, double e, int nbr)
+{
+    lac_mf_data d;
+    CHECK_OK(ctx, lac_mf_data_build(ctx, r, &d));
+    lac_mf_params p = lac_mf_params_default();
+    p.implicit = 1;
+    p.negative_exponent = e;
+    if (nbr) p.model = LAC_MF_MODEL_NEIGHBOURHOOD;
+    CHECK_OK(ctx, lac_mf_implicit_data(ctx, &p, &d));
+    return d;
+}
+
 /* The negatives' table (lac_mf_implicit_data): item j of 9 with 1 + j^2
  * interactions; its weight against (1 + j^2)^e / sum in float64, and the
  * frequency of each item in 180,000 draws of the counter-based rule against
@@ -388,21 +413,11 @@ TEST(one_epoch_matches_float64_reference)
 TEST(negatives_by_popularity)
 {
     harness_triples t;
-    memset(&t, 0, sizeof t);
     const int ni = 9;
-    for (int64_t j = 0; j < ni; j++)
-        for (int64_t u = 0; u < 1 + j * j; u++) harness_triples_push(&t, u + 1, j + 1, 1.0f);
-    lac_ratings_t r = NULL;
-    CHECK_OK(ctx, lac_ratings_from_arrays(ctx, t.n, t.u, t.i, t.r, &r));
+    lac_ratings_t r = squares_of_interactions(&t, ni);
     const double exps[4] = {0.5, 1.0, 0.0, -1.0};
     for (int x = 0; x < 4; x++) {
-        lac_mf_data d;
-        CHECK_OK(ctx, lac_mf_data_build(ctx, r, &d));
-        lac_mf_params p = lac_mf_params_default();
-        p.implicit = 1;
-        p.negative_exponent = exps[x];
-        if (x == 3) p.model = LAC_MF_MODEL_NEIGHBOURHOOD;
-        CHECK_OK(ctx, lac_mf_implicit_data(ctx, &p, &d));
+        lac_mf_data d = implicit_data_at(r, exps[x], x == 3);
         CHECK_INT(d.num_items, ni);
         CHECK((d.neg_cum != NULL) == (exps[x] > 0));
         double prob[9], total = 0.0, worst = 0.0, worst_z = 0.0;
@@ -433,6 +448,51 @@ TEST(negatives_by_popularity)
                prob[8]);
         CHECK(worst < 1e-9);
         CHECK(worst_z < 5.0);
+        lac_mf_data_free(&d);
+    }
+    lac_ratings_destroy(&r);
+    harness_triples_free(&t);
+}
+
+/* In-batch negatives' weights (lac_mf_inbatch_weights, the CUDA backend's
+ * default): such negatives come in proportion to the items' interactions
+ * (1 + j^2 here), and item j's weight must be scale x q_j / p_j with q the
+ * law n^e normalised, so that the weights' mean under the in-batch law is
+ * `scale` (the negatives' term of the loss is the drawn one's in
+ * expectation); rows that replicate an item take its weight, an item
+ * without interactions 0. */
+TEST(inbatch_weights_bring_negatives_to_the_law)
+{
+    harness_triples t;
+    const int ni = 9;
+    lac_ratings_t r = squares_of_interactions(&t, ni);
+    const double exps[4] = {0.75, 0.5, 1.0, 0.0}, scale = 4.0 / 3.0;
+    int64_t count[9];
+    int32_t row_item[11];
+    for (int j = 0; j < ni; j++) count[j] = 1 + j * j, row_item[j] = j;
+    row_item[9] = row_item[10] = 8;   /* two replicas of the most interacted item */
+    for (int x = 0; x < 4; x++) {
+        lac_mf_data d = implicit_data_at(r, exps[x], 0);
+        float w[11];
+        lac_mf_inbatch_weights(&d, d.neg_cum, count, row_item, 11, scale, w);
+        double law = 0.0, mean = 0.0, worst = 0.0;
+        for (int j = 0; j < ni; j++) law += pow(1.0 + j * j, exps[x]);
+        for (int j = 0; j < ni; j++) {
+            const double q = pow(1.0 + j * j, exps[x]) / law, pj = (1.0 + j * j) / (double)d.nnz;
+            worst = fmax(worst, fabs(w[j] - scale * q / pj) / (scale * q / pj));
+            mean += pj * w[j];
+        }
+        printf("  exponent %g: weights within %.1e of scale q_j / p_j, their mean under the in-batch law %.6f "
+               "(scale %.6f); item 0 %.3f, item 8 %.3f\n", exps[x], worst, mean, scale, w[0], w[8]);
+        CHECK(worst < 1e-6);
+        CHECK_NEAR(mean, scale, 1e-6);
+        CHECK(w[9] == w[8] && w[10] == w[8]);
+        if (exps[x] == 1.0) CHECK_NEAR(w[4], scale, 1e-6);   /* the in-batch law itself: the scale alone */
+        int64_t none[9];
+        memcpy(none, count, sizeof none);
+        none[3] = 0;   /* an item no cell holds */
+        lac_mf_inbatch_weights(&d, d.neg_cum, none, row_item, 11, scale, w);
+        CHECK(w[3] == 0.0f);
         lac_mf_data_free(&d);
     }
     lac_ratings_destroy(&r);
@@ -631,6 +691,7 @@ int main(void)
     RUN(implicit_beats_most_popular);
     RUN(one_epoch_matches_float64_reference);
     RUN(negatives_by_popularity);
+    RUN(inbatch_weights_bring_negatives_to_the_law);
     RUN(checks_and_model_file);
     RUN(negative_correction);
     RUN(implicit_search);

@@ -88,11 +88,16 @@ static const struct {
                                     "lanes of a pair in the GPU's Jacobi SVT: 1, 2, 4, 8, 16 or 32 (0: chosen by the slice's shape)"},
     [LAC_KNOB_MF_CUDA_INBATCH] = {"LACUNA_MF_CUDA_INBATCH",
                                   "implicit feedback on CUDA (cross-entropy): a cell's negatives are the positives of the "
-                                  "next groups of its warp at the same step, not drawn; the value is the lanes a group (4 "
-                                  "or 8; 0: chosen by k)"},
+                                  "next groups of its warp at the same step (the default on one device with a "
+                                  "negatives' exponent of at least 0.5); the value is the lanes a group (4 or 8; 0: chosen "
+                                  "by k), -1 draws the negatives instead"},
     [LAC_KNOB_MF_CUDA_INBATCH_SEEN] = {"LACUNA_MF_CUDA_INBATCH_SEEN",
                                        "0: with in-batch negatives, an item the user has seen is a negative all the "
                                        "same (no test of the user's bits of the most interacted items)"},
+    [LAC_KNOB_MF_CUDA_INBATCH_WEIGHT] = {"LACUNA_MF_CUDA_INBATCH_WEIGHT",
+                                         "0: in-batch negatives weigh 1 each, in their own law (the items' "
+                                         "interactions); by default each weighs the call's law over that one, times the "
+                                         "negatives asked over those met"},
 };
 
 /* The environment as the process first saw it: read once. */

@@ -61,8 +61,9 @@ typedef enum {
     LAC_KNOB_MF_CUDA_NEG_POOL_CELLS, /* cells of a round per pool row (default 8) */
     LAC_KNOB_IMPUTE_CUDA_VLESS,  /* 0: cold Jacobi passes whose V is not kept still carry it */
     LAC_KNOB_IMPUTE_CUDA_LANES,  /* lanes a Jacobi pair (0: chosen by the slice's shape) */
-    LAC_KNOB_MF_CUDA_INBATCH,    /* lanes a group for in-batch negatives (4, 8, 0: chosen; unset: drawn negatives) */
+    LAC_KNOB_MF_CUDA_INBATCH,    /* lanes a group for in-batch negatives (4, 8, 0: chosen; -1: drawn negatives) */
     LAC_KNOB_MF_CUDA_INBATCH_SEEN, /* 0: in-batch negatives the user has seen are stepped all the same */
+    LAC_KNOB_MF_CUDA_INBATCH_WEIGHT, /* 0: in-batch negatives weigh 1 each (their own law, exponent 1) */
     LAC_KNOB_COUNT
 } lac_knob;
 

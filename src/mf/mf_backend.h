@@ -125,8 +125,10 @@ typedef struct {
     /* Interactions sharing one draw of negatives (1: each its own; the
      * rule below, lac_mf_share). */
     int share;
-    /* The negatives' distribution (lac_mf_data.neg_cum; NULL: uniform). */
+    /* The negatives' distribution (lac_mf_data.neg_cum; NULL: uniform) and
+     * its exponent (lac_mf_params.negative_exponent, resolved). */
     const uint64_t *neg_cum;
+    double negative_exponent;
     /* One part of the items (the blocks of src/dist/mf_dist.c): with
      * item_part (num_items entries), the epochs train only the ratings of
      * the items j with item_part[j] == part; the neighbourhood terms still see
@@ -256,6 +258,24 @@ static inline LAC_RANDOM_HD int32_t lac_mf_draw_negative(const uint64_t *cum, ui
 static inline double lac_mf_item_weight(const uint64_t *cum, int64_t j)
 {
     return cum ? (double)(cum[j] - (j ? cum[j - 1] : 0)) : 1.0;
+}
+
+/* In-batch negatives (the CUDA backend's) come in proportion to the items'
+ * interactions, p_j = count[j] / nnz (the other groups' positives).
+ * Weighing item j's by q_j / p_j, q the call's law (cum, neg_cum; NULL:
+ * uniform), times `scale` (the negatives asked over those a cell meets)
+ * makes the loss's negative term that of the drawn negatives in
+ * expectation (importance weights). weight[x] for row x, item row_item[x];
+ * 0 for an item without interactions, which no cell meets. */
+static inline void lac_mf_inbatch_weights(const lac_mf_data *d, const uint64_t *cum, const int64_t *count,
+                                          const int32_t *row_item, int64_t rows, double scale, float *weight)
+{
+    const double total = cum && d->num_items ? (double)cum[d->num_items - 1] : (double)d->num_items;
+    for (int64_t x = 0; x < rows; x++) {
+        const int32_t j = row_item[x];
+        const double q = lac_mf_item_weight(cum, j) / total, p = (double)count[j] / (double)d->nnz;
+        weight[x] = count[j] > 0 ? (float)(scale * q / p) : 0.0f;
+    }
 }
 
 /* A part's own table (lac_mf_cum_words(n) words at out, indexed) of its n

@@ -134,6 +134,7 @@ lac_mf_call lac_mf_model_call(lac_mf_model_t m, const lac_mf_data *data, const l
     c.negatives = m->params.negatives;
     c.share = m->params.loss == LAC_MF_LOSS_BPR ? 1 : m->params.negative_share;
     c.neg_cum = data->neg_cum;
+    c.negative_exponent = m->params.implicit ? lac_mf_negative_exponent(&m->params) : 0.0;
     return c;
 }
 

@@ -155,7 +155,9 @@ for case in plain:xent plain:bpr neighbourhood:xent neighbourhood:bpr; do
     model=${case%:*}; loss=${case#*:}
     o="--implicit --model $model --loss $loss -k 16 -K 16 -t 20 --quiet --device cuda --no-search"
     rm -f imp1.model
-    "$tool" mf train imp_train.txt imp1.model $o; rc=$?
+    # one GPU with drawn negatives, as the ranks' parts train (one device's
+    # default, in-batch negatives, is checked in tests/cuda/test_mf_implicit_cuda.c)
+    LACUNA_MF_CUDA_INBATCH=-1 "$tool" mf train imp_train.txt imp1.model $o; rc=$?
     check "mf implicit $model $loss on one GPU: exit 0" "[ $rc -eq 0 ]"
     "$tool" mf evaluate imp1.model imp_test.txt --negatives 0 --json > imp1.json
     h1=$(key hr imp1.json); n1=$(key ndcg imp1.json)
@@ -181,7 +183,7 @@ o="--implicit -k 16 -t 1 -a 1e-7 --json --device cuda --no-search"
 # and -np 3 GPU ranks' within TOL of REF (default: one GPU's)
 first_losses() {
     local l1 ln np ref
-    "$tool" mf train "$1" w.model $o > w1.json
+    LACUNA_MF_CUDA_INBATCH=-1 "$tool" mf train "$1" w.model $o > w1.json
     l1=$(key train_loss w1.json); ref=${4:-$l1}; TOL=$2
     for np in 2 3; do
         mpi $np "$tool" mf train "$1" w.model $o > wn.json

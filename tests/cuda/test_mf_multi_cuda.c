@@ -48,6 +48,9 @@ static lac_ctx_t make_ctx(int n)
     p.num_devices = n;   /* device_ids all 0 */
     p.log = keep_log;
     p.log_level = LAC_LOG_INFO;
+    /* implicit feedback: one device's drawn negatives, as the shares' parts
+     * draw them (its default, in-batch negatives: test_mf_implicit_cuda.c) */
+    p.knobs = "MF_CUDA_INBATCH=-1";
     lac_ctx_t c = NULL;
     if (lac_ctx_create(&p, &c) != 0) HARNESS_FAIL("context of %d shares: %s", n, lac_last_error(NULL));
     return c;

@@ -26,6 +26,7 @@ struct lac_mf_cuda_implicit {
      * interacted items (-1: not among them), each user's bits of those */
     int32_t *row_rank;
     uint32_t *seen_bits;
+    float *row_weight;              /* in-batch negatives: each row's weight as a negative (NULL: 1) */
     int seen_words;                 /* a user's words of bits */
     int64_t pools;
     int rounds;
@@ -41,7 +42,8 @@ void lac_mf_cuda_implicit_end(lac_mf_cuda_implicit *m)
     if (!m) return;
     void *ptrs[] = {m->seen_start, m->seen_items, m->cell_user, m->row_item, m->rep_first, m->rep_count, m->neg,
                     m->neg_weight, m->user_scale, m->nbr_cell, m->nbr_user, m->nbr_key, m->nbr_t, m->neg_cum,
-                    m->pool_item, m->pool_row, m->seen_table, m->seen_table_start, m->row_rank, m->seen_bits};
+                    m->pool_item, m->pool_row, m->seen_table, m->seen_table_start, m->row_rank, m->seen_bits,
+                    m->row_weight};
     for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
         if (ptrs[i]) cudaFree(ptrs[i]);
     for (int i = 0; i < 3; i++)
@@ -75,15 +77,18 @@ lac_status lac_mf_cuda_implicit_begin(lac_ctx_t ctx, const lac_mf_call *call, in
         else
             lac_log(ctx, LAC_LOG_INFO, "mf CUDA implicit: no pool kernel for k = %d", call->factors.k);
     }
-    /* in-batch negatives: cross-entropy's unshared ones */
-    const int64_t inbatch = lac_knob_int(ctx, LAC_KNOB_MF_CUDA_INBATCH, -1);
+    /* in-batch negatives: cross-entropy's unshared ones; by default on one
+     * device (no item parts) and where the weights that bring them to the
+     * call's law stay within n^0.5 (exponent >= 0.5) */
+    int64_t inbatch = lac_knob_int(ctx, LAC_KNOB_MF_CUDA_INBATCH, -2);
+    if (inbatch == -2) inbatch = !call->item_part && call->negative_exponent >= 0.5 ? 0 : -1;
     if (!bpr && !lists && k.fn && inbatch >= 0 && !k.pool) {
         lac_mf_cuda_implicit_kernel bk = lac_mf_cuda_implicit_inbatch_choose(
             pieces, (int)inbatch, lac_knob_int(ctx, LAC_KNOB_MF_CUDA_INBATCH_SEEN, 1) != 0);
         if (bk.fn) {
             k = bk;
             lac_log(ctx, LAC_LOG_INFO, "mf CUDA implicit: in-batch negatives, %d lanes a group, %d of %d groups a warp%s",
-                    k.lanes, negatives < 32 / k.lanes - 1 ? negatives : 32 / k.lanes - 1, 32 / k.lanes,
+                    k.lanes, lac_mf_cuda_inbatch_met(negatives, k.lanes), 32 / k.lanes,
                     k.inbatch == 2 ? ", seen items passed over" : "");
         } else {
             lac_log(ctx, LAC_LOG_INFO, "mf CUDA implicit: no in-batch kernel for k = %d with %lld lanes",
@@ -188,6 +193,32 @@ static lac_status upload_seen_tables(lac_ctx_t ctx, lac_mf_cuda_implicit *m)
     return give(ctx, &m->seen_table, table, (size_t)slots);
 }
 
+/* Each item's interactions in d (calloc'd; NULL: out of memory). */
+static int64_t *item_counts(const lac_mf_data *d)
+{
+    int64_t *count = (int64_t *)calloc((size_t)(d->num_items ? d->num_items : 1), sizeof *count);
+    for (int64_t x = 0; count && x < d->nnz; x++) count[d->col[x]]++;
+    return count;
+}
+
+/* In-batch negatives' weights (lac_mf_inbatch_weights): the call's
+ * law over the positives', times the negatives asked over those a cell
+ * meets (a warp's other groups, at most). */
+static lac_status upload_inbatch_weights(lac_ctx_t ctx, lac_mf_cuda_implicit *m, const int32_t *row_item, int64_t rows)
+{
+    const int met = lac_mf_cuda_inbatch_met(m->negatives, m->kernel.lanes);
+    int64_t *count = item_counts(m->call->data);
+    float *weight = (float *)malloc((size_t)(rows ? rows : 1) * sizeof *weight);
+    if (!count || !weight) {
+        free(count), free(weight);
+        return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "out of host memory for the in-batch negatives' weights");
+    }
+    lac_mf_inbatch_weights(m->call->data, m->call->neg_cum, count, row_item, rows,
+                           met > 0 ? (double)m->negatives / met : 1.0, weight);
+    free(count);
+    return give(ctx, &m->row_weight, weight, (size_t)rows);
+}
+
 /* In-batch negatives' seen test (kernel.inbatch 2): the most interacted
  * items ranked (all where the users' bits fit in LAC_MF_INBATCH_SEEN_BYTES,
  * else as many as fit, at least LAC_MF_INBATCH_SEEN_MIN), each row's
@@ -204,7 +235,7 @@ static lac_status upload_seen_bits(lac_ctx_t ctx, lac_mf_cuda_implicit *m, const
     if (words > fit) words = fit > LAC_MF_INBATCH_SEEN_MIN / 32 ? fit : LAC_MF_INBATCH_SEEN_MIN / 32;
     if (words < 1) words = 1;
     m->seen_words = (int)words;
-    int64_t *count = (int64_t *)calloc((size_t)(ni ? ni : 1), sizeof *count);
+    int64_t *count = item_counts(d);
     int64_t *order = (int64_t *)malloc((size_t)(ni ? ni : 1) * sizeof *order);
     int32_t *rank = (int32_t *)malloc((size_t)(ni ? ni : 1) * sizeof *rank);
     int32_t *row_rank = (int32_t *)malloc((size_t)(rows ? rows : 1) * sizeof *row_rank);
@@ -213,7 +244,6 @@ static lac_status upload_seen_bits(lac_ctx_t ctx, lac_mf_cuda_implicit *m, const
         free(count), free(order), free(rank), free(row_rank), free(bits);
         return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "out of host memory for the in-batch negatives' seen test");
     }
-    for (int64_t x = 0; x < d->nnz; x++) count[d->col[x]]++;
     const lac_status ordered = lac_mf_order_by_count(ctx, count, ni, order);
     if (ordered != LAC_SUCCESS) {
         free(count), free(order), free(rank), free(row_rank), free(bits);
@@ -277,6 +307,8 @@ lac_status lac_mf_cuda_implicit_upload(lac_ctx_t ctx, lac_mf_cuda_implicit *m, c
             return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "out of host memory for the implicit arrays");
         }
         if (m->kernel.inbatch == 2) LAC_CHECK(upload_seen_bits(ctx, m, row_item, rows));
+        if (m->kernel.inbatch && lac_knob_int(ctx, LAC_KNOB_MF_CUDA_INBATCH_WEIGHT, 1) != 0)
+            LAC_CHECK(upload_inbatch_weights(ctx, m, row_item, rows));
         LAC_CHECK(give(ctx, &m->row_item, row_item, (size_t)rows));
         LAC_CHECK(give(ctx, &m->rep_first, first, (size_t)ni));
         LAC_CHECK(give(ctx, &m->rep_count, count, (size_t)ni));
@@ -360,6 +392,7 @@ lac_status lac_mf_cuda_implicit_epoch(lac_ctx_t ctx, lac_mf_cuda_implicit *m, co
     a.row_rank = m->row_rank;
     a.seen_bits = m->seen_bits;
     a.seen_words = m->seen_words;
+    a.row_weight = m->row_weight;
     if (m->kernel.inbatch)
         lac_mf_cuda_implicit_inbatch_map(m->call->seed, epoch, m->cells / (m->steps > 0 ? m->steps : 1), &a.perm_a,
                                          &a.perm_b);

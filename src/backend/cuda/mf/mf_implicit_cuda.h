@@ -71,6 +71,7 @@ struct lac_mf_cuda_implicit_args {
     const int32_t *row_rank;
     const uint32_t *seen_bits;
     int seen_words;
+    const float *row_weight;        /* each row's weight as an in-batch negative (NULL: 1) */
 };
 
 /* The neighbourhood model's draws: the stream cells that are negatives,
@@ -139,7 +140,8 @@ lac_mf_cuda_implicit_kernel lac_mf_cuda_implicit_copies_choose(int pieces, int p
 #define LAC_MF_INBATCH_SEEN_BYTES ((int64_t)16 << 20)
 #define LAC_MF_INBATCH_SEEN_MIN 1024
 
-/* In-batch negatives (LACUNA_MF_CUDA_INBATCH; cross-entropy, unshared, no
+/* In-batch negatives (LACUNA_MF_CUDA_INBATCH, by default on one device
+ * where the negatives' exponent is >= 0.5; cross-entropy, unshared, no
  * lists; mf_implicit_inbatch.cu): a warp's 32 / lanes groups step together
  * and each cell's negatives are the positives' rows of the next
  * min(negatives, groups - 1) groups of its warp at that step; the groups
@@ -147,8 +149,13 @@ lac_mf_cuda_implicit_kernel lac_mf_cuda_implicit_copies_choose(int pieces, int p
  * divide the row, else 4); seen: a negative among the most interacted
  * items (LAC_MF_INBATCH_SEEN_*) that the user has seen is passed over. fn NULL:
  * rows the lanes do not divide, or wider than 8 pieces a lane. No draw
- * kernel. */
+ * kernel; a negative weighs row_weight's (lac_mf_inbatch_weights). */
 lac_mf_cuda_implicit_kernel lac_mf_cuda_implicit_inbatch_choose(int pieces, int lanes, int seen);
+/* The in-batch negatives a cell meets: min(negatives, the warp's groups - 1). */
+static __host__ __device__ __forceinline__ int lac_mf_cuda_inbatch_met(int negatives, int lanes)
+{
+    return negatives < 32 / lanes - 1 ? negatives : 32 / lanes - 1;
+}
 void lac_mf_cuda_implicit_inbatch_map(uint64_t seed, int epoch, int64_t groups, uint64_t *a, uint64_t *b);
 lac_status lac_mf_cuda_implicit_copies_launch(lac_ctx_t ctx, const lac_mf_cuda_implicit_kernel *k, unsigned blocks,
                                               const lac_mf_cuda_implicit_args *a, cudaEvent_t mid);
