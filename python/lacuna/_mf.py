@@ -222,7 +222,9 @@ class MF(_core.Closeable):
     for the plain model, 0 for the neighbourhood model), and after training
     the item biases take negative_correction x exponent x log(interactions)
     (in [0, 1]; default 1; with search=True chosen, 0 or 1, on held-out
-    interactions, as is lambda_ when None); no validation set.
+    interactions, as is lambda_ when None); no validation set. On one GPU
+    the plain model's cross-entropy takes in-batch negatives (the other
+    items of the kernel's warp), weighted to `negatives` and to that law.
     warm_epochs (neighbourhood model): up to that many plain epochs first on
     its factors with W = C = 0 (lac_mf_params.warm_epochs; report_ gives
     warm_epochs and warm_seconds).

@@ -168,7 +168,9 @@ int cmd_mf_train(int argc, char **argv)
         {"--loss", NULL, CLI_ENUM, &p.loss, NULL,
          .help = "--implicit: cross-entropy with sampled negatives, or BPR (one negative per interaction)",
          .choices = losses, .show_default = 1},
-        {"--negatives", NULL, CLI_INT, &p.negatives, "N", .help = "--implicit, xent: negatives per interaction",
+        {"--negatives", NULL, CLI_INT, &p.negatives, "N",
+         .help = "--implicit, xent: negatives per interaction (on one GPU the plain model's are the warp's other "
+                 "items at the same step, weighted to N and to the law below; docs/mf.md)",
          CLI_IN(1, 1000), .show_default = 1},
         {"--negative-share", NULL, CLI_INT, &p.negative_share, "B",
          .help = "--implicit, xent: B interactions of a user (items ascending) share one draw of negatives, each "
