@@ -16,10 +16,11 @@
  * Such negatives come in proportion to the items' interactions (the other
  * streams' positives), so each weighs the call's law over that one times
  * the negatives asked over those met (lac_mf_inbatch_weights): the loss's
- * negative term is then the drawn negatives' in expectation (measured on
- * ego-Facebook: unweighted, HR@10 fell 4-6% under the drawn negatives';
- * weighted it rose 4%). The streams are fixed by the schedule, so the
- * groups that share a warp change every epoch (an affine map of the groups,
+ * negative term is then the drawn negatives' in expectation (measured,
+ * HR@10 against drawn negatives: ego-Facebook 1.5-6.4% under unweighted,
+ * 3-4% over weighted; the MovieLens shapes 0-1.5% under unweighted, 2-4%
+ * under weighted; bench/RESULTS.md). The streams are fixed by the
+ * schedule, so the groups that share a warp change every epoch (an affine map of the groups,
  * lac_mf_cuda_implicit_args.perm_*): kept the same, the same users' items
  * would be one another's negatives every epoch (a numpy model of this
  * schedule, bench/implicit_inbatch_model.py, lost a fifth of HR@10 so at
@@ -73,10 +74,10 @@ struct inbatch_lane {
 
 /* One step of the warp: group `me` (on: it has a cell, of row j, weight w,
  * the row's pieces q and bias bq, item it, weight as a negative nw) scores
- * u_i against every group's
- * row, takes its positive's error and its negatives' (the groups of
- * `scores` but itself: live, another item, not seen by the user where
- * SEEN and the item is ranked), then steps u_i (b_i) by the sum,
+ * u_i against every group's row, takes its positive's error and its
+ * negatives' (the groups of `scores` but itself: live, another item, not
+ * seen by the user where SEEN and the item is ranked; each weighted by
+ * its nw), then steps u_i (b_i) by the sum,
  * and its row (bias) by its positive's step and every step taken with it,
  * each shrunk once for every live row or user it met. live: the ballot of
  * `on`. Each lane works out the errors of the rows h = sub + G i only, so
