@@ -20,8 +20,8 @@
  * HR@10 against drawn negatives: ego-Facebook 1.5-6.4% under unweighted,
  * 3-4% over weighted; the MovieLens shapes 0-1.5% under unweighted, 2-4%
  * under weighted; bench/RESULTS.md). The streams are fixed by the
- * schedule, so the groups that share a warp change every epoch (an affine map of the groups,
- * lac_mf_cuda_implicit_args.perm_*): kept the same, the same users' items
+ * schedule, so the groups that share a warp change every epoch (an affine
+ * map of the groups, lac_mf_cuda_implicit_args.perm_*): kept the same, the same users' items
  * would be one another's negatives every epoch (a numpy model of this
  * schedule, bench/implicit_inbatch_model.py, lost a fifth of HR@10 so at
  * l2 0.01). A negative the user has seen is passed over where it is among
