@@ -14,22 +14,22 @@
  * row thus crosses L2 once a step, whatever the negatives.
  *
  * Such negatives come in proportion to the items' interactions (the other
- * streams' positives), so each weighs the call's law over that one times
- * the negatives asked over those met (lac_mf_inbatch_weights): the loss's
- * negative term is then the drawn negatives' in expectation (measured,
- * HR@10 against drawn negatives: ego-Facebook 1.5-6.4% under unweighted,
- * 3-4% over weighted; the MovieLens shapes 0-1.5% under unweighted, 2-4%
- * under weighted; bench/RESULTS.md). The streams are fixed by the
- * schedule, so the groups that share a warp change every epoch (an affine
- * map of the groups, lac_mf_cuda_implicit_args.perm_*): kept the same, the same users' items
+ * streams' positives), so each weighs the call's law over that one times the
+ * negatives asked over those met (lac_mf_inbatch_weights): the loss's
+ * negative term is then the drawn negatives' in expectation (measured, HR@10
+ * against drawn negatives: ego-Facebook 1.5-6.4% under unweighted, 3-4% over
+ * weighted; the MovieLens shapes 0-1.5% under unweighted, 2-4% under
+ * weighted; bench/RESULTS.md). The streams are fixed by the schedule, so the
+ * groups that share a warp change every epoch (an affine map of the groups,
+ * lac_mf_cuda_implicit_args.perm_*): kept the same, the same users' items
  * would be one another's negatives every epoch (a numpy model of this
- * schedule, bench/implicit_inbatch_model.py, lost a fifth of HR@10 so at
- * l2 0.01). A negative the user has seen is passed over where it is among
- * the most interacted items (a bit a user and item, in L2; every item
- * where they fit, LAC_MF_INBATCH_SEEN_*), as is the user's own positive
- * item (measured: without the test HR@10 fell 4-5% on the MovieLens-100k
- * shape, with it 0-2%). l2 reaches an item row once for every group that
- * used it, valid or not, as a drawn negative's does for every draw. */
+ * schedule, bench/implicit_inbatch_model.py, lost a fifth of HR@10 so at l2
+ * 0.01). A negative the user has seen is passed over where it is among the
+ * most interacted items (a bit a user and item, in L2; every item where they
+ * fit, LAC_MF_INBATCH_SEEN_*), as is the user's own positive item (measured:
+ * without the test HR@10 fell 4-5% on the MovieLens-100k shape, with it
+ * 0-2%). l2 reaches an item row once for every group that used it, valid or
+ * not, as a drawn negative's does for every draw. */
 #include "backend/cuda/mf/mf_implicit_cuda.h"
 
 #include <string.h>
