@@ -89,7 +89,7 @@ static const struct {
     [LAC_KNOB_MF_CUDA_INBATCH] = {"LACUNA_MF_CUDA_INBATCH",
                                   "implicit feedback on CUDA (cross-entropy): a cell's negatives are the positives of the "
                                   "next groups of its warp at the same step (the default on one device with a "
-                                  "negatives' exponent of at least 0.5); the value is the lanes a group (4 or 8; 0: chosen "
+                                  "negatives' exponent of at least 0.5 and at least half the negatives met); the value is the lanes a group (4 or 8; 0: chosen "
                                   "by k), -1 draws the negatives instead"},
     [LAC_KNOB_MF_CUDA_INBATCH_SEEN] = {"LACUNA_MF_CUDA_INBATCH_SEEN",
                                        "0: with in-batch negatives, an item the user has seen is a negative all the "

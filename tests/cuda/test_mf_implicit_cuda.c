@@ -811,6 +811,18 @@ static void planted(int64_t users, int64_t items, int per_user, int groups, uint
             CHECK_OK(logged, lac_mf_train(logged, &p, r, NULL, NULL, NULL, &mp, NULL));
             if (!strstr(log_seen, "in-batch negatives")) HARNESS_FAIL("the default took no in-batch negatives: %s", log_seen);
             lac_mf_model_destroy(&mp);
+            for (int o = 0; o < 2; o++) {   /* drawn where the weights would span too much or be too heavy */
+                lac_mf_params po = p;
+                if (o) po.negatives = 15;   /* k 16 takes 4 lanes: 7 met, under half of them */
+                else po.negative_exponent = 0.25;
+                po.epochs = 1;
+                log_seen[0] = 0;
+                mp = NULL;
+                CHECK_OK(logged, lac_mf_train(logged, &po, r, NULL, NULL, NULL, &mp, NULL));
+                if (strstr(log_seen, "in-batch negatives"))
+                    HARNESS_FAIL("%s took in-batch negatives: %s", o ? "9 negatives" : "exponent 0.25", log_seen);
+                lac_mf_model_destroy(&mp);
+            }
             ranks_like_the_cpu(drawn, &p, r, &d, &rc, pop, "drawn negatives");
             ranks_like_the_cpu(pooled, &p, r, &d, &rc, pop, "a pool of 16 negatives");
             ranks_like_the_cpu(inbatch, &p, r, &d, &rc, pop, "in-batch negatives (4 of them)");

@@ -78,14 +78,19 @@ lac_status lac_mf_cuda_implicit_begin(lac_ctx_t ctx, const lac_mf_call *call, in
             lac_log(ctx, LAC_LOG_INFO, "mf CUDA implicit: no pool kernel for k = %d", call->factors.k);
     }
     /* in-batch negatives: cross-entropy's unshared ones; by default on one
-     * device (no item parts) and where the weights that bring them to the
-     * call's law stay within n^0.5 (exponent >= 0.5) */
-    int64_t inbatch = lac_knob_int(ctx, LAC_KNOB_MF_CUDA_INBATCH, -2);
-    if (inbatch == -2) inbatch = !call->item_part && call->negative_exponent >= 0.5 ? 0 : -1;
+     * device (no item parts) where the weights that bring them to the
+     * call's law stay within n^0.5 (exponent >= 0.5) and a cell meets at
+     * least half the negatives asked (each weighs at most 2 on average:
+     * a few heavy steps would stand for many light ones) */
+    const int64_t forced = lac_knob_int(ctx, LAC_KNOB_MF_CUDA_INBATCH, -2);
+    const int64_t inbatch = forced != -2 ? forced : !call->item_part && call->negative_exponent >= 0.5 ? 0 : -1;
     if (!bpr && !lists && k.fn && inbatch >= 0 && !k.pool) {
         lac_mf_cuda_implicit_kernel bk = lac_mf_cuda_implicit_inbatch_choose(
             pieces, (int)inbatch, lac_knob_int(ctx, LAC_KNOB_MF_CUDA_INBATCH_SEEN, 1) != 0);
-        if (bk.fn) {
+        if (bk.fn && forced == -2 && negatives > 2 * lac_mf_cuda_inbatch_met(negatives, bk.lanes)) {
+            lac_log(ctx, LAC_LOG_INFO, "mf CUDA implicit: %d negatives drawn (in-batch would meet %d)", negatives,
+                    lac_mf_cuda_inbatch_met(negatives, bk.lanes));
+        } else if (bk.fn) {
             k = bk;
             lac_log(ctx, LAC_LOG_INFO, "mf CUDA implicit: in-batch negatives, %d lanes a group, %d of %d groups a warp%s",
                     k.lanes, lac_mf_cuda_inbatch_met(negatives, k.lanes), 32 / k.lanes,
