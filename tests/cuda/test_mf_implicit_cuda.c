@@ -847,32 +847,32 @@ TEST(planted_preferences_beat_most_popular_and_match_the_cpu)
 
 int main(void)
 {
+    /* the contexts of one kernel each (a knob's), and the defaults logged */
+    const struct {
+        lac_ctx_t *ctx;
+        const char *knobs;
+    } kernels[] = {
+        {&pooled, "MF_CUDA_NEG_POOL=16"},
+        {&copies16, "MF_CUDA_NEG_POOL=16,MF_CUDA_NEG_POOL_ADD=1,MF_CUDA_NEG_POOL_CELLS=8"},
+        {&copies32, "MF_CUDA_NEG_POOL=32,MF_CUDA_NEG_POOL_ADD=1,MF_CUDA_NEG_POOL_CELLS=2"},
+        {&inbatch, "MF_CUDA_INBATCH=0"},
+        {&inbatch4, "MF_CUDA_INBATCH=4"},
+        {&inbatch_unseen, "MF_CUDA_INBATCH=0,MF_CUDA_INBATCH_SEEN=0"},
+        {&drawn, "MF_CUDA_INBATCH=-1"},
+        {&logged, NULL},
+    };
+    const size_t nk = sizeof kernels / sizeof kernels[0];
     int rc;
     if (!harness_cuda_start(&gpu, &cpu, 0, &rc)) return rc;
-    {
+    for (size_t i = 0; i < nk; i++) {
         lac_ctx_params cp = lac_ctx_params_default();
         cp.backend = LAC_BACKEND_CUDA;
-        cp.knobs = "MF_CUDA_NEG_POOL=16";
-        if (lac_ctx_create(&cp, &pooled) != 0) {
-            printf("no pooled CUDA context: %s\n", lac_last_error(NULL));
+        cp.knobs = kernels[i].knobs;
+        if (!cp.knobs) cp.log = keep_log, cp.log_level = LAC_LOG_INFO;
+        if (lac_ctx_create(&cp, kernels[i].ctx) != 0) {
+            printf("no CUDA context with knobs %s: %s\n", cp.knobs ? cp.knobs : "(none)", lac_last_error(NULL));
             return 1;
         }
-        cp.knobs = "MF_CUDA_NEG_POOL=16,MF_CUDA_NEG_POOL_ADD=1,MF_CUDA_NEG_POOL_CELLS=8";
-        if (lac_ctx_create(&cp, &copies16) != 0) return 1;
-        cp.knobs = "MF_CUDA_NEG_POOL=32,MF_CUDA_NEG_POOL_ADD=1,MF_CUDA_NEG_POOL_CELLS=2";
-        if (lac_ctx_create(&cp, &copies32) != 0) return 1;
-        cp.knobs = "MF_CUDA_INBATCH=0";
-        if (lac_ctx_create(&cp, &inbatch) != 0) return 1;
-        cp.knobs = "MF_CUDA_INBATCH=4";
-        if (lac_ctx_create(&cp, &inbatch4) != 0) return 1;
-        cp.knobs = "MF_CUDA_INBATCH=0,MF_CUDA_INBATCH_SEEN=0";
-        if (lac_ctx_create(&cp, &inbatch_unseen) != 0) return 1;
-        cp.knobs = "MF_CUDA_INBATCH=-1";
-        if (lac_ctx_create(&cp, &drawn) != 0) return 1;
-        cp.knobs = NULL;
-        cp.log = keep_log;
-        cp.log_level = LAC_LOG_INFO;
-        if (lac_ctx_create(&cp, &logged) != 0) return 1;
     }
     RUN(one_epoch_matches_float64_reference);
     RUN(pooled_epoch_matches_float64_reference);
@@ -883,13 +883,6 @@ int main(void)
     RUN(planted_preferences_beat_most_popular_and_match_the_cpu);
     lac_ctx_destroy(&gpu);
     lac_ctx_destroy(&cpu);
-    lac_ctx_destroy(&pooled);
-    lac_ctx_destroy(&copies16);
-    lac_ctx_destroy(&copies32);
-    lac_ctx_destroy(&inbatch);
-    lac_ctx_destroy(&inbatch4);
-    lac_ctx_destroy(&inbatch_unseen);
-    lac_ctx_destroy(&drawn);
-    lac_ctx_destroy(&logged);
+    for (size_t i = 0; i < nk; i++) lac_ctx_destroy(kernels[i].ctx);
     return harness_finish();
 }

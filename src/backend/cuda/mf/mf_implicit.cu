@@ -87,14 +87,13 @@ lac_status lac_mf_cuda_implicit_begin(lac_ctx_t ctx, const lac_mf_call *call, in
     if (!bpr && !lists && k.fn && inbatch >= 0 && !k.pool) {
         lac_mf_cuda_implicit_kernel bk = lac_mf_cuda_implicit_inbatch_choose(
             pieces, (int)inbatch, lac_knob_int(ctx, LAC_KNOB_MF_CUDA_INBATCH_SEEN, 1) != 0);
-        if (bk.fn && forced == -2 && negatives > 2 * lac_mf_cuda_inbatch_met(negatives, bk.lanes)) {
-            lac_log(ctx, LAC_LOG_INFO, "mf CUDA implicit: %d negatives drawn (in-batch would meet %d)", negatives,
-                    lac_mf_cuda_inbatch_met(negatives, bk.lanes));
+        const int met = bk.fn ? lac_mf_cuda_inbatch_met(negatives, bk.lanes) : 0;
+        if (bk.fn && forced == -2 && negatives > 2 * met) {
+            lac_log(ctx, LAC_LOG_INFO, "mf CUDA implicit: %d negatives drawn (in-batch would meet %d)", negatives, met);
         } else if (bk.fn) {
             k = bk;
             lac_log(ctx, LAC_LOG_INFO, "mf CUDA implicit: in-batch negatives, %d lanes a group, %d of %d groups a warp%s",
-                    k.lanes, lac_mf_cuda_inbatch_met(negatives, k.lanes), 32 / k.lanes,
-                    k.inbatch == 2 ? ", seen items passed over" : "");
+                    k.lanes, met, 32 / k.lanes, k.inbatch == 2 ? ", seen items passed over" : "");
         } else {
             lac_log(ctx, LAC_LOG_INFO, "mf CUDA implicit: no in-batch kernel for k = %d with %lld lanes",
                     call->factors.k, (long long)inbatch);
@@ -206,21 +205,18 @@ static int64_t *item_counts(const lac_mf_data *d)
     return count;
 }
 
-/* In-batch negatives' weights (lac_mf_inbatch_weights): the call's
- * law over the positives', times the negatives asked over those a cell
- * meets (a warp's other groups, at most). */
-static lac_status upload_inbatch_weights(lac_ctx_t ctx, lac_mf_cuda_implicit *m, const int32_t *row_item, int64_t rows)
+/* In-batch negatives' weights (lac_mf_inbatch_weights; count: each
+ * item's interactions): the call's law over the positives', times the
+ * negatives asked over those a cell meets (a warp's other groups, at
+ * most). */
+static lac_status upload_inbatch_weights(lac_ctx_t ctx, lac_mf_cuda_implicit *m, const int64_t *count,
+                                         const int32_t *row_item, int64_t rows)
 {
     const int met = lac_mf_cuda_inbatch_met(m->negatives, m->kernel.lanes);
-    int64_t *count = item_counts(m->call->data);
     float *weight = (float *)malloc((size_t)(rows ? rows : 1) * sizeof *weight);
-    if (!count || !weight) {
-        free(count), free(weight);
-        return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "out of host memory for the in-batch negatives' weights");
-    }
+    if (!weight) return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "out of host memory for the in-batch negatives' weights");
     lac_mf_inbatch_weights(m->call->data, m->call->neg_cum, count, row_item, rows,
                            met > 0 ? (double)m->negatives / met : 1.0, weight);
-    free(count);
     return give(ctx, &m->row_weight, weight, (size_t)rows);
 }
 
@@ -232,7 +228,8 @@ static lac_status upload_inbatch_weights(lac_ctx_t ctx, lac_mf_cuda_implicit *m,
  * interactions, so most of them are ranked; the bits stay in L2, where a
  * hash table of every user's items did not: its probes cost 23% of the
  * epoch. */
-static lac_status upload_seen_bits(lac_ctx_t ctx, lac_mf_cuda_implicit *m, const int32_t *row_item, int64_t rows)
+static lac_status upload_seen_bits(lac_ctx_t ctx, lac_mf_cuda_implicit *m, const int64_t *count,
+                                   const int32_t *row_item, int64_t rows)
 {
     const lac_mf_data *d = m->call->data;
     const int64_t ni = d->num_items, nu = d->num_users, fit = LAC_MF_INBATCH_SEEN_BYTES / 4 / (nu ? nu : 1);
@@ -240,18 +237,17 @@ static lac_status upload_seen_bits(lac_ctx_t ctx, lac_mf_cuda_implicit *m, const
     if (words > fit) words = fit > LAC_MF_INBATCH_SEEN_MIN / 32 ? fit : LAC_MF_INBATCH_SEEN_MIN / 32;
     if (words < 1) words = 1;
     m->seen_words = (int)words;
-    int64_t *count = item_counts(d);
     int64_t *order = (int64_t *)malloc((size_t)(ni ? ni : 1) * sizeof *order);
     int32_t *rank = (int32_t *)malloc((size_t)(ni ? ni : 1) * sizeof *rank);
     int32_t *row_rank = (int32_t *)malloc((size_t)(rows ? rows : 1) * sizeof *row_rank);
     uint32_t *bits = (uint32_t *)calloc((size_t)(nu ? nu : 1) * (size_t)words, sizeof *bits);
-    if (!count || !order || !rank || !row_rank || !bits) {
-        free(count), free(order), free(rank), free(row_rank), free(bits);
+    if (!order || !rank || !row_rank || !bits) {
+        free(order), free(rank), free(row_rank), free(bits);
         return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "out of host memory for the in-batch negatives' seen test");
     }
     const lac_status ordered = lac_mf_order_by_count(ctx, count, ni, order);
     if (ordered != LAC_SUCCESS) {
-        free(count), free(order), free(rank), free(row_rank), free(bits);
+        free(order), free(rank), free(row_rank), free(bits);
         return ordered;
     }
     for (int64_t j = 0; j < ni; j++) rank[j] = -1;
@@ -262,13 +258,27 @@ static lac_status upload_seen_bits(lac_ctx_t ctx, lac_mf_cuda_implicit *m, const
             const int32_t r = rank[d->col[x]];
             if (r >= 0) bits[u * words + r / 32] |= 1u << (r % 32);
         }
-    free(count), free(order), free(rank);
+    free(order), free(rank);
     const lac_status st = give(ctx, &m->row_rank, row_rank, (size_t)rows);
     if (st != LAC_SUCCESS) {
         free(bits);
         return st;
     }
     return give(ctx, &m->seen_bits, bits, (size_t)(nu * words));
+}
+
+/* The in-batch kernel's arrays: the seen test's (kernel.inbatch 2) and the
+ * negatives' weights (unless LACUNA_MF_CUDA_INBATCH_WEIGHT=0), both from
+ * the items' interactions, counted once. */
+static lac_status upload_inbatch(lac_ctx_t ctx, lac_mf_cuda_implicit *m, const int32_t *row_item, int64_t rows)
+{
+    int64_t *count = item_counts(m->call->data);
+    if (!count) return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "out of host memory for the items' interactions");
+    lac_status st = m->kernel.inbatch == 2 ? upload_seen_bits(ctx, m, count, row_item, rows) : LAC_SUCCESS;
+    if (st == LAC_SUCCESS && lac_knob_int(ctx, LAC_KNOB_MF_CUDA_INBATCH_WEIGHT, 1) != 0)
+        st = upload_inbatch_weights(ctx, m, count, row_item, rows);
+    free(count);
+    return st;
 }
 
 lac_status lac_mf_cuda_implicit_upload(lac_ctx_t ctx, lac_mf_cuda_implicit *m, const lac_mf_schedule *sch)
@@ -311,9 +321,7 @@ lac_status lac_mf_cuda_implicit_upload(lac_ctx_t ctx, lac_mf_cuda_implicit *m, c
             free(row_item), free(first), free(count);
             return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "out of host memory for the implicit arrays");
         }
-        if (m->kernel.inbatch == 2) LAC_CHECK(upload_seen_bits(ctx, m, row_item, rows));
-        if (m->kernel.inbatch && lac_knob_int(ctx, LAC_KNOB_MF_CUDA_INBATCH_WEIGHT, 1) != 0)
-            LAC_CHECK(upload_inbatch_weights(ctx, m, row_item, rows));
+        if (m->kernel.inbatch) LAC_CHECK(upload_inbatch(ctx, m, row_item, rows));
         LAC_CHECK(give(ctx, &m->row_item, row_item, (size_t)rows));
         LAC_CHECK(give(ctx, &m->rep_first, first, (size_t)ni));
         LAC_CHECK(give(ctx, &m->rep_count, count, (size_t)ni));
