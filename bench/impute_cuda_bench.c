@@ -36,7 +36,8 @@
  * --also KNOBS adds, per shape, the SVT alone and one iteration on a context
  * with those knobs ("IMPUTE_CUDA_SUBSPACE=off": the Gram route's full
  * eigensolve every pass); --fp32-only leaves out the TF32, 3xTF32 and
- * forced-Gram iterations. Iterations on the Gram route print what the
+ * forced-Gram iterations; --svt-only runs just 1. (every shape, each
+ * context). Iterations on the Gram route print what the
  * subspace pass certified (slice-passes over the timed iterations).
  */
 #include "bench_util.h"
@@ -554,7 +555,7 @@ int main(int argc, char **argv)
 {
     const char *shapes = "50x50x4039,64x64x2100,128x128x2000,512x512x300";
     const char *graph = "data/ego-facebook/facebook_combined.txt", *ratios = "0.5,0.9";
-    int stream_only = 0, split_only = 0, fp32_only = 0;
+    int stream_only = 0, split_only = 0, fp32_only = 0, svt_only = 0;
     const char *devices = NULL;
     int reps = 5, iters = 20;
     for (int i = 1; i < argc; i++) {
@@ -570,6 +571,7 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--split-only") == 0) split_only = 1;
         else if (i + 1 < argc && strcmp(argv[i], "--also") == 0) also_knobs = argv[++i];
         else if (strcmp(argv[i], "--fp32-only") == 0) fp32_only = 1;
+        else if (strcmp(argv[i], "--svt-only") == 0) svt_only = 1;
         else {
             fprintf(stderr, "impute_cuda_bench: unknown option %s (see the source banner)\n", argv[i]);
             return 2;
@@ -666,7 +668,7 @@ int main(int argc, char **argv)
 #ifdef LACUNA_HAVE_CUDA
     measure_rates();
 #endif
-    for (int pass = 0; pass < 2; pass++)
+    for (int pass = 0; pass < (svt_only ? 1 : 2); pass++)
         for (const char *c = shapes; *c;) {
             shape s;
             long long m, n, N;
@@ -709,7 +711,7 @@ int main(int argc, char **argv)
             c += used;
             if (*c == ',') c++;
         }
-    for (const char *c = stream_only || split_only ? "" : ratios; *c;) {
+    for (const char *c = stream_only || split_only || svt_only ? "" : ratios; *c;) {
         char *end;
         double ratio = strtod(c, &end);
         if (end == c || !(ratio > 0 && ratio <= 1)) {

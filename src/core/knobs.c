@@ -98,6 +98,11 @@ static const struct {
                                          "0: in-batch negatives weigh 1 each, in their own law (the items' "
                                          "interactions); by default each weighs the call's law over that one, times the "
                                          "negatives asked over those met"},
+    [LAC_KNOB_IMPUTE_CUDA_COLD] = {"LACUNA_IMPUTE_CUDA_COLD",
+                                   "smallest min(m, n) whose cold passes on the Gram route start the certified subspace pass "
+                                   "from random vectors (default 128; 0: never, the full eigensolve)"},
+    [LAC_KNOB_IMPUTE_CUDA_COLD_FILTER] = {"LACUNA_IMPUTE_CUDA_COLD_FILTER",
+                                          "degree of the cold subspace pass's Chebyshev filter (default 14)"},
 };
 
 /* The environment as the process first saw it: read once. */

@@ -64,6 +64,8 @@ typedef enum {
     LAC_KNOB_MF_CUDA_INBATCH,    /* lanes a group for in-batch negatives (4, 8, 0: chosen; -1: drawn negatives) */
     LAC_KNOB_MF_CUDA_INBATCH_SEEN, /* 0: in-batch negatives the user has seen are stepped all the same */
     LAC_KNOB_MF_CUDA_INBATCH_WEIGHT, /* 0: in-batch negatives weigh 1 each (their own law, exponent 1) */
+    LAC_KNOB_IMPUTE_CUDA_COLD,   /* smallest min(m, n) whose cold Gram passes try the subspace pass from random (0: never) */
+    LAC_KNOB_IMPUTE_CUDA_COLD_FILTER, /* that pass's Chebyshev degree */
     LAC_KNOB_COUNT
 } lac_knob;
 

@@ -659,6 +659,125 @@ TEST(subspace_svt_certifies_or_falls_back)
     free(l2);
 }
 
+/* Cold passes (no vectors kept, IMPUTE_CUDA_WARM=0) on the Gram route start
+ * the certified subspace pass from random vectors (block p/2). Through the
+ * backend table, against LAPACK, with the threshold lowered to 64 so that
+ * 80 x 72 slices take it: Gaussian slices at σmax/2 (certified), at σmax/4
+ * (the rank exceeds the block: the full eigensolve), singular values at λ
+ * itself, zero slices (zero by the trace), λ = 0 (the full eigensolve), and
+ * a rank-5 slice over noise at σmax/33 (the filter grows its top columns
+ * fast and is orthonormalised more often). Then 256 x 256 slices at the
+ * default threshold, and the threshold at 0 (no subspace pass). */
+static void cold_slices(int64_t N, int64_t m, int64_t n, int kinds, unsigned long long seed, float *a, double *lambda)
+{
+    const int64_t size = m * n, p = m < n ? m : n;
+    double *sv = malloc(sizeof(double) * (size_t)p);
+    for (int64_t k = 0; k < N; k++) {
+        const int kind = (int)(k % kinds);
+        float *slice = a + k * size;
+        if (kind == 0 || kind == 1 || kind == 4) {
+            for (int64_t e = 0; e < size; e++) slice[e] = (float)gaussian(&seed);
+            reference_svt((int)n, (int)m, slice, -1, sv, NULL);
+            lambda[k] = kind == 0 ? sv[0] / 2 : kind == 1 ? sv[0] / 4 : 0;
+            continue;
+        }
+        for (int64_t j = 0; j < p; j++) sv[j] = 1.0 / (1 + j);
+        if (kind == 2) {   /* σ = λ three times, and 1e-6 below */
+            sv[0] = 9, sv[1] = 4, sv[2] = sv[3] = sv[4] = 2, sv[5] = 2 * (1 - 1e-6);
+            lambda[k] = 2;
+        } else if (kind == 3) {
+            for (int64_t j = 0; j < p; j++) sv[j] = 0;
+            lambda[k] = 1;
+        } else {   /* rank 5 over noise */
+            sv[0] = 100, sv[1] = 80, sv[2] = 60, sv[3] = 40, sv[4] = 20;
+            lambda[k] = 3;
+        }
+        if (kind == 3) memset(slice, 0, sizeof(float) * (size_t)size);
+        else slice_with_spectrum((int)n, (int)m, sv, &seed, slice);
+    }
+    free(sv);
+}
+
+/* One pass of `knobs` over the slices (warm: after a σmax-only pass, whose
+ * full eigensolve keeps the vectors it starts from): its figures into sub_*,
+ * its worst distance to LAPACK returned (or -1 on failure). */
+static double one_pass(const char *knobs, int warm, int64_t N, int64_t m, int64_t n, const float *a,
+                       const double *lambda)
+{
+    lac_ctx_t c = subspace_context(knobs);
+    const lac_impute_backend *be = lac_impute_backend_cuda();
+    unsigned char *state = malloc((size_t)N);
+    float *out = malloc(sizeof(float) * (size_t)(N * m * n));
+    int64_t none = 0;
+    for (int64_t v = 0; v < N; v++) state[v] = LAC_VERTEX_OBSERVED;
+    struct lac_gft g;
+    lac_impute_problem pr;
+    identity_problem(N, m, n, a, state, &g, &pr);
+    pr.incomplete = &none;
+    void *st = NULL;
+    double tsq = 0, tmsq = 0, err = 0, worst = -1;
+    lac_impute_svt_stats stats;
+    if (c && be && be->setup(c, &pr, &st, &tsq, &tmsq) == 0 && be->gft(c, st) == 0 &&
+        (!warm || be->svt(c, st, NULL, NULL, &stats) == 0) &&
+        (sub_passes = sub_certified = sub_zero = sub_full = 0, be->svt(c, st, lambda, NULL, &stats) == 0) &&
+        be->finish(c, st, LAC_IMPUTE_ESTIMATE, out, LAC_FLOAT32, &err) == 0)
+        worst = worst_against_lapack(N, m, n, a, lambda, out);
+    else
+        HARNESS_FAIL("%s pass (%s): %s", warm ? "warm" : "cold", knobs, c ? lac_last_error(c) : "no context");
+    if (st) be->release(st);
+    lac_ctx_destroy(&c);
+    identity_free(&g);
+    free(state);
+    free(out);
+    return worst;
+}
+
+TEST(cold_subspace_svt_certifies_or_falls_back)
+{
+    {
+        const int64_t m = 80, n = 72, N = 12;
+        float *a = malloc(sizeof(float) * (size_t)(N * m * n));
+        double *lambda = malloc(sizeof(double) * (size_t)N);
+        cold_slices(N, m, n, 6, 777, a, lambda);
+        const double tol = 2e-6 * sqrt((double)m);
+        double worst = one_pass("IMPUTE_CUDA_SVT=gram,IMPUTE_CUDA_WARM=0,IMPUTE_CUDA_COLD=64", 0, N, m, n, a, lambda);
+        printf("    80 x 72: %lld certified (%lld zero by trace), %lld by the full eigensolve; %.3g of ‖A‖\n",
+               sub_certified, sub_zero, sub_full, worst);
+        if (!(worst >= 0 && worst <= tol)) HARNESS_FAIL("cold pass: S_λ differs from LAPACK's by %.3g of ‖A‖", worst);
+        CHECK_INT(sub_passes, 1);
+        CHECK_INT(sub_zero, 2);
+        CHECK_INT(sub_certified, 8);   /* σmax/2, σ = λ, zero, rank 5: two each */
+        CHECK_INT(sub_full, 4);        /* σmax/4 and λ = 0 */
+        worst = one_pass("IMPUTE_CUDA_SVT=gram,IMPUTE_CUDA_WARM=0,IMPUTE_CUDA_COLD=0", 0, N, m, n, a, lambda);
+        CHECK_INT(sub_passes, 0);
+        if (!(worst >= 0 && worst <= tol)) HARNESS_FAIL("full eigensolve: %.3g of ‖A‖", worst);
+        free(a);
+        free(lambda);
+    }
+    {
+        const int64_t m = 256, n = 256, N = 4;
+        float *a = malloc(sizeof(float) * (size_t)(N * m * n));
+        double *lambda = malloc(sizeof(double) * (size_t)N);
+        cold_slices(N, m, n, 1, 778, a, lambda);
+        double worst = one_pass("IMPUTE_CUDA_WARM=0", 0, N, m, n, a, lambda);
+        printf("    256 x 256: %lld certified, %lld by the full eigensolve; %.3g of ‖A‖\n", sub_certified, sub_full, worst);
+        if (!(worst >= 0 && worst <= 2e-6 * sqrt((double)m))) HARNESS_FAIL("cold pass at 256: %.3g of ‖A‖", worst);
+        CHECK_INT(sub_passes, 1);
+        CHECK_INT(sub_certified, 4);
+        /* A warm pass whose block exceeds 128 (λ at 0.4 σmax: rank about 128,
+         * block 160) solves its Ritz problem in float32 and refines it. */
+        for (int64_t k = 0; k < N; k++) lambda[k] *= 0.8;
+        worst = one_pass("", 1, N, m, n, a, lambda);
+        printf("    256 x 256, warm, wide block: %lld certified, %lld by the full eigensolve; %.3g of ‖A‖\n",
+               sub_certified, sub_full, worst);
+        if (!(worst >= 0 && worst <= 2e-6 * sqrt((double)m))) HARNESS_FAIL("warm pass at 256: %.3g of ‖A‖", worst);
+        CHECK_INT(sub_passes, 1);
+        CHECK_INT(sub_certified, 4);
+        free(a);
+        free(lambda);
+    }
+}
+
 /* What the Jacobi pass logged last: slices whose certificate for the
  * columns below λ was refused, and those Cholesky proved after Gershgorin
  * refused. */
@@ -1291,6 +1410,7 @@ int main(void)
     RUN(imputation_matches_the_cpu);
     RUN(imputation_without_kept_vectors_matches_the_cpu);
     RUN(subspace_svt_certifies_or_falls_back);
+    RUN(cold_subspace_svt_certifies_or_falls_back);
     RUN(jacobi_certificate_proves_or_refuses_the_block_below_lambda);
     RUN(imputation_with_the_subspace_pass_matches_the_cpu);
     RUN(streamed_imputation_equals_the_resident_one);

@@ -116,6 +116,13 @@ template <typename REAL>
 lac_status lac_svt_subspace_pass(lac_ctx_t ctx, const lac_svt_batch<REAL> &b, size_t budget, lac_svt_gram_cache **cache,
                             lac_svt_subspace **sub);
 void lac_svt_subspace_free(lac_svt_subspace *sub);
+/* A cold pass (no stored vectors) on slices with min(m, n) of at least
+ * LACUNA_IMPUTE_CUDA_COLD: the same pass from random vectors, block p/2,
+ * a longer filter; what it cannot certify takes the full eigensolve. */
+template <typename REAL> bool lac_svt_subspace_cold_on(lac_ctx_t ctx, int64_t p);
+template <typename REAL>
+lac_status lac_svt_subspace_cold(lac_ctx_t ctx, const lac_svt_batch<REAL> &b, size_t budget, lac_svt_gram_cache **cache,
+                                 lac_svt_subspace **sub);
 /* The device bytes a slice adds to a Gram chunk (its buffers and the batched
  * eigensolver's workspace) and what a chunk needs whatever its size, for the
  * memory plan. */

@@ -451,9 +451,16 @@ lac_status lac_svt_gram(lac_ctx_t ctx, const lac_svt_batch<REAL> &b, size_t budg
         lac_status st = lac_svt_subspace_pass<REAL>(ctx, b, budget, cache, &(*cache)->sub);
         if (st != LAC_INFO_NOT_CONVERGED) return st;   /* else: no usable subspace yet */
     }
+    const int64_t p = b.cols <= b.rows ? b.cols : b.rows;
+    if (cache && b.lambda && !b.warm && lac_svt_subspace_cold_on<REAL>(ctx, p)) {
+        double *theta;   /* the state's store of eigenvalues, made here */
+        LAC_CHECK(lac_svt_subspace_seed(ctx, cache, b.count, p, &theta));
+        lac_status st = lac_svt_subspace_cold<REAL>(ctx, b, budget, cache, &(*cache)->sub);
+        if (st != LAC_INFO_NOT_CONVERGED) return st;
+    }
     lac_svt_batch<REAL> full = b;
     if (cache && b.v && !b.theta && lac_svt_subspace_on<REAL>(ctx)) {
-        LAC_CHECK(lac_svt_subspace_seed(ctx, cache, b.count, b.cols <= b.rows ? b.cols : b.rows, &full.theta));
+        LAC_CHECK(lac_svt_subspace_seed(ctx, cache, b.count, p, &full.theta));
     }
     return lac_svt_gram_full<REAL>(ctx, full, budget, cache);
 }
