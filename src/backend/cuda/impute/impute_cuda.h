@@ -84,6 +84,11 @@ struct lac_svt_gram_cache {
     ~lac_svt_gram_cache();
 };
 void lac_svt_gram_cache_free(lac_svt_gram_cache *cache);
+/* cuSOLVER's batched symmetric eigensolver (vectors, upper) for `batch`
+ * matrices of n x n of `type`: its parameters and both workspaces, made. */
+lac_status lac_syev_batched_workspace(lac_ctx_t ctx, cusolverDnHandle_t solver, cudaDataType type, int64_t n, void *a,
+                                      void *w, int64_t batch, cusolverDnParams_t *params, void **work, size_t *work_bytes,
+                                      void **host_work, size_t *host_bytes);
 /* With a cache, v and λ on a warm pass of float32 slices, the subspace path
  * (svt_subspace.cu) first; the full eigensolve for what it cannot certify. */
 template <typename REAL>

@@ -224,6 +224,20 @@ void lac_svt_gram_cache_free(lac_svt_gram_cache *cache)
     delete cache;
 }
 
+lac_status lac_syev_batched_workspace(lac_ctx_t ctx, cusolverDnHandle_t solver, cudaDataType type, int64_t n, void *a,
+                                      void *w, int64_t batch, cusolverDnParams_t *params, void **work, size_t *work_bytes,
+                                      void **host_work, size_t *host_bytes)
+{
+    LAC_CUSOLVER_CHECK(ctx, cusolverDnCreateParams(params));
+    LAC_CUSOLVER_CHECK(ctx, cusolverDnXsyevBatched_bufferSize(solver, *params, CUSOLVER_EIG_MODE_VECTOR,
+                                                              CUBLAS_FILL_MODE_UPPER, n, type, a, n, type, w, type,
+                                                              work_bytes, host_bytes, batch));
+    LAC_CUDA_CHECK(ctx, cudaMalloc(work, *work_bytes ? *work_bytes : 1));
+    *host_work = malloc(*host_bytes ? *host_bytes : 1);
+    if (!*host_work) return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "host workspace of the batched eigensolver");
+    return LAC_SUCCESS;
+}
+
 namespace {
 
 typedef lac_svt_gram_cache gram_buffers;
@@ -245,14 +259,10 @@ lac_status gram_alloc(lac_ctx_t ctx, cusolverDnHandle_t solver, gram_buffers &g,
     LAC_CUDA_CHECK(ctx, cudaMalloc(&g.kept, (size_t)chunk * sizeof(int)));
     LAC_CUDA_CHECK(ctx, cudaMalloc(&g.info, (size_t)chunk * sizeof(int)));
     LAC_CUDA_CHECK(ctx, cudaMalloc(&g.r_max, sizeof(int)));
-    LAC_CUSOLVER_CHECK(ctx, cusolverDnCreateParams(&g.params));
-    LAC_CUSOLVER_CHECK(ctx, cusolverDnXsyevBatched_bufferSize(solver, g.params, CUSOLVER_EIG_MODE_VECTOR,
-                                                              CUBLAS_FILL_MODE_UPPER, p, CUDA_R_64F, g.b, p, CUDA_R_64F,
-                                                              g.mu, CUDA_R_64F, &g.work_bytes, &g.host_bytes, chunk));
-    LAC_CUDA_CHECK(ctx, cudaMalloc(&g.work, g.work_bytes ? g.work_bytes : 1));
-    g.host_work = malloc(g.host_bytes ? g.host_bytes : 1);
+    LAC_CHECK(lac_syev_batched_workspace(ctx, solver, CUDA_R_64F, p, g.b, g.mu, chunk, &g.params, &g.work, &g.work_bytes,
+                                         &g.host_work, &g.host_bytes));
     g.info_host = (int *)malloc((size_t)chunk * sizeof(int));
-    if (!g.host_work || !g.info_host)
+    if (!g.info_host)
         return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "host workspace of the batched eigensolver");
     return LAC_SUCCESS;
 }

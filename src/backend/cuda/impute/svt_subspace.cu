@@ -530,15 +530,11 @@ lac_status sub_alloc(lac_ctx_t ctx, cusolverDnHandle_t solver, lac_svt_subspace 
     LAC_CUDA_CHECK(ctx, cudaMalloc(&s.ca, (size_t)(n * size) * sizeof(REAL)));
     LAC_CUDA_CHECK(ctx, cudaMalloc(&s.cout, (size_t)(n * size) * sizeof(REAL)));
     LAC_CUDA_CHECK(ctx, cudaMalloc(&s.ctruth, (size_t)(n * size) * sizeof(REAL)));
-    LAC_CUSOLVER_CHECK(ctx, cusolverDnCreateParams(&s.params));
-    LAC_CUSOLVER_CHECK(ctx, cusolverDnXsyevBatched_bufferSize(solver, s.params, CUSOLVER_EIG_MODE_VECTOR,
-                                                              CUBLAS_FILL_MODE_UPPER, q, CUDA_R_64F, s.h, q, CUDA_R_64F,
-                                                              s.w, CUDA_R_64F, &s.work_bytes, &s.host_bytes, n));
-    LAC_CUDA_CHECK(ctx, cudaMalloc(&s.work, s.work_bytes ? s.work_bytes : 1));
-    s.host_work = malloc(s.host_bytes ? s.host_bytes : 1);
+    LAC_CHECK(lac_syev_batched_workspace(ctx, solver, CUDA_R_64F, q, s.h, s.w, n, &s.params, &s.work, &s.work_bytes,
+                                         &s.host_work, &s.host_bytes));
     s.status_host = (int *)malloc((size_t)n * sizeof(int));
     s.slot_host = (int *)malloc((size_t)n * sizeof(int));
-    if (!s.host_work || !s.status_host || !s.slot_host)
+    if (!s.status_host || !s.slot_host)
         return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "host buffers of the subspace SVT");
     s.extras = cold || q > RITZ64_MOST;
     if (!s.extras) return LAC_SUCCESS;
@@ -550,14 +546,8 @@ lac_status sub_alloc(lac_ctx_t ctx, cusolverDnHandle_t solver, lac_svt_subspace 
     LAC_CHECK(dev(ctx, &s.pt, n));
     LAC_CHECK(dev(ctx, &s.h32, n * q * q));
     LAC_CHECK(dev(ctx, &s.w32, n * q));
-    LAC_CUSOLVER_CHECK(ctx, cusolverDnCreateParams(&s.params32));
-    LAC_CUSOLVER_CHECK(ctx, cusolverDnXsyevBatched_bufferSize(solver, s.params32, CUSOLVER_EIG_MODE_VECTOR,
-                                                              CUBLAS_FILL_MODE_UPPER, q, CUDA_R_32F, s.h32, q, CUDA_R_32F,
-                                                              s.w32, CUDA_R_32F, &s.work32_bytes, &s.host32_bytes, n));
-    LAC_CUDA_CHECK(ctx, cudaMalloc(&s.work32, s.work32_bytes ? s.work32_bytes : 1));
-    s.host_work32 = malloc(s.host32_bytes ? s.host32_bytes : 1);
-    if (!s.host_work32) return lac_error(ctx, LAC_ERR_OUT_OF_MEMORY, "host buffers of the subspace SVT");
-    return LAC_SUCCESS;
+    return lac_syev_batched_workspace(ctx, solver, CUDA_R_32F, q, s.h32, s.w32, n, &s.params32, &s.work32,
+                                      &s.work32_bytes, &s.host_work32, &s.host32_bytes);
 }
 
 size_t sub_slice_bytes(int64_t rows, int64_t cols, int64_t q, size_t real, bool cold)
@@ -582,21 +572,29 @@ size_t sub_slice_bytes(int64_t rows, int64_t cols, int64_t q, size_t real, bool 
         if (cs_ != CUSOLVER_STATUS_SUCCESS) return lac_cusolver_fail(ctx, (int)cs_, what, __FILE__, __LINE__); \
     } while (0)
 
-/* Z (p x q a slice, zs apart, in *z) := Z L⁻ᵀ with ZᵀZ = L Lᵀ; slices whose
- * factorisation fails are marked. */
-lac_status cholesky_qr(lac_ctx_t ctx, cublasHandle_t blas, cusolverDnHandle_t solver, lac_svt_subspace &s, double *z,
-                       int64_t zs, int64_t p, int64_t q, int64_t n)
+/* L into s.c (lower, through s.pc), with L Lᵀ = ZᵀZ for the p x q block at z
+ * (ld lz, zs apart); slices whose factorisation fails are marked. */
+lac_status factor_block(lac_ctx_t ctx, cublasHandle_t blas, cusolverDnHandle_t solver, lac_svt_subspace &s,
+                        const double *z, int64_t lz, int64_t zs, int64_t p, int64_t q, int64_t n)
 {
-    cudaStream_t stream = ctx->cuda->stream;
     const double one = 1, zero = 0;
-    SUB_BLAS(cublasDgemmStridedBatched_64(blas, CUBLAS_OP_T, CUBLAS_OP_N, q, q, p, &one, z, p, zs, z, p, zs, &zero, s.c,
+    SUB_BLAS(cublasDgemmStridedBatched_64(blas, CUBLAS_OP_T, CUBLAS_OP_N, q, q, p, &one, z, lz, zs, z, lz, zs, &zero, s.c,
                                           q, q * q, n),
              "Cholesky QR: ZᵀZ");
     SUB_SOLVER(cusolverDnDpotrfBatched(solver, CUBLAS_FILL_MODE_LOWER, (int)q, s.pc, (int)q, s.info, (int)n),
                "Cholesky QR: potrfBatched");
-    note_info<<<grid_for(n), 256, 0, stream>>>(s.info, s.status, n);
+    note_info<<<grid_for(n), 256, 0, ctx->cuda->stream>>>(s.info, s.status, n);
     LAC_CUDA_CHECK_LAUNCH(ctx);
-    fill_pointers<<<grid_for(n), 256, 0, stream>>>(s.pz, z, zs, n);
+    return LAC_SUCCESS;
+}
+
+/* Z (p x q a slice, zs apart, in *z) := Z L⁻ᵀ with ZᵀZ = L Lᵀ. */
+lac_status cholesky_qr(lac_ctx_t ctx, cublasHandle_t blas, cusolverDnHandle_t solver, lac_svt_subspace &s, double *z,
+                       int64_t zs, int64_t p, int64_t q, int64_t n)
+{
+    const double one = 1;
+    LAC_CHECK(factor_block(ctx, blas, solver, s, z, p, zs, p, q, n));
+    fill_pointers<<<grid_for(n), 256, 0, ctx->cuda->stream>>>(s.pz, z, zs, n);
     LAC_CUDA_CHECK_LAUNCH(ctx);
     SUB_BLAS(cublasDtrsmBatched(blas, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T, CUBLAS_DIAG_NON_UNIT,
                                 (int)p, (int)q, &one, s.pc, (int)q, s.pz, (int)p, (int)n),
@@ -614,13 +612,7 @@ lac_status orthonormalise(lac_ctx_t ctx, cublasHandle_t blas, cusolverDnHandle_t
 {
     cudaStream_t stream = ctx->cuda->stream;
     const double one = 1, zero = 0;
-    SUB_BLAS(cublasDgemmStridedBatched_64(blas, CUBLAS_OP_T, CUBLAS_OP_N, q, q, p, &one, z, lz, zs, z, lz, zs, &zero, s.c,
-                                          q, q * q, n),
-             "cold filter: ZᵀZ");
-    SUB_SOLVER(cusolverDnDpotrfBatched(solver, CUBLAS_FILL_MODE_LOWER, (int)q, s.pc, (int)q, s.info, (int)n),
-               "cold filter: potrfBatched");
-    note_info<<<grid_for(n), 256, 0, stream>>>(s.info, s.status, n);
-    LAC_CUDA_CHECK_LAUNCH(ctx);
+    LAC_CHECK(factor_block(ctx, blas, solver, s, z, lz, zs, p, q, n));
     fill_identity<<<grid_for(n * q * q), 256, 0, stream>>>(s.tinv, q, n);
     LAC_CUDA_CHECK_LAUNCH(ctx);
     SUB_BLAS(cublasDtrsmBatched(blas, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T, CUBLAS_DIAG_NON_UNIT, (int)q,
@@ -629,6 +621,22 @@ lac_status orthonormalise(lac_ctx_t ctx, cublasHandle_t blas, cusolverDnHandle_t
     SUB_BLAS(cublasDgemmStridedBatched_64(blas, CUBLAS_OP_N, CUBLAS_OP_N, rows, q, q, &one, src, ls, zs, s.tinv, q, q * q,
                                           &zero, out, lo, zs, n),
              "cold filter: Z L⁻ᵀ");
+    return LAC_SUCCESS;
+}
+
+/* The Ritz problem of the block Q in s.z0 (ld p): T = BQ into s.t, H = QᵀT
+ * into s.h. */
+lac_status ritz_matrix(lac_ctx_t ctx, cublasHandle_t blas, lac_svt_subspace &s, int64_t p, int64_t q, int64_t zs,
+                       int64_t n)
+{
+    const int64_t pp = p * p;
+    const double one = 1, zero = 0;
+    SUB_BLAS(cublasDgemmStridedBatched_64(blas, CUBLAS_OP_N, CUBLAS_OP_N, p, q, p, &one, s.g, p, pp, s.z0, p, zs, &zero,
+                                          s.t, p, zs, n),
+             "Rayleigh-Ritz: BQ");
+    SUB_BLAS(cublasDgemmStridedBatched_64(blas, CUBLAS_OP_T, CUBLAS_OP_N, q, q, p, &one, s.z0, p, zs, s.t, p, zs, &zero,
+                                          s.h, q, q * q, n),
+             "Rayleigh-Ritz: QᵀBQ");
     return LAC_SUCCESS;
 }
 
@@ -642,33 +650,28 @@ lac_status ritz_refined(lac_ctx_t ctx, cublasHandle_t blas, cusolverDnHandle_t s
                         int64_t q, int64_t zs, int64_t n)
 {
     cudaStream_t stream = ctx->cuda->stream;
-    const int64_t pp = p * p, qq = q * q;
+    const int64_t qq = q * q;
     const double one = 1, zero = 0;
-    SUB_BLAS(cublasDgemmStridedBatched_64(blas, CUBLAS_OP_N, CUBLAS_OP_N, p, q, p, &one, s.g, p, pp, s.z0, p, zs, &zero,
-                                          s.t, p, zs, n),
-             "cold Rayleigh-Ritz: BQ");
-    SUB_BLAS(cublasDgemmStridedBatched_64(blas, CUBLAS_OP_T, CUBLAS_OP_N, q, q, p, &one, s.z0, p, zs, s.t, p, zs, &zero,
-                                          s.h, q, qq, n),
-             "cold Rayleigh-Ritz: QᵀBQ");
+    LAC_CHECK(ritz_matrix(ctx, blas, s, p, q, zs, n));
     narrow<<<grid_for(n * qq), 256, 0, stream>>>(s.h32, s.h, n * qq);
     LAC_CUDA_CHECK_LAUNCH(ctx);
     SUB_SOLVER(cusolverDnXsyevBatched(solver, s.params32, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_UPPER, q, CUDA_R_32F,
                                       s.h32, q, CUDA_R_32F, s.w32, CUDA_R_32F, s.work32, s.work32_bytes, s.host_work32,
                                       s.host32_bytes, s.info, n),
-               "cusolverDnXsyevBatched (cold Ritz, float32)");
+               "cusolverDnXsyevBatched (Ritz, float32)");
     note_info<<<grid_for(n), 256, 0, stream>>>(s.info, s.status, n);
     LAC_CUDA_CHECK_LAUNCH(ctx);
     widen_f<<<grid_for(n * qq), 256, 0, stream>>>(s.ta, s.h32, n * qq);
     LAC_CUDA_CHECK_LAUNCH(ctx);
     SUB_BLAS(cublasDgemmStridedBatched_64(blas, CUBLAS_OP_N, CUBLAS_OP_N, q, q, q, &one, s.h, q, qq, s.ta, q, qq, &zero,
                                           s.tb, q, qq, n),
-             "cold refinement: HY");
+             "Ritz refinement: HY");
     SUB_BLAS(cublasDgemmStridedBatched_64(blas, CUBLAS_OP_T, CUBLAS_OP_N, q, q, q, &one, s.ta, q, qq, s.tb, q, qq, &zero,
                                           s.c, q, qq, n),
-             "cold refinement: YᵀHY");
+             "Ritz refinement: YᵀHY");
     SUB_BLAS(cublasDgemmStridedBatched_64(blas, CUBLAS_OP_T, CUBLAS_OP_N, q, q, q, &one, s.ta, q, qq, s.ta, q, qq, &zero,
                                           s.tinv, q, qq, n),
-             "cold refinement: YᵀY");
+             "Ritz refinement: YᵀY");
     refine_values<<<(unsigned)n, 256, 0, stream>>>(s.c, s.tinv, s.w, q, s.scal);
     LAC_CUDA_CHECK_LAUNCH(ctx);
     refine_factor<<<grid_for(n * qq), 256, 0, stream>>>(s.tinv, s.c, s.w, q, n, s.scal);
@@ -676,7 +679,7 @@ lac_status ritz_refined(lac_ctx_t ctx, cublasHandle_t blas, cusolverDnHandle_t s
     LAC_CUDA_CHECK(ctx, cudaMemcpyAsync(s.tb, s.ta, (size_t)(n * qq) * sizeof(double), cudaMemcpyDeviceToDevice, stream));
     SUB_BLAS(cublasDgemmStridedBatched_64(blas, CUBLAS_OP_N, CUBLAS_OP_N, q, q, q, &one, s.tb, q, qq, s.tinv, q, qq, &one,
                                           s.ta, q, qq, n),
-             "cold refinement: Y + YF");
+             "Ritz refinement: Y + YF");
     return LAC_SUCCESS;
 }
 
@@ -759,8 +762,8 @@ lac_status cold_start(lac_ctx_t ctx, cublasHandle_t blas, cusolverDnHandle_t sol
 
 /* A warm pass's block and Ritz pairs: from V's first q columns (v, p x p a
  * slice), rounds of T_2 (or T_1 for an odd rest) each followed by Cholesky QR,
- * then the Ritz problem in float64; Q into s.z0, BQ into s.t, θ into s.w, Y
- * into s.h. */
+ * then the Ritz problem, in float64 up to RITZ64_MOST (Y into s.h), else by
+ * ritz_refined (Y into s.ta); Q into s.z0, BQ into s.t, θ into s.w. */
 lac_status warm_start(lac_ctx_t ctx, cublasHandle_t blas, cusolverDnHandle_t solver, lac_svt_subspace &s,
                       const double *v, int64_t p, int64_t q, int64_t zs, int64_t n, int degree)
 {
@@ -787,12 +790,7 @@ lac_status warm_start(lac_ctx_t ctx, cublasHandle_t blas, cusolverDnHandle_t sol
     if (q > RITZ64_MOST) return ritz_refined(ctx, blas, solver, s, p, q, zs, n);
 
     /* Rayleigh–Ritz: T = B Q, H = Qᵀ T = Y θ Yᵀ, X = Q Y, BX = T Y. */
-    SUB_BLAS(cublasDgemmStridedBatched_64(blas, CUBLAS_OP_N, CUBLAS_OP_N, p, q, p, &one, s.g, p, pp, s.z0, p, zs, &zero,
-                                          s.t, p, zs, n),
-             "Rayleigh-Ritz: BQ");
-    SUB_BLAS(cublasDgemmStridedBatched_64(blas, CUBLAS_OP_T, CUBLAS_OP_N, q, q, p, &one, s.z0, p, zs, s.t, p, zs, &zero,
-                                          s.h, q, q * q, n),
-             "Rayleigh-Ritz: QᵀBQ");
+    LAC_CHECK(ritz_matrix(ctx, blas, s, p, q, zs, n));
     SUB_SOLVER(cusolverDnXsyevBatched(solver, s.params, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_UPPER, q, CUDA_R_64F,
                                       s.h, q, CUDA_R_64F, s.w, CUDA_R_64F, s.work, s.work_bytes, s.host_work, s.host_bytes,
                                       s.info, n),
