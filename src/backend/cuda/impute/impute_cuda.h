@@ -121,9 +121,10 @@ template <typename REAL>
 lac_status lac_svt_subspace_pass(lac_ctx_t ctx, const lac_svt_batch<REAL> &b, size_t budget, lac_svt_gram_cache **cache,
                             lac_svt_subspace **sub);
 void lac_svt_subspace_free(lac_svt_subspace *sub);
-/* A cold pass (no stored vectors) on slices with min(m, n) of at least
+/* A cold pass (a λ, no warm start) on slices with min(m, n) of at least
  * LACUNA_IMPUTE_CUDA_COLD: the same pass from random vectors, block p/2,
- * a longer filter; what it cannot certify takes the full eigensolve. */
+ * a longer filter; what it cannot certify takes the full eigensolve. It
+ * stores q pairs a slice, so a warm pass after it takes the full path. */
 template <typename REAL> bool lac_svt_subspace_cold_on(lac_ctx_t ctx, int64_t p);
 template <typename REAL>
 lac_status lac_svt_subspace_cold(lac_ctx_t ctx, const lac_svt_batch<REAL> &b, size_t budget, lac_svt_gram_cache **cache,

@@ -461,8 +461,12 @@ lac_status lac_svt_gram(lac_ctx_t ctx, const lac_svt_batch<REAL> &b, size_t budg
         lac_status st = lac_svt_subspace_pass<REAL>(ctx, b, budget, cache, &(*cache)->sub);
         if (st != LAC_INFO_NOT_CONVERGED) return st;   /* else: no usable subspace yet */
     }
+    /* Without the warm start (or kept vectors) every pass with a λ is cold:
+     * the subspace pass from random vectors. With it, the first pass is the
+     * full eigensolve, whose p pairs start the warm passes. */
     const int64_t p = b.cols <= b.rows ? b.cols : b.rows;
-    if (cache && b.lambda && !b.warm && lac_svt_subspace_cold_on<REAL>(ctx, p)) {
+    const bool warm_start = b.v && lac_knob_int(ctx, LAC_KNOB_IMPUTE_CUDA_WARM, 1) != 0;
+    if (cache && b.lambda && !b.warm && !warm_start && lac_svt_subspace_cold_on<REAL>(ctx, p)) {
         double *theta;   /* the state's store of eigenvalues, made here */
         LAC_CHECK(lac_svt_subspace_seed(ctx, cache, b.count, p, &theta));
         lac_status st = lac_svt_subspace_cold<REAL>(ctx, b, budget, cache, &(*cache)->sub);

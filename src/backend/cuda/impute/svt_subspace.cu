@@ -376,6 +376,10 @@ __global__ void refine_factor(double *G, const double *S, const double *theta, i
 struct lac_svt_subspace {
     int64_t count = 0, p = 0;
     double *theta = nullptr;   /* count x p: each slice's eigenvalues of B, descending */
+    /* The stored pairs are a cold pass's: q of them a slice, the rest never
+     * written, so the next warm pass takes the full eigensolve (which stores
+     * all p) instead of reading them. */
+    bool partial = false;
     /* A chunk's buffers, made for `chunk` slices of rows x cols and block q. */
     int64_t rows = 0, cols = 0, chunk = 0, q = 0;
     double *a = nullptr, *g = nullptr, *gs = nullptr, *z0 = nullptr, *z1 = nullptr, *t = nullptr, *x = nullptr;
@@ -482,6 +486,7 @@ lac_status lac_svt_subspace_seed(lac_ctx_t ctx, lac_svt_gram_cache **cache, int6
         LAC_CUDA_CHECK(ctx, cudaMalloc(&sub->theta, (size_t)(count * p) * sizeof(double)));
         LAC_CUDA_CHECK(ctx, cudaMalloc(&sub->r_max, sizeof(int)));
     }
+    sub->partial = false;   /* the caller's pass stores the pairs now */
     *theta = sub->theta;
     return LAC_SUCCESS;
 }
@@ -962,7 +967,8 @@ lac_status lac_svt_subspace_pass(lac_ctx_t ctx, const lac_svt_batch<REAL> &b, si
 {
     lac_svt_subspace *sub = *subp;
     const int64_t rows = b.rows, cols = b.cols, p = cols <= rows ? cols : rows;
-    if (!sub || sub->count != b.count || sub->p != p || b.stride != rows * cols) return LAC_INFO_NOT_CONVERGED;
+    if (!sub || sub->partial || sub->count != b.count || sub->p != p || b.stride != rows * cols)
+        return LAC_INFO_NOT_CONVERGED;
     cudaStream_t stream = ctx->cuda->stream;
     lac_svt_subspace &s = *sub;
 
@@ -1001,7 +1007,10 @@ lac_status lac_svt_subspace_cold(lac_ctx_t ctx, const lac_svt_batch<REAL> &b, si
      * known; slices that keep as many fall back (the certificate needs r < q). */
     const int64_t q = (p / 2 + 7) / 8 * 8;
     if (q < 8 || q >= p) return LAC_INFO_NOT_CONVERGED;
-    return run_pass<REAL>(ctx, b, budget, cache, *sub, q, lac_knob_int(ctx, LAC_KNOB_IMPUTE_CUDA_COLD_FILTER, 14), true);
+    const lac_status st =
+        run_pass<REAL>(ctx, b, budget, cache, *sub, q, lac_knob_int(ctx, LAC_KNOB_IMPUTE_CUDA_COLD_FILTER, 14), true);
+    if (st >= 0) sub->partial = true;
+    return st;
 }
 
 template lac_status lac_svt_subspace_pass<float>(lac_ctx_t, const lac_svt_batch<float> &, size_t, lac_svt_gram_cache **,
