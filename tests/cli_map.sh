@@ -157,6 +157,13 @@ EOF
   check "--plan equals deterministic one-shot" "cmp -s d1.npy p1.npy"
   echo "plan|sum S_float64.npy R_int32.npy - 97 p2.npy 0" > plan.txt
   check "--plan second output (float64) matches numpy" "$py ref.py plan.txt | grep -q '^ok plan'"
+  # The plan's determinism as an option: --plan-fast against numpy, and with
+  # --deterministic the deterministic plan's bytes.
+  "$tool" map --plan-fast --bridge R_int32.npy --targets 97 --source S_float32.npy --source S_float64.npy --out f1.npy --out f2.npy --quiet
+  echo "plan|sum S_float64.npy R_int32.npy - 97 f2.npy 0" > fast.txt
+  check "--plan-fast (float64) matches numpy" "$py ref.py fast.txt | grep -q '^ok plan'"
+  "$tool" map --plan-fast --deterministic --bridge R_int32.npy --targets 97 --source S_float32.npy --out fd1.npy --quiet
+  check "--plan-fast --deterministic equals --plan" "cmp -s fd1.npy p1.npy"
   json=$("$tool" map --plan --bridge R_int32.npy --source S_float32.npy --source S_float64.npy --json --repeat 2 2>/dev/null)
   check "--plan --json prints one line per source" "[ \$(grep -c '\"plan_build_ms\":' <<<\"\$json\") -eq 2 ]"
 else

@@ -490,6 +490,7 @@ PROTOTYPES = {
     "lac_map_plan_num_targets": (c_int64, [lac_map_plan_t]),
     "lac_map_plan_execute": (_st, [lac_ctx_t, lac_map_plan_t, _P(lac_map_params), _P(lac_array),
                                    _P(lac_array), _P(lac_array)]),
+    "lac_map_plan_set_deterministic": (_st, [lac_map_plan_t, c_int]),
     # graphs and the GFT
     "lac_graph_params_init": (None, [_P(lac_graph_params), c_size_t]),
     "lac_graph_load": (_st, [lac_ctx_t, c_char_p, _P(lac_graph_params), _P(lac_graph_t)]),

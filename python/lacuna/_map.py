@@ -91,9 +91,14 @@ class MapPlan(_core.Closeable):
     """A plan for one bridge used many times: R is checked once, then every
     execute() is a contention-free, deterministic map. The plan keeps its own
     copy of what it needs (R may change afterwards) and its own context; it may
-    be shared between threads (calls are serialised)."""
+    be shared between threads (calls are serialised).
 
-    def __init__(self, R, n=None, device="auto", threads=0):
+    deterministic=False makes determinism the plan's option instead of its
+    price: each execute() takes the backend's fastest path over the checked
+    bridge (never slower than lacuna.map; the last bits may differ from run to
+    run), unless that call asks for determinism itself."""
+
+    def __init__(self, R, n=None, device="auto", threads=0, *, deterministic=True):
         self._handle = None
         self._destroy = lib.lac_map_plan_destroy
         R = _core.as_index(R, "bridge")
@@ -105,6 +110,9 @@ class MapPlan(_core.Closeable):
         handle = _lib.lac_map_plan_t()
         check(lib.lac_map_plan_create(self._ctx.handle, ctypes.byref(dR), n, ctypes.byref(handle)), self._ctx)
         self._handle = handle
+        self._deterministic = bool(deterministic)
+        if not self._deterministic:
+            check(lib.lac_map_plan_set_deterministic(handle, 0), self._ctx)
         self._lock = threading.Lock()
 
     def _live(self):
@@ -124,9 +132,17 @@ class MapPlan(_core.Closeable):
     def device(self):
         return self._ctx.backend
 
-    def execute(self, S, op="sum", weights=None, out=None, *, accumulate=False, nan="propagate", empty=0.0):
-        """As lacuna.map with the plan's bridge (always deterministic)."""
-        p = _map_params(op, True, accumulate, nan, empty)
+    @property
+    def deterministic(self):
+        """Whether every execute() is deterministic (the constructor's choice)."""
+        return self._deterministic
+
+    def execute(self, S, op="sum", weights=None, out=None, *, accumulate=False, nan="propagate", empty=0.0,
+                deterministic=None):
+        """As lacuna.map with the plan's bridge: deterministic when the plan
+        is (the default), or when this call asks for it."""
+        p = _map_params(op, self._deterministic if deterministic is None else bool(deterministic), accumulate, nan,
+                        empty)
         with self._lock:
             handle = self._live()
             S, w, T, back = _operands(S, weights, out, lib.lac_map_plan_num_targets(handle), accumulate)

@@ -425,6 +425,22 @@ class TestMapPlan(unittest.TestCase):
         with self.assertRaises(lacuna.LacunaInputError):
             plan.execute(S)   # closed
 
+    def test_plan_determinism_is_an_option(self):
+        rng = np.random.default_rng(11)
+        R = rng.integers(0, 700, 40000)
+        S = rng.standard_normal(40000)
+        S32 = rng.standard_normal((40000, 3)).astype(np.float32)
+        w = rng.random(40000).astype(np.float32)
+        with lacuna.MapPlan(R, 700, deterministic=False) as fast, lacuna.MapPlan(R, 700) as exact:
+            self.assertFalse(fast.deterministic)
+            self.assertTrue(exact.deterministic)
+            np.testing.assert_allclose(fast.execute(S), ref_map(S, R, 700, "sum"), rtol=1e-9, atol=1e-9)
+            np.testing.assert_allclose(fast.execute(S32, op="mean", weights=w), ref_map(S32, R, 700, "mean", w),
+                                       rtol=1e-4, atol=1e-4)
+            # a call that asks for determinism gets the deterministic plan's bits
+            self.assertEqual(fast.execute(S32, deterministic=True).tobytes(), exact.execute(S32).tobytes())
+            self.assertEqual(fast.execute(S, op="max").tobytes(), exact.execute(S, op="max").tobytes())
+
     def test_plan_errors(self):
         with self.assertRaises(lacuna.LacunaInputError) as c:
             lacuna.MapPlan([0, 5, 1], 3)
